@@ -1,0 +1,228 @@
+"""The `gpusched` command: parse, load, call one library function, render (rich text or --json).
+
+Exit codes: 0 everything fits, 1 something Pending / deadlocked / unallocatable, 2 unreadable input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+
+from . import render
+from .errors import InputError
+from .models.cluster import Cluster
+from .models.dra import ClaimList
+from .models.graph import build_graph
+from .models.workload import JobList, PodList
+from .planner.allreduce import ring_allreduce
+from .planner.frag import DEFAULT_SIZES, fragmentation
+from .planner.gang import simulate
+from .planner.place import DEFAULT_GRADIENT_GB, place
+from .planner.state import ClusterState, advertised
+from .scenarios import load_cluster, load_jobs, load_pods, load_scenario, scenario_names
+
+app = typer.Typer(
+    name="gpusched",
+    help="A GPU placement planner for Kubernetes: the scheduler's view, the hardware's view, the best plan.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="print the result as JSON (a documented, stable shape)")]
+ClusterArg = Annotated[str, typer.Argument(help="cluster file (JSON/YAML), scenario file, or built-in scenario name")]
+SizesOpt = Annotated[
+    str, typer.Option("--sizes", help="job sizes for the fragmentation report, comma-separated (1,2,4,8 always)")
+]
+
+
+def _run(body: Callable[[], int]) -> None:
+    """Run a command body; bad input becomes one clear message on stderr and exit code 2."""
+    try:
+        code = body()
+    except InputError as error:
+        err.print(f"error: {error}", markup=False)
+        raise typer.Exit(2) from None
+    except ValueError as error:
+        err.print(f"error: {error}", markup=False)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)
+
+
+def _emit_json(result: BaseModel | list | dict) -> None:
+    if isinstance(result, BaseModel):
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    else:
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        extra = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"--sizes: expected comma-separated whole numbers, got {text!r}") from None
+    if any(size < 1 for size in extra):
+        raise ValueError("--sizes: job sizes must be at least 1")
+    return tuple(sorted(set(DEFAULT_SIZES) | set(extra)))
+
+
+@app.command()
+def scenarios(as_json: JsonFlag = False) -> None:
+    """List the built-in scenarios (every command takes one by name in place of a file)."""
+
+    def body() -> int:
+        found = {name: load_scenario(name) for name in scenario_names()}
+        rows = [
+            {"name": name, "description": s.description, "nodes": len(s.cluster.nodes),
+             "pods": len(s.pods.pods) if s.pods else 0, "jobs": len(s.jobs.jobs) if s.jobs else 0}
+            for name, s in found.items()
+        ]
+        if as_json:
+            _emit_json(rows)
+        else:
+            render.scenarios(out, rows)
+        return 0
+
+    _run(body)
+
+
+SCHEMAS: dict[str, type[BaseModel]] = {"cluster": Cluster, "pods": PodList, "jobs": JobList, "claims": ClaimList}
+
+
+@app.command()
+def schema(kind: Annotated[str, typer.Argument(help="cluster | pods | jobs | claims")]) -> None:
+    """Print the JSON Schema of an input file."""
+
+    def body() -> int:
+        if kind not in SCHEMAS:
+            raise ValueError(f"unknown schema {kind!r}: expected one of {', '.join(SCHEMAS)}")
+        _emit_json(SCHEMAS[kind].model_json_schema(by_alias=True))
+        return 0
+
+    _run(body)
+
+
+@app.command("advertised")
+def advertised_command(cluster: ClusterArg, as_json: JsonFlag = False) -> None:
+    """What the device plugin reports per node: the integers kube-scheduler sees."""
+
+    def body() -> int:
+        state = ClusterState.from_cluster(load_cluster(cluster))
+        counts = {node.name: advertised(node) for node in state.nodes}
+        if as_json:
+            _emit_json(counts)
+        else:
+            render.advertised(out, counts)
+        return 0
+
+    _run(body)
+
+
+@app.command("place")
+def place_command(
+    cluster: ClusterArg,
+    pods: Annotated[str | None, typer.Argument(help="pods file or scenario name (default: the scenario's pods)")] = None,
+    policy: Annotated[str, typer.Option(help="binpack | spread | topology")] = "binpack",
+    view: Annotated[str, typer.Option(help="gpu (what the hardware allows) | extended (the scheduler's integers)")] = "gpu",
+    gpu_weight: Annotated[
+        int | None,
+        typer.Option("--gpu-weight", min=0, help="score with NodeResourcesFit: nvidia.com/gpu at this weight, cpu and memory at 1"),
+    ] = None,
+    gradient_gb: Annotated[float, typer.Option("--gradient-gb", min=0, help="gradient size for the all-reduce bound")] = DEFAULT_GRADIENT_GB,
+    sizes: SizesOpt = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Place pods one after another with a policy and a view, then report fragmentation."""
+
+    def body() -> int:
+        if policy not in ("binpack", "spread", "topology"):
+            raise ValueError(f"--policy: expected binpack, spread or topology, got {policy!r}")
+        if view not in ("gpu", "extended"):
+            raise ValueError(f"--view: expected gpu or extended, got {view!r}")
+        model = load_cluster(cluster)
+        pod_list = load_pods(pods or cluster)
+        report = place(model, pod_list.pods, view, policy, gpu_weight, gradient_gb, _sizes(sizes))  # type: ignore[arg-type]
+        if as_json:
+            _emit_json(report)
+        else:
+            render.placement(out, report)
+        return 1 if report.pending else 0
+
+    _run(body)
+
+
+@app.command("frag")
+def frag_command(cluster: ClusterArg, sizes: SizesOpt = "", as_json: JsonFlag = False) -> None:
+    """Fragmentation per job size, largest free blocks, and what each MIG GPU could still offer."""
+
+    def body() -> int:
+        report = fragmentation(ClusterState.from_cluster(load_cluster(cluster)), _sizes(sizes))
+        if as_json:
+            _emit_json(report)
+        else:
+            render.fragmentation(out, report, detail=True)
+        return 0
+
+    _run(body)
+
+
+@app.command("allreduce")
+def allreduce_command(
+    cluster: ClusterArg,
+    placements: Annotated[list[str], typer.Argument(help="GPU sets as NODE:GPUS, e.g. pcie-a:0,2 or dgx-a:0-7")],
+    gradient_gb: Annotated[float, typer.Option("--gradient-gb", min=0, help="gradient size in GB")] = DEFAULT_GRADIENT_GB,
+    as_json: JsonFlag = False,
+) -> None:
+    """The ring all-reduce bound 2(k-1)/k · gradient / slowest link, for GPU sets on the cluster."""
+
+    def body() -> int:
+        graph = build_graph(load_cluster(cluster))
+        results = [ring_allreduce(graph, placement, gradient_gb) for placement in placements]
+        if as_json:
+            _emit_json([result.model_dump() for result in results])
+        else:
+            render.allreduce(out, results)
+        return 0
+
+    _run(body)
+
+
+@app.command("gang")
+def gang_command(
+    cluster: ClusterArg,
+    jobs: Annotated[str | None, typer.Argument(help="jobs file or scenario name (default: the scenario's jobs)")] = None,
+    mode: Annotated[str, typer.Option(help="pod (default scheduler) | gang (all or nothing)")] = "gang",
+    timeout: Annotated[float, typer.Option(min=0, help="gang mode: seconds a partial reservation may be held")] = 0.0,
+    policy: Annotated[str, typer.Option(help="binpack | spread | topology")] = "binpack",
+    as_json: JsonFlag = False,
+) -> None:
+    """Simulate training jobs on a virtual clock: starts, finishes, idle reservations, deadlock."""
+
+    def body() -> int:
+        if mode not in ("pod", "gang"):
+            raise ValueError(f"--mode: expected pod or gang, got {mode!r}")
+        if policy not in ("binpack", "spread", "topology"):
+            raise ValueError(f"--policy: expected binpack, spread or topology, got {policy!r}")
+        model = load_cluster(cluster)
+        job_list = load_jobs(jobs or cluster)
+        report = simulate(model, job_list.jobs, mode, timeout, policy)  # type: ignore[arg-type]
+        if as_json:
+            _emit_json(report)
+        else:
+            render.gang(out, report)
+        stuck = report.deadlock is not None or any(job.never_fits for job in report.jobs)
+        return 1 if stuck else 0
+
+    _run(body)
+
+
+def main() -> Any:
+    return app()

@@ -1,0 +1,158 @@
+"""The cluster model: nodes with the GPU details the scheduler's integer cannot carry.
+
+Inputs are validated here, once; everything downstream may trust them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .mig import placement_error, profiles_for
+from .quantity import milli, to_int
+from .scheduling import Taint
+
+__all__ = ["Cluster", "Node", "GpuBlock", "MigInstance", "BusyGpu", "Quantity"]
+
+Quantity = Annotated[str | int | float, Field(description="a Kubernetes quantity: 64, 500m, 512Gi")]
+Count = Annotated[int, Field(ge=0, strict=True)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MigInstance(Strict):
+    """A MIG instance that exists on a GPU: its profile, first memory slice and the pod holding it (if any)."""
+
+    gpu: Count
+    profile: str
+    start: Count
+    holder: str | None = None
+
+
+class BusyGpu(Strict):
+    """A GPU (or, on a time-sliced node, one replica of it) held by a running pod."""
+
+    gpu: Count
+    pod: str
+    memory_gib: float = Field(0.0, ge=0, description="GPU memory the pod declared")
+
+
+class GpuBlock(Strict):
+    model: str
+    count: Count
+    memory_gib: float = Field(gt=0, description="memory per GPU")
+    islands: list[list[Count]] = Field(
+        default_factory=list, description="GPU indices joined by NVLink; a GPU in no list is an island of one"
+    )
+    nvlink_gbps: float = Field(300.0, gt=0, description="NVLink bandwidth per direction inside an island, GB/s")
+    pcie_gbps: float = Field(32.0, gt=0, description="PCIe bandwidth per direction between islands, GB/s")
+    replicas: int = Field(1, ge=1, strict=True, description="time-slicing replicas per GPU (1: exclusive)")
+    mig_strategy: Literal["mixed", "single"] = "mixed"
+    mig_profiles: list[str] | None = Field(
+        None, description="profiles this node's MIG configuration may create (default: all the model supports)"
+    )
+    mig: list[MigInstance] = Field(default_factory=list)
+    busy: list[BusyGpu] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GpuBlock:
+        self._check_islands()
+        self._check_mig()
+        self._check_busy()
+        return self
+
+    def _check_index(self, index: int, what: str) -> None:
+        if index >= self.count:
+            raise ValueError(f"{what} names GPU {index}, but the node has GPUs 0..{self.count - 1}")
+
+    def _check_islands(self) -> None:
+        seen: set[int] = set()
+        for island in self.islands:
+            for index in island:
+                self._check_index(index, "an island")
+                if index in seen:
+                    raise ValueError(f"islands name GPU {index} twice")
+                seen.add(index)
+
+    def _check_mig(self) -> None:
+        profiles = profiles_for(self.model, self.memory_gib)
+        if (self.mig or self.mig_profiles) and not profiles:
+            raise ValueError(f"GPU model {self.model} does not support MIG")
+        if self.mig and self.replicas > 1:
+            raise ValueError("a node cannot be time-sliced and MIG-partitioned at once")
+        for name in self.mig_profiles or []:
+            if name not in profiles:
+                raise ValueError(f"unknown MIG profile {name!r} for {self.model} (known: {', '.join(profiles)})")
+        layouts: dict[int, list[tuple[str, int]]] = {}
+        for instance in self.mig:
+            self._check_index(instance.gpu, "a MIG instance")
+            layouts.setdefault(instance.gpu, []).append((instance.profile, instance.start))
+        for gpu, layout in layouts.items():
+            error = placement_error(profiles, layout)
+            if error:
+                raise ValueError(f"MIG layout of GPU {gpu}: {error}")
+
+    def _check_busy(self) -> None:
+        mig_gpus = self.mig_gpus
+        for gpu, holders in Counter(b.gpu for b in self.busy).items():
+            self._check_index(gpu, "a busy entry")
+            if gpu in mig_gpus:
+                raise ValueError(f"GPU {gpu} is MIG-partitioned: give its holders on the MIG instances")
+            if holders > self.replicas:
+                raise ValueError(f"GPU {gpu} is busy {holders} times but has {self.replicas} replica(s)")
+
+    @property
+    def mig_gpus(self) -> set[int]:
+        return {instance.gpu for instance in self.mig}
+
+    def island_of(self) -> dict[int, int]:
+        """GPU index -> island number: listed islands first, then one island per unlisted GPU."""
+        mapping = {index: number for number, island in enumerate(self.islands) for index in island}
+        number = len(self.islands)
+        for index in range(self.count):
+            if index not in mapping:
+                mapping[index] = number
+                number += 1
+        return mapping
+
+
+class Node(Strict):
+    name: str = Field(min_length=1)
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[Taint] = Field(default_factory=list)
+    unschedulable: bool = Field(False, description="cordoned")
+    cpu: Quantity | None = Field(None, description="allocatable cpu; absent: not modelled")
+    memory: Quantity | None = Field(None, description="allocatable memory; absent: not modelled")
+    gpu: GpuBlock | None = None
+
+    @field_validator("cpu", "memory")
+    @classmethod
+    def _quantity(cls, value: Quantity | None) -> Quantity | None:
+        if value is not None and milli(value) < 0:
+            raise ValueError("must not be negative")
+        return value
+
+    @property
+    def cpu_milli(self) -> int | None:
+        return None if self.cpu is None else milli(self.cpu)
+
+    @property
+    def memory_bytes(self) -> int | None:
+        return None if self.memory is None else to_int(self.memory)
+
+
+class Cluster(Strict):
+    nodes: list[Node]
+    network_gbps: float = Field(25.0, gt=0, description="bandwidth per direction between nodes, GB/s")
+
+    @field_validator("nodes")
+    @classmethod
+    def _unique_names(cls, nodes: list[Node]) -> list[Node]:
+        duplicates = [name for name, n in Counter(node.name for node in nodes).items() if n > 1]
+        if duplicates:
+            raise ValueError(f"node names must be unique: {', '.join(duplicates)} appear more than once")
+        return nodes

@@ -1,0 +1,88 @@
+"""The cluster as a networkx graph: cluster -> node -> NVLink island -> GPU -> MIG slot.
+
+Edges carry `gbps`, the bandwidth per direction of the link they stand for, so topology questions (which
+islands exist, the slowest link a ring of GPUs crosses) are graph questions.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from .cluster import Cluster
+
+__all__ = ["build_graph", "gpu_id", "islands", "path_gbps", "ring_gbps", "allreduce_seconds"]
+
+CLUSTER = ("cluster",)
+
+
+def gpu_id(node: str, index: int) -> tuple:
+    return ("gpu", node, index)
+
+
+def build_graph(cluster: Cluster) -> nx.Graph:
+    graph = nx.Graph()
+    graph.add_node(CLUSTER, kind="cluster")
+    for node in cluster.nodes:
+        node_id = ("node", node.name)
+        graph.add_node(node_id, kind="node", name=node.name)
+        graph.add_edge(CLUSTER, node_id, gbps=cluster.network_gbps, link="network")
+        block = node.gpu
+        if block is None:
+            continue
+        mapping = block.island_of()
+        sizes = {number: list(mapping.values()).count(number) for number in set(mapping.values())}
+        for number, size in sizes.items():
+            island_id = ("island", node.name, number)
+            graph.add_node(island_id, kind="island", node=node.name, number=number, size=size)
+            graph.add_edge(node_id, island_id, gbps=block.pcie_gbps, link="pcie")
+        for index in range(block.count):
+            number = mapping[index]
+            nvlinked = sizes[number] > 1
+            graph.add_node(gpu_id(node.name, index), kind="gpu", node=node.name, index=index, model=block.model)
+            graph.add_edge(
+                ("island", node.name, number),
+                gpu_id(node.name, index),
+                gbps=block.nvlink_gbps if nvlinked else block.pcie_gbps,
+                link="nvlink" if nvlinked else "pcie",
+            )
+        for instance in block.mig:
+            slot_id = ("mig", node.name, instance.gpu, instance.start)
+            graph.add_node(slot_id, kind="mig", profile=instance.profile, holder=instance.holder)
+            graph.add_edge(gpu_id(node.name, instance.gpu), slot_id, link="mig")
+    return graph
+
+
+def islands(graph: nx.Graph, node: str) -> list[list[int]]:
+    """The NVLink islands of a node, as sorted GPU index lists."""
+    found = []
+    for island in graph.neighbors(("node", node)):
+        if graph.nodes[island]["kind"] == "island":
+            members = [graph.nodes[g]["index"] for g in graph.neighbors(island) if graph.nodes[g]["kind"] == "gpu"]
+            found.append(sorted(members))
+    return sorted(found)
+
+
+def path_gbps(graph: nx.Graph, a: tuple, b: tuple) -> tuple[float, str]:
+    """Bandwidth and kind of the slowest link on the path between two GPUs."""
+    path = nx.shortest_path(graph, a, b)
+    edges = [graph.edges[u, v] for u, v in zip(path, path[1:], strict=False)]
+    slowest = min(edges, key=lambda edge: edge["gbps"])
+    return slowest["gbps"], slowest["link"]
+
+
+def ring_gbps(graph: nx.Graph, gpus: list[tuple]) -> tuple[float, str]:
+    """The slowest link a ring over these GPUs must cross, visiting them node by node, island by island."""
+    def order(gpu: tuple) -> tuple:
+        island = next(n for n in graph.neighbors(gpu) if graph.nodes[n]["kind"] == "island")
+        return (gpu[1], island[2], gpu[2])
+
+    ring = sorted(set(gpus), key=order)
+    links = [path_gbps(graph, a, b) for a, b in zip(ring, ring[1:] + ring[:1], strict=True) if a != b]
+    return min(links) if links else (float("inf"), "none")
+
+
+def allreduce_seconds(gpus: int, gradient_gb: float, bandwidth_gbps: float) -> float:
+    """Ring all-reduce lower bound: each GPU sends 2(k-1)/k of the gradient over the slowest link."""
+    if gpus < 2 or gradient_gb <= 0 or bandwidth_gbps <= 0:
+        return 0.0
+    return 2 * (gpus - 1) / gpus * gradient_gb / bandwidth_gbps

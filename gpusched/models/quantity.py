@@ -1,0 +1,53 @@
+"""Kubernetes resource quantities ("63500m", "2Ti", "1e3") as exact Decimals."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+__all__ = ["parse_quantity", "milli", "to_int"]
+
+_SUFFIXES = {
+    "": Decimal(1),
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "k": Decimal(10**3),
+    "M": Decimal(10**6),
+    "G": Decimal(10**9),
+    "T": Decimal(10**12),
+    "P": Decimal(10**15),
+    "E": Decimal(10**18),
+    "Ki": Decimal(2**10),
+    "Mi": Decimal(2**20),
+    "Gi": Decimal(2**30),
+    "Ti": Decimal(2**40),
+    "Pi": Decimal(2**50),
+    "Ei": Decimal(2**60),
+}
+_PATTERN = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
+
+
+def parse_quantity(value: str | int | float) -> Decimal:
+    """Parse a quantity; raises ValueError with the expected form."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a quantity such as 4, 500m or 64Gi, got {value!r}")
+    if isinstance(value, int | float):
+        return Decimal(str(value))
+    match = _PATTERN.match(value.strip())
+    if not match or match.group(2) not in _SUFFIXES:
+        raise ValueError(f"expected a quantity such as 4, 500m or 64Gi, got {value!r}")
+    try:
+        return Decimal(match.group(1)) * _SUFFIXES[match.group(2)]
+    except InvalidOperation:
+        raise ValueError(f"expected a quantity such as 4, 500m or 64Gi, got {value!r}") from None
+
+
+def milli(value: str | int | float) -> int:
+    """Millicores (rounded up, as the API server does for cpu)."""
+    return int((parse_quantity(value) * 1000).to_integral_value(rounding="ROUND_CEILING"))
+
+
+def to_int(value: str | int | float) -> int:
+    """Whole units, rounded up (bytes, counts)."""
+    return int(parse_quantity(value).to_integral_value(rounding="ROUND_CEILING"))

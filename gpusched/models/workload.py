@@ -1,0 +1,83 @@
+"""What asks for GPUs: pods (placed one after another) and training jobs (N identical pods, all or nothing)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .cluster import Quantity
+from .quantity import milli, to_int
+from .scheduling import Toleration
+
+__all__ = ["GpuNeeds", "Pod", "PodList", "Job", "JobList"]
+
+Positive = Annotated[int, Field(ge=1, strict=True)]
+
+
+class GpuNeeds(BaseModel):
+    """What one pod needs from the hardware, beyond the count the scheduler sees."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = Field(None, description="GPU model required, e.g. A100-SXM4-80GB")
+    memory_gib: float | None = Field(None, gt=0, description="GPU memory needed per GPU")
+    nvlink: bool = Field(False, description="all GPUs inside one NVLink island")
+    shared: bool = Field(False, description="accepts a time-sliced replica")
+    mig_profile: str | None = Field(None, description="needs MIG instances of this profile, e.g. 3g.40gb")
+    cpu: Quantity | None = None
+    memory: Quantity | None = Field(None, description="host memory request")
+    priority: int = 0
+    tolerations: list[Toleration] = Field(default_factory=list)
+    node_selector: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def cpu_milli(self) -> int:
+        return 0 if self.cpu is None else milli(self.cpu)
+
+    @property
+    def memory_bytes(self) -> int:
+        return 0 if self.memory is None else to_int(self.memory)
+
+
+class Pod(GpuNeeds):
+    name: str = Field(min_length=1)
+    gpus: int = Field(1, ge=0, strict=True, description="GPUs (or MIG instances, or replicas when shared)")
+
+
+def _unique(items: list, what: str) -> list:
+    duplicates = [name for name, n in Counter(item.name for item in items).items() if n > 1]
+    if duplicates:
+        raise ValueError(f"{what} names must be unique: {', '.join(duplicates)} appear more than once")
+    return items
+
+
+class PodList(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    pods: list[Pod]
+
+    @field_validator("pods")
+    @classmethod
+    def _unique_names(cls, pods: list[Pod]) -> list[Pod]:
+        return _unique(pods, "pod")
+
+
+class Job(GpuNeeds):
+    """A distributed training job: `pods` pods of `gpus_per_pod` GPUs that run `duration` seconds together."""
+
+    name: str = Field(min_length=1)
+    pods: Positive
+    gpus_per_pod: Positive
+    duration: float = Field(gt=0, description="seconds from start to finish")
+    arrival: float = Field(0.0, ge=0, description="seconds after the simulation starts")
+
+
+class JobList(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    jobs: list[Job]
+
+    @field_validator("jobs")
+    @classmethod
+    def _unique_names(cls, jobs: list[Job]) -> list[Job]:
+        return _unique(jobs, "job")

@@ -1,0 +1,54 @@
+"""What an NVLink island is worth: the ring all-reduce time bound for a set of GPUs."""
+
+from __future__ import annotations
+
+import networkx as nx
+from pydantic import BaseModel
+
+from ..models.graph import allreduce_seconds, gpu_id, ring_gbps
+
+__all__ = ["AllReduce", "allreduce_for", "parse_placement", "ring_allreduce"]
+
+
+class AllReduce(BaseModel):
+    gpus: list[str]  # node/index of each GPU in the ring
+    gradient_gb: float
+    slowest_gbps: float
+    link: str  # nvlink | pcie | network
+    seconds: float
+
+
+def allreduce_for(graph: nx.Graph, gpus: list[tuple], gradient_gb: float) -> AllReduce:
+    ring = sorted(set(gpus))
+    gbps, link = ring_gbps(graph, ring)
+    return AllReduce(
+        gpus=[f"{node}/{index}" for _, node, index in ring],
+        gradient_gb=gradient_gb,
+        slowest_gbps=gbps,
+        link=link,
+        seconds=allreduce_seconds(len(ring), gradient_gb, gbps),
+    )
+
+
+def parse_placement(graph: nx.Graph, text: str) -> list[tuple]:
+    """`pcie-a:0,2`, `dgx-a:0-7`, or several joined by `+` (`dgx-a:0-3+dgx-b:0-3`) -> GPU graph ids."""
+    gpus = []
+    for part in text.split("+"):
+        node, _, spec = part.partition(":")
+        if not spec:
+            raise ValueError(f"{text!r}: expected NODE:GPUS such as pcie-a:0,2 or dgx-a:0-7")
+        for item in spec.split(","):
+            low, _, high = item.partition("-")
+            try:
+                indices = range(int(low), int(high or low) + 1)
+            except ValueError:
+                raise ValueError(f"{text!r}: GPU list {spec!r} is not whole numbers or ranges") from None
+            for index in indices:
+                if gpu_id(node, index) not in graph:
+                    raise ValueError(f"{text!r}: node {node!r} has no GPU {index}")
+                gpus.append(gpu_id(node, index))
+    return gpus
+
+
+def ring_allreduce(graph: nx.Graph, text: str, gradient_gb: float) -> AllReduce:
+    return allreduce_for(graph, parse_placement(graph, text), gradient_gb)

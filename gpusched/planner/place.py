@@ -1,0 +1,189 @@
+"""Place pods one after another, as the scheduler does, under a view and a policy.
+
+Identical pods are common (forty notebooks), so each node's verdict is cached per pod shape and recomputed only
+for nodes that changed since: placing N pods on M nodes costs about N·(changed nodes) evaluations, not N·M.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from ..models.cluster import Cluster
+from ..models.graph import build_graph, gpu_id
+from ..models.workload import GpuNeeds, Pod
+from .allreduce import AllReduce, allreduce_for
+from .fit import Option, View, evaluate
+from .frag import FragReport, fragmentation
+from .framework import Diagnosis, Status
+from .policies import Policy, rank
+from .state import ClusterState, NodeState
+
+__all__ = ["PodResult", "PlaceReport", "Placer", "place", "DEFAULT_GRADIENT_GB"]
+
+DEFAULT_GRADIENT_GB = 14.0  # bf16 gradients of a 7B-parameter model
+
+
+class PodResult(BaseModel):
+    pod: str
+    node: str | None = None
+    resource: str | None = None
+    gpus: list[int] = Field(default_factory=list)
+    islands: list[int] = Field(default_factory=list)
+    mig: list[tuple[int, int]] = Field(default_factory=list, description="(gpu, start) of MIG instances")
+    message: str | None = Field(None, description="the FitError text when Pending")
+    warnings: list[str] = Field(default_factory=list, description="runtime consequences the scheduler cannot see")
+    allreduce: AllReduce | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.node is None
+
+
+class PlaceReport(BaseModel):
+    view: str
+    policy: str
+    gpu_weight: int | None
+    results: list[PodResult]
+    fragmentation: FragReport
+
+    @property
+    def pending(self) -> list[PodResult]:
+        return [result for result in self.results if result.pending]
+
+
+def _shape(pod: GpuNeeds, gpus: int) -> str:
+    return pod.model_dump_json(exclude={"name", "priority", "pods", "duration", "arrival"}) + f"|{gpus}"
+
+
+class Placer:
+    """Places pods on a ClusterState; reusable by the gang simulator, which also releases them."""
+
+    def __init__(self, state: ClusterState, view: View = "gpu", policy: Policy = "binpack", gpu_weight: int | None = None):
+        self.state = state
+        self.view: View = view
+        self.policy: Policy = policy
+        self.gpu_weight = gpu_weight
+        self._changes: list[str] = []  # node names in order of change
+        self._cache: dict[str, tuple[int, dict[str, Status | Option]]] = {}
+
+    def _verdicts(self, pod: GpuNeeds, gpus: int) -> dict[str, Status | Option]:
+        key = _shape(pod, gpus)
+        seen, verdicts = self._cache.get(key, (0, {}))
+        if not verdicts:
+            stale = [node.name for node in self.state.nodes]
+        else:
+            stale = set(self._changes[seen:])
+        for name in stale:
+            verdicts[name] = evaluate(pod, gpus, self.state.node(name), self.view)
+        self._cache[key] = (len(self._changes), verdicts)
+        return verdicts
+
+    def best(self, pod: GpuNeeds, gpus: int) -> Option | Diagnosis:
+        verdicts = self._verdicts(pod, gpus)
+        options = [v for v in verdicts.values() if isinstance(v, Option)]
+        if not options:
+            return Diagnosis(len(verdicts), {n: v for n, v in verdicts.items() if isinstance(v, Status)})
+        return min(options, key=lambda option: rank(option, pod, gpus, self.policy, self.gpu_weight))
+
+    def bind(self, name: str, pod: GpuNeeds, option: Option) -> None:
+        node = option.node
+        mig = set(option.mig)
+        for gpu in node.gpus:
+            for slot in gpu.mig:
+                if (gpu.index, slot.start) in mig:
+                    slot.holder = name
+        if not option.mig:
+            for index in option.gpus:
+                node.gpus[index].holders.append((name, pod.memory_gib or 0.0))
+        self._account(node, pod, +1)
+
+    def release(self, name: str, pod: GpuNeeds, node: NodeState) -> None:
+        for gpu in node.gpus:
+            gpu.holders = [holder for holder in gpu.holders if holder[0] != name]
+            for slot in gpu.mig:
+                if slot.holder == name:
+                    slot.holder = None
+        self._account(node, pod, -1)
+
+    def _account(self, node: NodeState, pod: GpuNeeds, sign: int) -> None:
+        node.cpu_requested += sign * pod.cpu_milli
+        node.memory_requested += sign * pod.memory_bytes
+        node.cpu_nonzero += sign * (pod.cpu_milli or 100)
+        node.memory_nonzero += sign * (pod.memory_bytes or 200 * 1024 * 1024)
+        self._changes.append(node.name)
+
+
+def consequences(pod: Pod, option: Option) -> list[str]:
+    """What goes wrong at runtime when the count decided: the truth the extended view did not check."""
+    node = option.node
+    warnings = []
+    short = node.model.split("-")[0] if node.model else "the node"
+    if pod.model and pod.model != node.model:
+        warnings.append(f"wants {pod.model}, gets {node.model}")
+    if pod.memory_gib and pod.memory_gib > node.memory_gib:
+        warnings.append(
+            f"needs {pod.memory_gib:g} GiB per GPU, {short} has {node.memory_gib:g} GiB: "
+            "out of memory when the weights load"
+        )
+    if node.time_sliced and not option.mig and not pod.shared:
+        warnings.append("lands on a time-sliced replica: shares a physical GPU, no memory or fault isolation")
+    repeated = sorted({index for index in option.gpus if option.gpus.count(index) > 1})
+    for index in repeated:
+        warnings.append(f"{option.gpus.count(index)} of its replicas are physical GPU {index}: no more compute than one")
+    for index in sorted(set(option.gpus)):
+        gpu = node.gpus[index]
+        if not gpu.mig and gpu.declared_gib > gpu.memory_gib:
+            warnings.append(f"GPU {index} memory oversubscribed: {gpu.declared_gib:g} of {gpu.memory_gib:g} GiB declared")
+    if option.mig and not pod.mig_profile:
+        profiles = sorted({slot.profile for gpu in node.gpus for slot in gpu.mig if (gpu.index, slot.start) in option.mig})
+        warnings.append(f"gets MIG instance(s) {', '.join(profiles)}, not whole GPUs")
+    if len(set(option.gpus)) > 1 and option.spans:
+        need = "needs one NVLink island; " if pod.nvlink else ""
+        warnings.append(f"{need}GPUs span NVLink islands {option.islands}: all-reduce crosses PCIe")
+    return warnings
+
+
+def place(
+    cluster: Cluster,
+    pods: list[Pod],
+    view: View = "gpu",
+    policy: Policy = "binpack",
+    gpu_weight: int | None = None,
+    gradient_gb: float = DEFAULT_GRADIENT_GB,
+    sizes: tuple[int, ...] = (1, 2, 4, 8),
+) -> PlaceReport:
+    if view == "extended" and policy == "topology":
+        raise ValueError("--policy topology needs --view gpu: through a count there is no topology to see")
+    if gpu_weight is not None and (view != "extended" or policy == "topology"):
+        raise ValueError("--gpu-weight scores the scheduler's integers: use it with --view extended and binpack or spread")
+    state = ClusterState.from_cluster(cluster)
+    placer = Placer(state, view, policy, gpu_weight)
+    graph = build_graph(cluster)
+    results = []
+    for pod in pods:
+        found = placer.best(pod, pod.gpus)
+        if isinstance(found, Diagnosis):
+            results.append(PodResult(pod=pod.name, message=found.message()))
+            continue
+        placer.bind(pod.name, pod, found)
+        results.append(_result(pod, found, view, graph, gradient_gb))
+    return PlaceReport(
+        view=view, policy=policy, gpu_weight=gpu_weight, results=results, fragmentation=fragmentation(state, sizes)
+    )
+
+
+def _result(pod: Pod, option: Option, view: View, graph, gradient_gb: float) -> PodResult:
+    physical = sorted(set(option.gpus))
+    allreduce = None
+    if len(physical) > 1 and not option.mig:
+        allreduce = allreduce_for(graph, [gpu_id(option.node.name, index) for index in physical], gradient_gb)
+    return PodResult(
+        pod=pod.name,
+        node=option.node.name,
+        resource=option.resource,
+        gpus=list(option.gpus),
+        islands=option.islands,
+        mig=list(option.mig),
+        warnings=consequences(pod, option) if view == "extended" else [],
+        allreduce=allreduce,
+    )

@@ -1,0 +1,66 @@
+"""Placement policies as ranking keys: the smallest key wins, ties go to the node name.
+
+binpack ~ NodeResourcesFit MostAllocated, spread ~ LeastAllocated, topology = keep NVLink islands whole.
+With a GPU weight, binpack and spread are the real NodeResourcesFit score (integer arithmetic, MaxNodeScore 100)
+over cpu:1, memory:1 and the pod's GPU resource at that weight; kube-scheduler breaks ties at random, gpusched
+by node name so that runs repeat.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ..models.workload import GpuNeeds
+from .fit import Option
+from .state import advertised
+
+__all__ = ["Policy", "POLICIES", "rank", "fit_score", "least_allocated", "most_allocated"]
+
+Policy = Literal["binpack", "spread", "topology"]
+POLICIES: tuple[Policy, ...] = ("binpack", "spread", "topology")
+MAX_NODE_SCORE = 100
+DEFAULT_MILLI_CPU = 100  # scoring counts an empty cpu request as 100m
+DEFAULT_MEMORY = 200 * 1024 * 1024  # and an empty memory request as 200Mi
+
+
+def least_allocated(requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * MAX_NODE_SCORE // capacity
+
+
+def most_allocated(requested: int, capacity: int) -> int:
+    if capacity == 0:
+        return 0
+    return min(requested, capacity) * MAX_NODE_SCORE // capacity
+
+
+def fit_score(option: Option, pod: GpuNeeds, gpus: int, policy: Policy, gpu_weight: int) -> int:
+    """NodeResourcesFit's score of the node for this pod, the pod's own request included (extended view)."""
+    scorer = most_allocated if policy == "binpack" else least_allocated
+    node = option.node
+    capacity = advertised(node).get(option.resource, 0)
+    rows = [
+        (node.spec.cpu_milli, node.cpu_nonzero + (pod.cpu_milli or DEFAULT_MILLI_CPU), 1),
+        (node.spec.memory_bytes, node.memory_nonzero + (pod.memory_bytes or DEFAULT_MEMORY), 1),
+    ]
+    if gpus and gpu_weight:  # a scalar resource the pod does not request is left out of the score
+        rows.append((capacity, capacity - option.free_after, gpu_weight))
+    total = weights = 0
+    for allocatable, requested, weight in rows:
+        if not allocatable:  # allocatable 0 (or not modelled) is skipped together with its weight
+            continue
+        total += scorer(requested, allocatable) * weight
+        weights += weight
+    return total // weights if weights else 0
+
+
+def rank(option: Option, pod: GpuNeeds, gpus: int, policy: Policy, gpu_weight: int | None) -> tuple:
+    name = option.node.name
+    if gpu_weight is not None:
+        return (-fit_score(option, pod, gpus, policy, gpu_weight), name)
+    if policy == "spread":
+        return (-option.free_after, name)
+    if policy == "topology":
+        return (option.spans, option.island_left, option.free_after, name)
+    return (option.free_after, name)

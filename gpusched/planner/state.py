@@ -1,0 +1,127 @@
+"""The cluster as it is while pods come and go: who holds which GPU, replica and MIG instance.
+
+Built from the validated Cluster model; placing and releasing pods mutate it, the model itself never changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..models.cluster import Cluster, Node
+
+__all__ = ["GPU_RESOURCE", "mig_resource", "MigSlot", "GpuState", "NodeState", "ClusterState", "advertised"]
+
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+def mig_resource(profile: str) -> str:
+    return f"nvidia.com/mig-{profile}"
+
+
+@dataclass
+class MigSlot:
+    profile: str
+    start: int
+    holder: str | None = None
+
+
+@dataclass
+class GpuState:
+    index: int
+    island: int
+    replicas: int
+    memory_gib: float
+    holders: list[tuple[str, float]] = field(default_factory=list)
+    mig: list[MigSlot] = field(default_factory=list)
+
+    @property
+    def free_replicas(self) -> int:
+        return 0 if self.mig else self.replicas - len(self.holders)
+
+    @property
+    def declared_gib(self) -> float:
+        return sum(memory for _, memory in self.holders)
+
+
+@dataclass
+class NodeState:
+    spec: Node
+    gpus: list[GpuState]
+    cpu_requested: int = 0  # millicores of pods placed by gpusched
+    memory_requested: int = 0  # bytes
+    cpu_nonzero: int = 0  # the same with the scheduler's scoring defaults (100m, 200Mi) for empty requests
+    memory_nonzero: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def model(self) -> str:
+        return self.spec.gpu.model if self.spec.gpu else ""
+
+    @property
+    def memory_gib(self) -> float:
+        return self.spec.gpu.memory_gib if self.spec.gpu else 0.0
+
+    @property
+    def time_sliced(self) -> bool:
+        return bool(self.spec.gpu and self.spec.gpu.replicas > 1)
+
+    @property
+    def mig_strategy(self) -> str:
+        return self.spec.gpu.mig_strategy if self.spec.gpu else "mixed"
+
+    def whole_gpus(self) -> list[GpuState]:
+        """GPUs that are not MIG-partitioned."""
+        return [gpu for gpu in self.gpus if not gpu.mig]
+
+    def free_mig(self, profile: str | None = None) -> list[tuple[GpuState, MigSlot]]:
+        return [
+            (gpu, slot)
+            for gpu in self.gpus
+            for slot in gpu.mig
+            if slot.holder is None and (profile is None or slot.profile == profile)
+        ]
+
+
+@dataclass
+class ClusterState:
+    nodes: list[NodeState]
+    network_gbps: float
+
+    @classmethod
+    def from_cluster(cls, cluster: Cluster) -> ClusterState:
+        return cls([_node_state(node) for node in cluster.nodes], cluster.network_gbps)
+
+    def __post_init__(self) -> None:
+        self._by_name = {node.name: node for node in self.nodes}
+
+    def node(self, name: str) -> NodeState:
+        return self._by_name[name]
+
+
+def _node_state(node: Node) -> NodeState:
+    block = node.gpu
+    if block is None:
+        return NodeState(node, [])
+    islands = block.island_of()
+    gpus = [GpuState(i, islands[i], block.replicas, block.memory_gib) for i in range(block.count)]
+    for instance in sorted(block.mig, key=lambda m: (m.gpu, m.start)):
+        gpus[instance.gpu].mig.append(MigSlot(instance.profile, instance.start, instance.holder))
+    for busy in block.busy:
+        gpus[busy.gpu].holders.append((busy.pod, busy.memory_gib))
+    return NodeState(node, gpus)
+
+
+def advertised(node: NodeState) -> dict[str, int]:
+    """What the device plugin reports to the kubelet: count × replicas, and MIG instances by strategy."""
+    counts: dict[str, int] = {}
+    for gpu in node.gpus:
+        if gpu.mig:
+            for slot in gpu.mig:
+                key = GPU_RESOURCE if node.mig_strategy == "single" else mig_resource(slot.profile)
+                counts[key] = counts.get(key, 0) + 1
+        else:
+            counts[GPU_RESOURCE] = counts.get(GPU_RESOURCE, 0) + gpu.replicas
+    return counts

@@ -1,0 +1,119 @@
+"""Human output: the result models rendered as lines and rich tables. The library never prints; this does."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from .planner.allreduce import AllReduce
+from .planner.frag import FragReport
+from .planner.gang import GangReport
+from .planner.place import PlaceReport, PodResult
+
+
+def _table(*columns: str) -> Table:
+    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
+    for column in columns:
+        table.add_column(column)
+    return table
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def scenarios(console: Console, rows: list[dict]) -> None:
+    table = _table("name", "nodes", "pods", "jobs", "description")
+    for row in rows:
+        table.add_row(row["name"], str(row["nodes"]), str(row["pods"]), str(row["jobs"]), row["description"])
+    console.print(table)
+
+
+def advertised(console: Console, counts: dict[str, dict[str, int]]) -> None:
+    table = _table("node", "resource", "count")
+    for node, resources in counts.items():
+        if not resources:
+            table.add_row(node, "-", "0")
+        for resource, count in sorted(resources.items()):
+            table.add_row(node, resource, str(count))
+    console.print(table)
+
+
+def pod_line(result: PodResult) -> str:
+    if result.node is None:
+        return f"{result.pod} Pending {result.message}"
+    line = f"{result.pod} -> {result.node} {result.resource} GPUs {result.gpus} islands {result.islands}"
+    if result.mig:
+        line += " MIG " + ", ".join(f"GPU {gpu}@{start}" for gpu, start in result.mig)
+    return line
+
+
+def allreduce_line(result: AllReduce) -> str:
+    return (
+        f"all-reduce of {result.gradient_gb:g} GB over {len(result.gpus)} GPUs: {result.seconds:.2g} s per step "
+        f"(slowest link {result.link} {result.slowest_gbps:g} GB/s)"
+    )
+
+
+def placement(console: Console, report: PlaceReport) -> None:
+    for result in report.results:
+        console.print(pod_line(result), markup=False)
+        for warning in result.warnings:
+            console.print(f"! {warning}", markup=False)
+        if result.allreduce:
+            console.print(f"  {allreduce_line(result.allreduce)}", markup=False)
+    fragmentation(console, report.fragmentation, detail=False)
+
+
+def _pct(value: float) -> str:
+    return f"{value:g}%"
+
+
+def fragmentation(console: Console, report: FragReport, detail: bool) -> None:
+    console.print(
+        f"fragmentation of exclusive GPUs: {report.free} free; largest block on one node {report.largest_node}, "
+        f"inside one NVLink island {report.largest_island}",
+        markup=False,
+    )
+    table = _table("size", "pods(count)", "pods(island)", "stranded")
+    for row in report.rows:
+        table.add_row(str(row.size), str(row.pods_by_count), str(row.pods_in_island), f"{row.stranded} ({_pct(row.stranded_pct)})")
+    console.print(table)
+    if detail and report.nodes:
+        blocks = _table("node", "free", "largest island block", "free GPUs by island")
+        for node in report.nodes:
+            islands = " ".join(str(members) for members in node.islands)
+            blocks.add_row(node.node, str(len(node.free)), str(node.largest_island), islands)
+        console.print(blocks)
+    for gpu in report.mig:
+        used = ", ".join(f"{i.profile}@{i.start}={i.holder}" for i in gpu.used) or "none"
+        free = ", ".join(f"{profile} x{count}" for profile, count in gpu.free.items()) or "none"
+        addable = ", ".join(gpu.addable) or "nothing"
+        console.print(
+            f"MIG {gpu.node} GPU {gpu.gpu}: used {used}; free instances {free}; a repartition could add {addable}",
+            markup=False,
+        )
+
+
+def allreduce(console: Console, results: list[AllReduce]) -> None:
+    for result in results:
+        console.print(f"{'+'.join(result.gpus)}: {allreduce_line(result)}", markup=False)
+
+
+def gang(console: Console, report: GangReport) -> None:
+    table = _table("job", "arrival", "start", "finish", "pods bound")
+    for job in report.jobs:
+        bound = "never fits" if job.never_fits else f"{job.pods_placed}/{job.pods}"
+        table.add_row(job.job, _seconds(job.arrival), _seconds(job.start), _seconds(job.finish), bound)
+    console.print(table)
+    if report.deadlock:
+        lock = report.deadlock
+        pods_of = {job.job: job.pods for job in report.jobs}
+        holders = ", ".join(f"{job} ({pods}/{pods_of[job]} pods)" for job, pods in lock.held_by.items())
+        console.print(
+            f"deadlock at t={lock.time:g}: {lock.gpus_held} GPUs held by {holders or 'nobody'}; nothing running",
+            markup=False,
+        )
+    else:
+        console.print(f"makespan {_seconds(report.makespan)} s", markup=False)
+    console.print(f"GPU-hours held idle by partial gangs: {report.idle_gpu_hours:.2f}", markup=False)

@@ -1,0 +1,163 @@
+"""Loading inputs: files (JSON or YAML) and the built-in scenarios, into validated models.
+
+A scenario is one YAML file under `data/` holding a cluster and, optionally, the pods and jobs that go with it.
+Every command argument that names a cluster accepts a scenario name, a scenario file or a cluster file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from ..errors import InputError
+from ..models.cluster import Cluster
+from ..models.workload import JobList, PodList
+
+__all__ = ["Scenario", "scenario_names", "load_scenario", "load_cluster", "load_pods", "load_jobs", "read_document"]
+
+Model = TypeVar("Model", bound=BaseModel)
+_DATA = resources.files(__package__) / "data"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    cluster: Cluster
+    pods: PodList | None = None
+    jobs: JobList | None = None
+
+
+def scenario_names() -> list[str]:
+    return sorted(entry.name.removesuffix(".yaml") for entry in _DATA.iterdir() if entry.name.endswith(".yaml"))
+
+
+def read_document(source: str) -> Any:
+    """Parse a JSON or YAML file (YAML is a superset of JSON; JSON is tried first for its exact errors)."""
+    path = Path(source)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(source, "no such file (nor a built-in scenario: see `gpusched scenarios`)") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(source, f"cannot read: {error}") from None
+    return _parse(source, text)
+
+
+def _parse(source: str, text: str) -> Any:
+    if source.endswith(".json"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as error:
+            raise InputError(source, f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error)
+        raise InputError(source, f"malformed YAML{where}: {problem}") from None
+
+
+def _location(loc: tuple[Any, ...], data: Any) -> str:
+    """`nodes[1](dgx-b).gpu.islands`: pydantic's error location, with the names of list items where known."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+            if isinstance(data, list) and part < len(data):
+                data = data[part]
+                if isinstance(data, dict) and isinstance(data.get("name"), str):
+                    text += f"({data['name']})"
+                continue
+        else:
+            text += f".{part}" if text else str(part)
+        data = data.get(part) if isinstance(data, dict) else None
+    return text
+
+
+def validate(source: str, data: Any, model: type[Model], prefix: str = "") -> Model:
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        problems = []
+        for item in error.errors(include_url=False):
+            field = _location(tuple(item["loc"]), data)
+            message = item["msg"].removeprefix("Value error, ")
+            problems.append((prefix + field, message))
+        field, message = problems[0]
+        more = "".join(f"\n  {f}: {m}" for f, m in problems[1:])
+        raise InputError(source, message + more, field) from None
+
+
+def _is_scenario_name(source: str) -> bool:
+    return source in scenario_names()
+
+
+def load_scenario(source: str) -> Scenario:
+    """A built-in scenario by name, a scenario file (top-level `cluster:`), or a plain cluster file."""
+    if _is_scenario_name(source):
+        data = _parse(f"scenario {source}", (_DATA / f"{source}.yaml").read_text(encoding="utf-8"))
+        return _scenario(f"scenario {source}", source, data)
+    data = read_document(source)
+    if isinstance(data, dict) and "cluster" in data:
+        return _scenario(source, Path(source).stem, data)
+    return Scenario(Path(source).stem, "", _cluster(source, data))
+
+
+def _cluster(source: str, data: Any, prefix: str = "") -> Cluster:
+    if not isinstance(data, dict):
+        raise InputError(source, "expected a mapping with a `nodes` list", prefix.rstrip("."))
+    return validate(source, data, Cluster, prefix)
+
+
+def _scenario(source: str, name: str, data: dict[str, Any]) -> Scenario:
+    unknown = set(data) - {"description", "cluster", "pods", "jobs"}
+    if unknown:
+        raise InputError(source, "unknown keys (expected description, cluster, pods, jobs)", ", ".join(sorted(unknown)))
+    cluster_data = data["cluster"]
+    if isinstance(cluster_data, str):  # a scenario may reuse another scenario's cluster by name
+        cluster = load_scenario(cluster_data).cluster
+    else:
+        cluster = _cluster(source, cluster_data, "cluster.")
+    pods = validate(source, {"pods": data["pods"]}, PodList) if "pods" in data else None
+    jobs = validate(source, {"jobs": data["jobs"]}, JobList) if "jobs" in data else None
+    return Scenario(name, str(data.get("description", "")), cluster, pods, jobs)
+
+
+def load_cluster(source: str) -> Cluster:
+    return load_scenario(source).cluster
+
+
+def _listing(source: str, key: str, model: type[Model]) -> Model:
+    """A pods or jobs file: `{key: [...]}` or a bare list; a scenario name gives that scenario's list."""
+    if _is_scenario_name(source):
+        found = getattr(load_scenario(source), key)
+        if found is None:
+            raise InputError(f"scenario {source}", f"has no {key}")
+        return found
+    data = read_document(source)
+    if isinstance(data, dict) and "cluster" in data:
+        found = getattr(_scenario(source, Path(source).stem, data), key)
+        if found is None:
+            raise InputError(source, f"has no {key}")
+        return found
+    if isinstance(data, list):
+        data = {key: data}
+    if not isinstance(data, dict):
+        raise InputError(source, f"expected a mapping with a `{key}` list, or a list")
+    return validate(source, data, model)
+
+
+def load_pods(source: str) -> PodList:
+    return _listing(source, "pods", PodList)
+
+
+def load_jobs(source: str) -> JobList:
+    return _listing(source, "jobs", JobList)
