@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from .mig import placement_error, profiles_for
 from .quantity import milli, to_int
@@ -41,6 +42,24 @@ class BusyGpu(Strict):
     memory_gib: float = Field(0.0, ge=0, description="GPU memory the pod declared")
 
 
+def _known(info: ValidationInfo, field: str):
+    if field not in info.data:
+        raise PydanticCustomError("dependent", f"cannot be checked: {field} is invalid")
+    return info.data[field]
+
+
+def _in_range(index: int, count: int, what: str) -> None:
+    if index >= count:
+        raise ValueError(f"{what} names GPU {index}, but the node has GPUs 0..{count - 1}")
+
+
+def _mig_table(info: ValidationInfo) -> dict:
+    profiles = profiles_for(_known(info, "model"), _known(info, "memory_gib"))
+    if not profiles:
+        raise ValueError(f"GPU model {info.data['model']} does not support MIG")
+    return profiles
+
+
 class GpuBlock(Strict):
     model: str
     count: Count
@@ -58,56 +77,56 @@ class GpuBlock(Strict):
     mig: list[MigInstance] = Field(default_factory=list)
     busy: list[BusyGpu] = Field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _consistent(self) -> GpuBlock:
-        self._check_islands()
-        self._check_mig()
-        self._check_busy()
-        return self
-
-    def _check_index(self, index: int, what: str) -> None:
-        if index >= self.count:
-            raise ValueError(f"{what} names GPU {index}, but the node has GPUs 0..{self.count - 1}")
-
-    def _check_islands(self) -> None:
+    @field_validator("islands")
+    @classmethod
+    def _islands(cls, islands: list[list[int]], info: ValidationInfo) -> list[list[int]]:
+        count = _known(info, "count")
         seen: set[int] = set()
-        for island in self.islands:
-            for index in island:
-                self._check_index(index, "an island")
-                if index in seen:
-                    raise ValueError(f"islands name GPU {index} twice")
-                seen.add(index)
+        for index in (index for island in islands for index in island):
+            _in_range(index, count, "an island")
+            if index in seen:
+                raise ValueError(f"islands name GPU {index} twice")
+            seen.add(index)
+        return islands
 
-    def _check_mig(self) -> None:
-        profiles = profiles_for(self.model, self.memory_gib)
-        if (self.mig or self.mig_profiles) and not profiles:
-            raise ValueError(f"GPU model {self.model} does not support MIG")
-        if self.mig and self.replicas > 1:
-            raise ValueError("a node cannot be time-sliced and MIG-partitioned at once")
-        for name in self.mig_profiles or []:
+    @field_validator("mig_profiles")
+    @classmethod
+    def _mig_profiles(cls, names: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        profiles = _mig_table(info)
+        for name in names or []:
             if name not in profiles:
-                raise ValueError(f"unknown MIG profile {name!r} for {self.model} (known: {', '.join(profiles)})")
+                raise ValueError(f"unknown MIG profile {name!r} for {info.data['model']} (known: {', '.join(profiles)})")
+        return names
+
+    @field_validator("mig")
+    @classmethod
+    def _mig(cls, instances: list[MigInstance], info: ValidationInfo) -> list[MigInstance]:
+        if not instances:
+            return instances
+        profiles = _mig_table(info)
+        if _known(info, "replicas") > 1:
+            raise ValueError("a node cannot be time-sliced and MIG-partitioned at once")
         layouts: dict[int, list[tuple[str, int]]] = {}
-        for instance in self.mig:
-            self._check_index(instance.gpu, "a MIG instance")
+        for instance in instances:
+            _in_range(instance.gpu, _known(info, "count"), "a MIG instance")
             layouts.setdefault(instance.gpu, []).append((instance.profile, instance.start))
         for gpu, layout in layouts.items():
             error = placement_error(profiles, layout)
             if error:
                 raise ValueError(f"MIG layout of GPU {gpu}: {error}")
+        return instances
 
-    def _check_busy(self) -> None:
-        mig_gpus = self.mig_gpus
-        for gpu, holders in Counter(b.gpu for b in self.busy).items():
-            self._check_index(gpu, "a busy entry")
+    @field_validator("busy")
+    @classmethod
+    def _busy(cls, busy: list[BusyGpu], info: ValidationInfo) -> list[BusyGpu]:
+        mig_gpus = {instance.gpu for instance in info.data.get("mig", [])}
+        for gpu, holders in Counter(b.gpu for b in busy).items():
+            _in_range(gpu, _known(info, "count"), "a busy entry")
             if gpu in mig_gpus:
                 raise ValueError(f"GPU {gpu} is MIG-partitioned: give its holders on the MIG instances")
-            if holders > self.replicas:
-                raise ValueError(f"GPU {gpu} is busy {holders} times but has {self.replicas} replica(s)")
-
-    @property
-    def mig_gpus(self) -> set[int]:
-        return {instance.gpu for instance in self.mig}
+            if holders > _known(info, "replicas"):
+                raise ValueError(f"GPU {gpu} is busy {holders} times but has {info.data['replicas']} replica(s)")
+        return busy
 
     def island_of(self) -> dict[int, int]:
         """GPU index -> island number: listed islands first, then one island per unlisted GPU."""
