@@ -17,6 +17,7 @@ from .frag import FragReport, fragmentation
 from .framework import Diagnosis, Status
 from .policies import Policy, rank
 from .state import ClusterState, NodeState
+from .validate import Assignment, violations
 
 __all__ = ["PodResult", "PlaceReport", "Placer", "place", "DEFAULT_GRADIENT_GB"]
 
@@ -167,9 +168,21 @@ def place(
             continue
         placer.bind(pod.name, pod, found)
         results.append(_result(pod, found, view, graph, gradient_gb))
+    _check(cluster, pods, results, view)
     return PlaceReport(
         view=view, policy=policy, gpu_weight=gpu_weight, results=results, fragmentation=fragmentation(state, sizes)
     )
+
+
+def _check(cluster: Cluster, pods: list[Pod], results: list[PodResult], view: View) -> None:
+    """Every plan passes the independent validator; a failure is a gpusched bug, never the user's."""
+    needs = {pod.name: pod for pod in pods}
+    placed = [
+        Assignment(r.pod, needs[r.pod], r.node, tuple(r.gpus), tuple(r.mig)) for r in results if r.node is not None
+    ]
+    problems = violations(cluster, placed, hardware=view == "gpu")
+    if problems:
+        raise RuntimeError("internal error: a placement failed validation: " + "; ".join(problems))
 
 
 def _result(pod: Pod, option: Option, view: View, graph, gradient_gb: float) -> PodResult:
