@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from . import render
+from .bench import bench_place
 from .errors import InputError
 from .models.cluster import Cluster
 from .models.dra import ClaimList
@@ -64,14 +65,29 @@ def _emit_json(result: BaseModel | list | dict) -> None:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
 
 
-def _sizes(text: str) -> tuple[int, ...]:
+def _counts(option: str, text: str) -> tuple[int, ...]:
+    """A comma-separated list of GPU counts (each at least 1)."""
     try:
-        extra = [int(part) for part in text.split(",") if part.strip()]
+        counts = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
-        raise ValueError(f"--sizes: expected comma-separated whole numbers, got {text!r}") from None
-    if any(size < 1 for size in extra):
-        raise ValueError("--sizes: job sizes must be at least 1")
-    return tuple(sorted(set(DEFAULT_SIZES) | set(extra)))
+        raise ValueError(f"{option}: expected comma-separated whole numbers, got {text!r}") from None
+    if any(count < 1 for count in counts):
+        raise ValueError(f"{option}: GPU counts must be at least 1")
+    return counts
+
+
+def _choice(option: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        listed = ", ".join(choices[:-1]) + " or " + choices[-1]
+        raise ValueError(f"{option}: expected {listed}, got {value!r}")
+
+
+POLICY_CHOICES = ("binpack", "spread", "topology")
+VIEW_CHOICES = ("gpu", "extended")
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    return tuple(sorted(set(DEFAULT_SIZES) | set(_counts("--sizes", text))))
 
 
 @app.command()
@@ -143,10 +159,8 @@ def place_command(
     """Place pods one after another with a policy and a view, then report fragmentation."""
 
     def body() -> int:
-        if policy not in ("binpack", "spread", "topology"):
-            raise ValueError(f"--policy: expected binpack, spread or topology, got {policy!r}")
-        if view not in ("gpu", "extended"):
-            raise ValueError(f"--view: expected gpu or extended, got {view!r}")
+        _choice("--policy", policy, POLICY_CHOICES)
+        _choice("--view", view, VIEW_CHOICES)
         model = load_cluster(cluster)
         pod_list = load_pods(pods or cluster)
         report = place(model, pod_list.pods, view, policy, gpu_weight, gradient_gb, _sizes(sizes))  # type: ignore[arg-type]
@@ -207,10 +221,8 @@ def gang_command(
     """Simulate training jobs on a virtual clock: starts, finishes, idle reservations, deadlock."""
 
     def body() -> int:
-        if mode not in ("pod", "gang"):
-            raise ValueError(f"--mode: expected pod or gang, got {mode!r}")
-        if policy not in ("binpack", "spread", "topology"):
-            raise ValueError(f"--policy: expected binpack, spread or topology, got {policy!r}")
+        _choice("--mode", mode, ("pod", "gang"))
+        _choice("--policy", policy, POLICY_CHOICES)
         model = load_cluster(cluster)
         job_list = load_jobs(jobs or cluster)
         report = simulate(model, job_list.jobs, mode, timeout, policy)  # type: ignore[arg-type]
@@ -220,6 +232,35 @@ def gang_command(
             render.gang(out, report)
         stuck = report.deadlock is not None or any(job.never_fits for job in report.jobs)
         return 1 if stuck else 0
+
+    _run(body)
+
+
+bench_app = typer.Typer(help="Benchmarks on generated clusters (timed here, never in unit tests).", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("place")
+def bench_place_command(
+    nodes: Annotated[int, typer.Option(min=1, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 1000,
+    pods: Annotated[int, typer.Option(min=1, help="generated pods")] = 10000,
+    sizes: Annotated[str, typer.Option(help="GPU counts to draw pods from, comma-separated")] = "1",
+    view: Annotated[str, typer.Option(help="gpu | extended")] = "gpu",
+    policy: Annotated[str, typer.Option(help="binpack | spread | topology")] = "binpack",
+    seed: Annotated[int, typer.Option(help="generator seed")] = 42,
+    as_json: JsonFlag = False,
+) -> None:
+    """Time `place` on a generated cluster: how fast the greedy placer is at scale."""
+
+    def body() -> int:
+        _choice("--view", view, VIEW_CHOICES)
+        _choice("--policy", policy, POLICY_CHOICES)
+        result = bench_place(nodes, pods, view, policy, seed, _counts("--sizes", sizes) or (1,))
+        if as_json:
+            _emit_json(result)
+        else:
+            render.bench_place(out, result)
+        return 0
 
     _run(body)
 

@@ -145,3 +145,16 @@ def test_gang_with_jobs_file(gpusched, write):
     assert result.exit_code == 1  # 24 GPUs never fit on 16
     assert result.json()["jobs"][0]["never_fits"] is True
     assert json.loads(gpusched("gang", "training", jobs, "--json").stdout)["makespan"] is None
+
+
+def test_bench_place_runs_and_reports(gpusched):
+    result = gpusched("bench", "place", "--nodes", "20", "--pods", "200", "--sizes", "1,2", "--json").json()
+    assert result["nodes"] == 20 and result["placed"] + result["pending"] == 200 and result["sizes"] == [1, 2]
+    text = gpusched("bench", "place", "--nodes", "5", "--pods", "10")
+    assert text.exit_code == 0 and text.lines[0].startswith("place 10 pods (sizes [1]) on 5 nodes")
+
+
+@pytest.mark.parametrize(("args", "message"), [(["--sizes", "0"], "at least 1"), (["--view", "x"], "--view: expected")])
+def test_bench_place_bad_options(gpusched, args, message):
+    result = gpusched("bench", "place", *args)
+    assert result.exit_code == 2 and message in result.stderr

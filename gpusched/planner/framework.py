@@ -50,8 +50,15 @@ class Diagnosis:
         return fit_error(self.total, self.statuses.values())
 
 
-def fit_error(total: int, statuses: Iterable[Status]) -> str:
-    """`0/N nodes are available: <count> <reason>, ...` — reasons counted, then sorted as plain strings."""
-    counts = Counter(reason for status in statuses for reason in status.reasons)
-    parts = sorted(f"{count} {reason}" for reason, count in counts.items())
-    return f"0/{total} nodes are available: {', '.join(parts)}."
+def fit_error(total: int, statuses: Iterable[Status], prefilter: str = "", postfilter: str = "") -> str:
+    """`0/N nodes are available: <count> <reason>, ...` — reasons counted, then sorted as plain strings.
+
+    A PreFilter message replaces the histogram; a PostFilter message follows after a space, with no period added.
+    """
+    if prefilter:
+        text = f"0/{total} nodes are available: {prefilter}."
+    else:
+        counts = Counter(reason for status in statuses for reason in status.reasons)
+        parts = sorted(f"{count} {reason}" for reason, count in counts.items())
+        text = f"0/{total} nodes are available: {', '.join(parts)}." if parts else f"0/{total} nodes are available:"
+    return f"{text} {postfilter}" if postfilter else text

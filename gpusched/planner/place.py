@@ -6,6 +6,9 @@ for nodes that changed since: placing N pods on M nodes costs about N·(changed 
 
 from __future__ import annotations
 
+import heapq
+from dataclasses import dataclass, field
+
 from pydantic import BaseModel, Field
 
 from ..models.cluster import Cluster
@@ -56,6 +59,17 @@ def _shape(pod: GpuNeeds, gpus: int) -> str:
     return pod.model_dump_json(exclude={"name", "priority", "pods", "duration", "arrival"}) + f"|{gpus}"
 
 
+@dataclass
+class _ShapeCache:
+    """Every node's verdict for one pod shape, the feasible ones in a heap by rank (stale entries skipped)."""
+
+    seen: int = 0  # how much of the change log these verdicts reflect
+    verdicts: dict[str, Status | Option] = field(default_factory=dict)
+    heap: list[tuple[tuple, int, str]] = field(default_factory=list)  # (rank, token, node)
+    tokens: dict[str, int] = field(default_factory=dict)  # node -> token of its current verdict
+    diagnosis: Diagnosis | None = None  # reused while no node changes
+
+
 class Placer:
     """Places pods on a ClusterState; reusable by the gang simulator, which also releases them."""
 
@@ -65,26 +79,40 @@ class Placer:
         self.policy: Policy = policy
         self.gpu_weight = gpu_weight
         self._changes: list[str] = []  # node names in order of change
-        self._cache: dict[str, tuple[int, dict[str, Status | Option]]] = {}
+        self._cache: dict[str, _ShapeCache] = {}
+        self._token = 0
 
-    def _verdicts(self, pod: GpuNeeds, gpus: int) -> dict[str, Status | Option]:
-        key = _shape(pod, gpus)
-        seen, verdicts = self._cache.get(key, (0, {}))
-        if not verdicts:
-            stale = [node.name for node in self.state.nodes]
+    def _refresh(self, pod: GpuNeeds, gpus: int) -> _ShapeCache:
+        cache = self._cache.setdefault(_shape(pod, gpus), _ShapeCache())
+        if cache.verdicts:
+            stale = set(self._changes[cache.seen :])
         else:
-            stale = set(self._changes[seen:])
+            stale = {node.name for node in self.state.nodes}
         for name in stale:
-            verdicts[name] = evaluate(pod, gpus, self.state.node(name), self.view)
-        self._cache[key] = (len(self._changes), verdicts)
-        return verdicts
+            verdict = evaluate(pod, gpus, self.state.node(name), self.view)
+            cache.verdicts[name] = verdict
+            self._token += 1
+            cache.tokens[name] = self._token
+            if isinstance(verdict, Option):
+                heapq.heappush(cache.heap, (rank(verdict, pod, gpus, self.policy, self.gpu_weight), self._token, name))
+        if stale:
+            cache.diagnosis = None
+        cache.seen = len(self._changes)
+        return cache
 
     def best(self, pod: GpuNeeds, gpus: int) -> Option | Diagnosis:
-        verdicts = self._verdicts(pod, gpus)
-        options = [v for v in verdicts.values() if isinstance(v, Option)]
-        if not options:
-            return Diagnosis(len(verdicts), {n: v for n, v in verdicts.items() if isinstance(v, Status)})
-        return min(options, key=lambda option: rank(option, pod, gpus, self.policy, self.gpu_weight))
+        cache = self._refresh(pod, gpus)
+        heap = cache.heap
+        while heap and cache.tokens[heap[0][2]] != heap[0][1]:
+            heapq.heappop(heap)
+        if heap:
+            found = cache.verdicts[heap[0][2]]
+            assert isinstance(found, Option)
+            return found
+        if cache.diagnosis is None:
+            statuses = {n: v for n, v in cache.verdicts.items() if isinstance(v, Status)}
+            cache.diagnosis = Diagnosis(len(cache.verdicts), statuses)
+        return cache.diagnosis
 
     def bind(self, name: str, pod: GpuNeeds, option: Option) -> None:
         node = option.node
