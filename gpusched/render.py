@@ -51,7 +51,7 @@ def pod_line(result: PodResult) -> str:
 
 def allreduce_line(result: AllReduce) -> str:
     return (
-        f"all-reduce of {result.gradient_gb:g} GB over {len(result.gpus)} GPUs: {result.seconds:.2g} s per step "
+        f"all-reduce of {result.gradient_gb:g} GB over {result.gpus} GPUs: {result.seconds:.2g} s per step "
         f"(slowest link {result.link} {result.slowest_gbps:g} GB/s)"
     )
 
@@ -98,7 +98,7 @@ def fragmentation(console: Console, report: FragReport, detail: bool) -> None:
 
 def allreduce(console: Console, results: list[AllReduce]) -> None:
     for result in results:
-        console.print(f"{'+'.join(result.gpus)}: {allreduce_line(result)}", markup=False)
+        console.print(f"{result.ring}: {allreduce_line(result)}", markup=False)
 
 
 def gang(console: Console, report: GangReport) -> None:

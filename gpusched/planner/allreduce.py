@@ -11,7 +11,8 @@ __all__ = ["AllReduce", "allreduce_for", "parse_placement", "ring_allreduce"]
 
 
 class AllReduce(BaseModel):
-    gpus: list[str]  # node/index of each GPU in the ring
+    ring: str  # the GPUs, compactly: dgx-a:0-7+dgx-b:0-3
+    gpus: int
     gradient_gb: float
     slowest_gbps: float
     link: str  # nvlink | pcie | network
@@ -22,12 +23,31 @@ def allreduce_for(graph: nx.Graph, gpus: list[tuple], gradient_gb: float) -> All
     ring = sorted(set(gpus))
     gbps, link = ring_gbps(graph, ring)
     return AllReduce(
-        gpus=[f"{node}/{index}" for _, node, index in ring],
+        ring=_compact(ring),
+        gpus=len(ring),
         gradient_gb=gradient_gb,
         slowest_gbps=gbps,
         link=link,
         seconds=allreduce_seconds(len(ring), gradient_gb, gbps),
     )
+
+
+def _compact(ring: list[tuple]) -> str:
+    """The inverse of parse_placement: consecutive indices as ranges, nodes joined by `+`."""
+    by_node: dict[str, list[int]] = {}
+    for _, node, index in ring:
+        by_node.setdefault(node, []).append(index)
+    parts = []
+    for node, indices in by_node.items():
+        runs: list[list[int]] = []
+        for index in sorted(indices):
+            if runs and index == runs[-1][-1] + 1:
+                runs[-1].append(index)
+            else:
+                runs.append([index])
+        spans = ",".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
+        parts.append(f"{node}:{spans}")
+    return "+".join(parts)
 
 
 def parse_placement(graph: nx.Graph, text: str) -> list[tuple]:

@@ -1,0 +1,36 @@
+"""The README shows real output: every console block is run and compared, and CI runs the README's test command."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+BLOCKS = re.findall(r"```console\n(.*?)```", README, re.S)
+
+
+def _examples() -> list[tuple[str, list[str]]]:
+    examples = []
+    for block in BLOCKS:
+        command, *output = block.rstrip("\n").split("\n")
+        assert command.startswith("$ gpusched "), command
+        examples.append((command[2:], output))
+    return examples
+
+
+@pytest.mark.parametrize(("command", "expected"), _examples(), ids=[c for c, _ in _examples()])
+def test_readme_output_is_real(gpusched, command, expected):
+    result = gpusched(*shlex.split(command)[1:])
+    assert [line.rstrip() for line in result.lines] == expected
+
+
+def test_readme_opens_with_the_two_setup_commands_and_ci_runs_the_second():
+    first_block = re.search(r"```sh\n(.*?)```", README, re.S).group(1).strip().splitlines()
+    assert len(first_block) == 2
+    assert "gpusched place monday" in first_block[0]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert first_block[1] in ci
