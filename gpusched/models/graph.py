@@ -10,7 +10,7 @@ import networkx as nx
 
 from .cluster import Cluster
 
-__all__ = ["build_graph", "gpu_id", "islands", "path_gbps", "ring_gbps", "allreduce_seconds"]
+__all__ = ["build_graph", "gpu_id", "path_gbps", "ring_gbps", "allreduce_seconds"]
 
 CLUSTER = ("cluster",)
 
@@ -50,16 +50,6 @@ def build_graph(cluster: Cluster) -> nx.Graph:
             graph.add_node(slot_id, kind="mig", profile=instance.profile, holder=instance.holder)
             graph.add_edge(gpu_id(node.name, instance.gpu), slot_id, link="mig")
     return graph
-
-
-def islands(graph: nx.Graph, node: str) -> list[list[int]]:
-    """The NVLink islands of a node, as sorted GPU index lists."""
-    found = []
-    for island in graph.neighbors(("node", node)):
-        if graph.nodes[island]["kind"] == "island":
-            members = [graph.nodes[g]["index"] for g in graph.neighbors(island) if graph.nodes[g]["kind"] == "gpu"]
-            found.append(sorted(members))
-    return sorted(found)
 
 
 def path_gbps(graph: nx.Graph, a: tuple, b: tuple) -> tuple[float, str]:
