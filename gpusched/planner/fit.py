@@ -170,11 +170,10 @@ def choose_gpus(candidates: list[GpuState], count: int) -> tuple[tuple[int, ...]
         size, island = min(fitting)
         return tuple(by_island[island][:count]), 0, size - count
     chosen: list[int] = []
-    used = 0
-    for island, members in sorted(by_island.items(), key=lambda item: (-len(item[1]), item[0])):
+    largest_first = [members for _, members in sorted(by_island.items(), key=lambda item: (-len(item[1]), item[0]))]
+    for used, members in enumerate(largest_first):
         take = members[: count - len(chosen)]
         chosen.extend(take)
-        used += 1
         if len(chosen) == count:
-            return tuple(sorted(chosen)), used - 1, len(members) - len(take)
+            return tuple(sorted(chosen)), used, len(members) - len(take)
     raise AssertionError("choose_gpus called with too few candidates")
