@@ -24,6 +24,7 @@ from .models.workload import JobList, PodList
 from .planner.allreduce import ring_allreduce
 from .planner.frag import DEFAULT_SIZES, fragmentation
 from .planner.gang import simulate
+from .planner.k8s import predict_files
 from .planner.place import DEFAULT_GRADIENT_GB, place
 from .planner.state import ClusterState, advertised
 from .scenarios import load_cluster, load_jobs, load_pods, load_scenario, scenario_names
@@ -261,6 +262,27 @@ def bench_place_command(
         else:
             render.bench_place(out, result)
         return 0
+
+    _run(body)
+
+
+@app.command("k8s")
+def k8s_command(
+    nodes: Annotated[str, typer.Option("--nodes", help="kubectl get nodes -o json")],
+    pod: Annotated[str, typer.Option("--pod", help="the pod to predict: kubectl get pod NAME -o json")],
+    pods: Annotated[str | None, typer.Option("--pods", help="kubectl get pods -A -o json: what is bound where")] = None,
+    k8s_version: Annotated[str, typer.Option("--k8s-version", help="1.34 to 1.37, a patch optional (1.34.1)")] = "1.37",
+    as_json: JsonFlag = False,
+) -> None:
+    """Predict kube-scheduler's verdict for one pod: the nodes that fit, or the FailedScheduling message word for word."""
+
+    def body() -> int:
+        result = predict_files(nodes, pods, pod, k8s_version)
+        if as_json:
+            _emit_json(result)
+        else:
+            render.k8s(out, result)
+        return 0 if result.fits else 1
 
     _run(body)
 

@@ -9,6 +9,7 @@ from .bench import PlaceBench
 from .planner.allreduce import AllReduce
 from .planner.frag import FragReport
 from .planner.gang import GangReport
+from .planner.k8s import K8sPrediction
 from .planner.place import PlaceReport, PodResult
 
 
@@ -127,3 +128,15 @@ def bench_place(console: Console, result: PlaceBench) -> None:
         f"({result.pods_per_second:.0f} pods/s)",
         markup=False,
     )
+
+
+def k8s(console: Console, result: K8sPrediction) -> None:
+    if result.fits:
+        console.print(f"fits: {', '.join(result.feasible)}", markup=False)
+        return
+    for line in result.details:
+        console.print(line, markup=False)
+    console.print(f"FailedScheduling: {result.event}", markup=False)
+    if result.nomination:
+        victims = ", ".join(result.nomination.victims)
+        console.print(f"nominated: {result.nomination.node} (preempting {victims})", markup=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["parse_quantity", "milli", "to_int"]
+__all__ = ["parse_quantity", "milli", "to_int", "format_quantity"]
 
 _SUFFIXES = {
     "": Decimal(1),
@@ -51,3 +51,18 @@ def milli(value: str | int | float) -> int:
 def to_int(value: str | int | float) -> int:
     """Whole units, rounded up (bytes, counts)."""
     return int(parse_quantity(value).to_integral_value(rounding="ROUND_CEILING"))
+
+
+_BINARY = ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki")
+
+
+def format_quantity(resource: str, value: int) -> str:
+    """How kubectl would write an amount: cpu from millicores, byte sizes with the largest exact binary suffix."""
+    if resource == "cpu":
+        return str(value // 1000) if value % 1000 == 0 else f"{value}m"
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        for suffix in _BINARY:
+            size = int(_SUFFIXES[suffix])
+            if value and value % size == 0:
+                return f"{value // size}{suffix}"
+    return str(value)

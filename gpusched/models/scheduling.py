@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Taint", "Toleration", "untolerated", "selector_matches"]
+__all__ = [
+    "Taint",
+    "Toleration",
+    "untolerated",
+    "selector_matches",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "terms_match",
+]
 
 Effect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
@@ -50,3 +58,58 @@ def untolerated(taints: list[Taint], tolerations: list[Toleration]) -> Taint | N
 
 def selector_matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
     return all(labels.get(key) == value for key, value in selector.items())
+
+
+class NodeSelectorRequirement(Strict):
+    """One `matchExpressions`/`matchFields` entry: a key, an operator and its values."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        """Label-selector semantics: NotIn and DoesNotExist hold for an absent key; Gt/Lt compare integers."""
+        present = self.key in labels
+        value = labels.get(self.key, "")
+        if self.operator == "In":
+            return present and value in self.values
+        if self.operator == "NotIn":
+            return not present or value not in self.values
+        if self.operator == "Exists":
+            return present
+        if self.operator == "DoesNotExist":
+            return not present
+        return present and _compare(value, self.values, self.operator)
+
+
+def _compare(value: str, bounds: tuple[str, ...], operator: str) -> bool:
+    """Gt/Lt: both sides must be whole numbers, else the requirement does not match."""
+    try:
+        have, bound = int(value), int(bounds[0])
+    except (ValueError, IndexError):
+        return False
+    return have > bound if operator == "Gt" else have < bound
+
+
+class NodeSelectorTerm(Strict):
+    """Requirements ANDed; a term with none matches no node (as in Kubernetes)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = Field((), alias="matchExpressions")
+    match_fields: tuple[NodeSelectorRequirement, ...] = Field((), alias="matchFields")
+
+    def matches(self, labels: dict[str, str], node_name: str) -> bool:
+        if not self.match_expressions and not self.match_fields:
+            return False
+        fields = {"metadata.name": node_name}
+        return all(r.matches(labels) for r in self.match_expressions) and all(
+            r.matches(fields) for r in self.match_fields
+        )
+
+
+def terms_match(terms: list[NodeSelectorTerm], labels: dict[str, str], node_name: str) -> bool:
+    """requiredDuringSchedulingIgnoredDuringExecution: the terms are ORed."""
+    return any(term.matches(labels, node_name) for term in terms)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable
+from collections.abc import Iterable
 
 __all__ = ["Code", "Status", "SUCCESS", "Diagnosis", "fit_error", "unschedulable", "unresolvable"]
 

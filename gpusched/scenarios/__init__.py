@@ -23,6 +23,7 @@ __all__ = ["Scenario", "scenario_names", "load_scenario", "load_cluster", "load_
 
 Model = TypeVar("Model", bound=BaseModel)
 _DATA = resources.files(__package__) / "data"
+NOT_FOUND = "no such file (nor a built-in scenario: see `gpusched scenarios`)"
 
 
 @dataclass(frozen=True)
@@ -38,13 +39,13 @@ def scenario_names() -> list[str]:
     return sorted(entry.name.removesuffix(".yaml") for entry in _DATA.iterdir() if entry.name.endswith(".yaml"))
 
 
-def read_document(source: str) -> Any:
-    """Parse a JSON or YAML file (YAML is a superset of JSON; JSON is tried first for its exact errors)."""
+def read_document(source: str, missing: str = "no such file") -> Any:
+    """Parse a JSON or YAML file (a .json file is parsed as JSON, for its exact error positions)."""
     path = Path(source)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(source, "no such file (nor a built-in scenario: see `gpusched scenarios`)") from None
+        raise InputError(source, missing) from None
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(source, f"cannot read: {error}") from None
     return _parse(source, text)
@@ -105,7 +106,7 @@ def load_scenario(source: str) -> Scenario:
     if _is_scenario_name(source):
         data = _parse(f"scenario {source}", (_DATA / f"{source}.yaml").read_text(encoding="utf-8"))
         return _scenario(f"scenario {source}", source, data)
-    data = read_document(source)
+    data = read_document(source, NOT_FOUND)
     if isinstance(data, dict) and "cluster" in data:
         return _scenario(source, Path(source).stem, data)
     return Scenario(Path(source).stem, "", _cluster(source, data))
@@ -142,7 +143,7 @@ def _listing(source: str, key: str, model: type[Model]) -> Model:
         if found is None:
             raise InputError(f"scenario {source}", f"has no {key}")
         return found
-    data = read_document(source)
+    data = read_document(source, NOT_FOUND)
     if isinstance(data, dict) and "cluster" in data:
         found = getattr(_scenario(source, Path(source).stem, data), key)
         if found is None:

@@ -1,0 +1,289 @@
+"""kubectl `get -o json` Nodes and Pods, reduced to what kube-scheduler reads.
+
+Every complaint names the file and the field path (`items[2].spec.containers[0].resources.requests.cpu`), so a
+user can find the bad value in a large dump.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, NoReturn
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import InputError
+from .quantity import milli, to_int
+from .scheduling import NodeSelectorTerm, Taint, Toleration
+
+__all__ = ["KubeNode", "KubePod", "parse_nodes", "parse_pods", "parse_pod", "add", "is_scalar"]
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+_TOLERATION_KEYS = ("key", "operator", "value", "effect")  # tolerationSeconds does not affect scheduling
+Requests = dict[str, int]  # cpu in millicores, everything else in whole units
+
+
+@dataclass(frozen=True)
+class KubeNode:
+    name: str
+    labels: dict[str, str]
+    unschedulable: bool
+    taints: list[Taint]
+    allocatable: Requests
+
+
+@dataclass(frozen=True)
+class KubePod:
+    name: str
+    namespace: str
+    node_name: str
+    phase: str
+    priority: int
+    preemption_policy: str
+    requests: Requests
+    tolerations: list[Toleration] = field(default_factory=list)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    affinity: list[NodeSelectorTerm] | None = None  # None: no required node affinity at all
+    start_time: datetime | None = None
+    claims: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminal(self) -> bool:
+        """Succeeded and Failed pods hold nothing: the scheduler's informer never sees them."""
+        return self.phase in TERMINAL_PHASES
+
+
+class _Value:
+    """A JSON value with the file and field path it came from."""
+
+    def __init__(self, source: str, path: str, value: Any) -> None:
+        self.source, self.path, self.value = source, path, value
+
+    def fail(self, message: str, path: str | None = None) -> NoReturn:
+        raise InputError(self.source, message, self.path if path is None else path)
+
+    def get(self, key: str) -> _Value:
+        path = f"{self.path}.{key}" if self.path else key
+        return _Value(self.source, path, self.mapping().get(key))
+
+    def mapping(self) -> dict:
+        if self.value is None:
+            return {}
+        if not isinstance(self.value, dict):
+            self.fail(f"expected an object, got {type(self.value).__name__}")
+        return self.value
+
+    def items(self) -> list[_Value]:
+        if self.value is None:
+            return []
+        if not isinstance(self.value, list):
+            self.fail(f"expected a list, got {type(self.value).__name__}")
+        return [_Value(self.source, f"{self.path}[{i}]", item) for i, item in enumerate(self.value)]
+
+    def text(self, default: str = "") -> str:
+        if self.value is None:
+            return default
+        if not isinstance(self.value, str):
+            self.fail(f"expected a string, got {self.value!r}")
+        return self.value
+
+    def integer(self, default: int = 0) -> int:
+        if self.value is None:
+            return default
+        if isinstance(self.value, bool) or not isinstance(self.value, int):
+            self.fail(f"expected a whole number, got {self.value!r}")
+        return self.value
+
+    def strings(self) -> dict[str, str]:
+        found = self.mapping()
+        for key, value in found.items():
+            if not isinstance(value, str):
+                self.get(key).fail(f"expected a string, got {value!r}")
+        return dict(found)
+
+    def quantities(self) -> Requests:
+        """A ResourceList: cpu becomes millicores, the rest whole units (rounded up, like Quantity.Value)."""
+        result: Requests = {}
+        for name, raw in self.mapping().items():
+            if isinstance(raw, bool) or not isinstance(raw, str | int | float):
+                self.get(name).fail(f"expected a quantity such as 4, 500m or 64Gi, got {raw!r}")
+            try:
+                result[name] = milli(raw) if name == "cpu" else to_int(raw)
+            except ValueError as error:
+                self.get(name).fail(str(error))
+        return result
+
+    def model(self, cls: type[BaseModel], keys: tuple[str, ...] | None = None, drop_empty: bool = False) -> Any:
+        """Validate into a shared model.
+
+        `keys` drops fields the scheduler ignores (tolerationSeconds, timeAdded); `drop_empty` lets an empty string
+        mean the default, as the API server reads a toleration's empty operator (Equal).
+        """
+        data = self.mapping()
+        if keys is not None:
+            data = {key: value for key, value in data.items() if key in keys}
+        if drop_empty:
+            data = {key: value for key, value in data.items() if value != ""}
+        try:
+            return cls.model_validate(data)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            self.fail(first["msg"], f"{self.path}.{where}" if where else self.path)
+
+
+def _objects(doc: Any, kind: str, source: str) -> list[_Value]:
+    """The objects of one kind in a List/NodeList/PodList or a single object."""
+    root = _Value(source, "", doc)
+    if not isinstance(doc, dict):
+        root.fail(f"expected a {kind} or a List of them (kubectl get -o json), got {type(doc).__name__}")
+    found = root.get("kind").text()
+    if found in ("List", f"{kind}List"):
+        objects = root.get("items").items()
+        for item in objects:
+            item.mapping()
+            if item.get("kind").value is not None and item.get("kind").text() != kind:
+                item.get("kind").fail(f"expected a {kind}, got {item.get('kind').text()!r}")
+        return objects
+    if found != kind:
+        root.get("kind").fail(
+            f"expected {kind}, {kind}List or List, got {found!r}"
+            if found
+            else f"missing; expected {kind}, {kind}List or List"
+        )
+    return [root]
+
+
+def _name(item: _Value) -> str:
+    name = item.get("metadata").get("name").text()
+    if not name:
+        item.get("metadata").get("name").fail("missing; every object needs a name")
+    return name
+
+
+def parse_nodes(doc: Any, source: str) -> list[KubeNode]:
+    nodes = [_node(item) for item in _objects(doc, "Node", source)]
+    seen: set[str] = set()
+    for node in nodes:
+        if node.name in seen:
+            raise InputError(source, f"node {node.name!r} appears more than once", "metadata.name")
+        seen.add(node.name)
+    return nodes
+
+
+def _node(item: _Value) -> KubeNode:
+    """Allocatable, falling back to capacity for a resource the node does not list as allocatable."""
+    spec, status = item.get("spec"), item.get("status")
+    allocatable = status.get("allocatable").quantities()
+    allocatable = {**status.get("capacity").quantities(), **allocatable}
+    unschedulable = spec.get("unschedulable").value
+    if unschedulable is not None and not isinstance(unschedulable, bool):
+        spec.get("unschedulable").fail(f"expected true or false, got {unschedulable!r}")
+    return KubeNode(
+        name=_name(item),
+        labels=item.get("metadata").get("labels").strings(),
+        unschedulable=bool(unschedulable),
+        taints=[taint.model(Taint, ("key", "value", "effect")) for taint in spec.get("taints").items()],
+        allocatable=allocatable,
+    )
+
+
+def parse_pods(doc: Any, source: str) -> list[KubePod]:
+    return [_pod(item) for item in _objects(doc, "Pod", source)]
+
+
+def parse_pod(doc: Any, source: str) -> KubePod:
+    """The one pod to predict: a Pod, or a List holding exactly one."""
+    pods = parse_pods(doc, source)
+    if len(pods) != 1:
+        raise InputError(source, f"expected exactly one Pod, found {len(pods)}", "items")
+    return pods[0]
+
+
+def _pod(item: _Value) -> KubePod:
+    meta, spec, status = item.get("metadata"), item.get("spec"), item.get("status")
+    policy = spec.get("preemptionPolicy").text("PreemptLowerPriority")
+    if policy not in ("PreemptLowerPriority", "Never"):
+        spec.get("preemptionPolicy").fail(f"expected PreemptLowerPriority or Never, got {policy!r}")
+    return KubePod(
+        name=_name(item),
+        namespace=meta.get("namespace").text("default") or "default",
+        node_name=spec.get("nodeName").text(),
+        phase=status.get("phase").text(),
+        priority=spec.get("priority").integer(0),
+        preemption_policy=policy,
+        requests=pod_requests(spec),
+        tolerations=[t.model(Toleration, _TOLERATION_KEYS, drop_empty=True) for t in spec.get("tolerations").items()],
+        node_selector=spec.get("nodeSelector").strings(),
+        affinity=_required_affinity(spec),
+        start_time=_time(status.get("startTime")),
+        claims=len(spec.get("resourceClaims").items()),
+    )
+
+
+def _required_affinity(spec: _Value) -> list[NodeSelectorTerm] | None:
+    required = spec.get("affinity").get("nodeAffinity").get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required.value is None:
+        return None
+    return [term.model(NodeSelectorTerm) for term in required.get("nodeSelectorTerms").items()]
+
+
+def _time(value: _Value) -> datetime | None:
+    text = value.text()
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        value.fail(f"expected an RFC 3339 time such as 2025-01-31T12:00:00Z, got {text!r}")
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def add(total: Requests, more: Requests) -> Requests:
+    return {name: total.get(name, 0) + more.get(name, 0) for name in total.keys() | more.keys()}
+
+
+def _max(one: Requests, other: Requests) -> Requests:
+    return {name: max(one.get(name, 0), other.get(name, 0)) for name in one.keys() | other.keys()}
+
+
+def _container_requests(resources: _Value) -> Requests:
+    """Requests, each missing one defaulted to its limit (what the API server stores for every resource)."""
+    return {**resources.get("limits").quantities(), **resources.get("requests").quantities()}
+
+
+def pod_requests(spec: _Value) -> Requests:
+    """component-helpers PodRequests: containers plus sidecars, at least any init step's peak, then overhead."""
+    total: Requests = {}
+    for container in spec.get("containers").items():
+        total = add(total, _container_requests(container.get("resources")))
+    sidecars: Requests = {}
+    init_peak: Requests = {}
+    for container in spec.get("initContainers").items():
+        requests = _container_requests(container.get("resources"))
+        if container.get("restartPolicy").text() == "Always":
+            total = add(total, requests)
+            sidecars = add(sidecars, requests)
+            init_peak = _max(init_peak, sidecars)
+        else:
+            init_peak = _max(init_peak, add(requests, sidecars))
+    total = _max(total, init_peak)
+    total.update(_pod_level(spec.get("resources")))
+    return add(total, spec.get("overhead").quantities())
+
+
+def _pod_level(resources: _Value) -> Requests:
+    """Pod-level requests (PodLevelResources) replace the containers' sum for cpu, memory and hugepages."""
+    requests = _container_requests(resources)
+    return {
+        name: value for name, value in requests.items() if name in ("cpu", "memory") or name.startswith("hugepages-")
+    }
+
+
+def is_scalar(name: str) -> bool:
+    """Resources NodeResourcesFit compares besides cpu/memory/ephemeral-storage: extended, hugepages, volumes."""
+    return "/" in name or name.startswith(("hugepages-", "attachable-volumes-"))

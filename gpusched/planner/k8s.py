@@ -1,0 +1,466 @@
+"""Predict kube-scheduler's verdict for one pod from kubectl JSON: the nodes that fit, or the exact message.
+
+Covers the default profile of 1.34–1.37 for what kubectl shows of Nodes and Pods: NodeName, NodeUnschedulable,
+TaintToleration, NodeAffinity and NodeResourcesFit, then the PostFilter (DRA's message and DefaultPreemption).
+The wording and the version differences follow /work/notes/k8s-research.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, Field, computed_field
+
+from ..errors import InputError
+from ..models.kube import (
+    KubeNode,
+    KubePod,
+    Requests,
+    add,
+    is_scalar,
+    parse_nodes,
+    parse_pod,
+    parse_pods,
+)
+from ..models.quantity import format_quantity
+from ..scenarios import read_document
+from ..models.scheduling import NodeSelectorTerm, selector_matches, terms_match
+from .filters import (
+    TOO_MANY_PODS,
+    check_node_name,
+    check_selector,
+    check_taints,
+    check_unschedulable,
+    insufficient,
+)
+from .framework import SUCCESS, Code, Status, fit_error, unresolvable, unschedulable
+
+__all__ = ["Shortfall", "NodeVerdict", "Nomination", "K8sPrediction", "parse_version", "predict", "predict_files"]
+
+Version = tuple[int, ...]
+OLDEST, NEWEST = (1, 34), (1, 37)
+NO_NODES = "no nodes available to schedule pods"
+AFFINITY_CONFLICT = "pod affinity terms conflict"
+DRA_NO_CLAIMS = "no new claims to deallocate"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
+EVENT_LIMIT = 1024  # bytes kept of an event's note
+_NATIVE = ("cpu", "memory", "ephemeral-storage")
+_LATEST = datetime.max.replace(tzinfo=UTC)  # a pod without a start time counts as started now
+
+
+class Shortfall(BaseModel):
+    """One NodeResourcesFit reason with the numbers behind it (cpu in millicores)."""
+
+    resource: str
+    reason: str
+    requested: int
+    free: int
+    allocatable: int
+    unresolvable: bool = Field(False, description="the request alone exceeds the node's allocatable")
+
+    def text(self) -> str:
+        requested, free, total = (
+            format_quantity(self.resource, n) for n in (self.requested, self.free, self.allocatable)
+        )
+        return f"{self.reason} ({self.resource}: requested {requested}, free {free} of {total})"
+
+
+class NodeVerdict(BaseModel):
+    name: str
+    fits: bool
+    plugin: str = Field("", description="the first filter plugin that rejected the node")
+    code: str = Field("Success", description="Success, Unschedulable or UnschedulableAndUnresolvable")
+    reasons: list[str] = Field(default_factory=list)
+    shortfalls: list[Shortfall] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def detail(self) -> str:
+        """`node reason` — with the numbers for resource reasons, which the event never shows."""
+        if self.fits:
+            return ""
+        parts = [s.text() for s in self.shortfalls] or self.reasons
+        return f"{self.name} {', '.join(parts)}"
+
+
+class Nomination(BaseModel):
+    node: str
+    victims: list[str] = Field(description="namespace/name, most important first")
+
+
+class K8sPrediction(BaseModel):
+    version: str
+    pod: str = Field(description="namespace/name")
+    priority: int
+    requests: dict[str, int] = Field(description="what the scheduler counts for the pod; cpu in millicores")
+    feasible: list[str] = Field(description="nodes that pass every filter")
+    nodes: list[NodeVerdict]
+    message: str | None = Field(None, description="the PodScheduled=False condition message when Pending")
+    event: str | None = Field(None, description="the FailedScheduling event note (the message cut to 1024 bytes)")
+    nomination: Nomination | None = Field(None, description="where preemption would make room, and whom it evicts")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def fits(self) -> bool:
+        return bool(self.feasible)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def details(self) -> list[str]:
+        return [verdict.detail for verdict in self.nodes if not verdict.fits]
+
+
+def parse_version(version: str | Version) -> Version:
+    """`1.37` or `1.34.1` (a leading v is fine); a version outside 1.34–1.37 is refused, not guessed at."""
+    text = version if isinstance(version, str) else ".".join(str(part) for part in version)
+    try:
+        parsed = tuple(int(part) for part in text.strip().lstrip("v").split("."))
+    except ValueError:
+        parsed = ()
+    if not 2 <= len(parsed) <= 3 or not OLDEST <= parsed[:2] <= NEWEST:
+        raise ValueError(f"--k8s-version: expected 1.34 to 1.37, optionally with a patch such as 1.34.1, got {text!r}")
+    return parsed
+
+
+@dataclass(frozen=True)
+class _NodeInfo:
+    """A node with the pods the scheduler counts on it, and their summed requests."""
+
+    node: KubeNode
+    pods: tuple[KubePod, ...]
+    requested: Requests
+
+    @classmethod
+    def of(cls, node: KubeNode, pods: list[KubePod] | tuple[KubePod, ...]) -> _NodeInfo:
+        requested: Requests = {}
+        for pod in pods:
+            requested = add(requested, pod.requests)
+        return cls(node, tuple(pods), requested)
+
+    def without(self, gone: list[KubePod]) -> _NodeInfo:
+        ids = {id(pod) for pod in gone}
+        return _NodeInfo.of(self.node, [pod for pod in self.pods if id(pod) not in ids])
+
+    def plus(self, pod: KubePod) -> _NodeInfo:
+        return _NodeInfo.of(self.node, [*self.pods, pod])
+
+
+def _snapshot(nodes: list[KubeNode], pods: list[KubePod], target: KubePod) -> list[_NodeInfo]:
+    """Bound, non-terminal pods per node; the pod being predicted never counts against itself."""
+    bound: dict[str, list[KubePod]] = {node.name: [] for node in nodes}
+    for pod in pods:
+        if pod.node_name in bound and not pod.terminal and pod.key != target.key:
+            bound[pod.node_name].append(pod)
+    return [_NodeInfo.of(node, bound[node.name]) for node in nodes]
+
+
+# --- Filter ---------------------------------------------------------------------------------------------------
+
+
+def _shortfalls(pod: KubePod, info: _NodeInfo) -> list[Shortfall]:
+    """NodeResourcesFit: pod count, then cpu, memory, ephemeral-storage, then scalar resources (sorted)."""
+    found = []
+    room, present = info.node.allocatable.get("pods", 0), len(info.pods)
+    if present + 1 > room:
+        found.append(
+            Shortfall(resource="pods", reason=TOO_MANY_PODS, requested=1, free=room - present, allocatable=room)
+        )
+    scalars = sorted(name for name in pod.requests if is_scalar(name))
+    for name in (*_NATIVE, *scalars):
+        need = pod.requests.get(name, 0)
+        total = info.node.allocatable.get(name, 0)
+        free = total - info.requested.get(name, 0)
+        if need > 0 and need > free:
+            found.append(
+                Shortfall(
+                    resource=name,
+                    reason=insufficient(name),
+                    requested=need,
+                    free=free,
+                    allocatable=total,
+                    unresolvable=need > total,
+                )
+            )
+    return found
+
+
+def _resources(pod: KubePod, info: _NodeInfo, version: Version) -> Status:
+    """Unresolvable for the whole node when any request alone exceeds allocatable (1.34+): preemption skips it."""
+    found = _shortfalls(pod, info)
+    if not found:
+        return SUCCESS
+    make = unresolvable if any(s.unresolvable for s in found) else unschedulable
+    return make("NodeResourcesFit", *(s.reason for s in found))
+
+
+def _node_name(pod: KubePod, info: _NodeInfo, version: Version) -> Status:
+    return check_node_name(pod.node_name, info.node.name)
+
+
+def _unschedulable(pod: KubePod, info: _NodeInfo, version: Version) -> Status:
+    return check_unschedulable(info.node.unschedulable, pod.tolerations)
+
+
+def _taints(pod: KubePod, info: _NodeInfo, version: Version) -> Status:
+    return check_taints(info.node.taints, pod.tolerations, version)
+
+
+def _affinity(pod: KubePod, info: _NodeInfo, version: Version) -> Status:
+    """nodeSelector AND the required node affinity terms (ORed); both are one reason."""
+    labels, name = info.node.labels, info.node.name
+    required = pod.affinity is None or terms_match(pod.affinity, labels, name)
+    return check_selector(selector_matches(pod.node_selector, labels) and required)
+
+
+Filter = Callable[[KubePod, _NodeInfo, Version], Status]
+
+
+def _filters(version: Version) -> tuple[Filter, ...]:
+    """The default profile's order; 1.37 moved NodeName ahead of NodeUnschedulable."""
+    head = (_node_name, _unschedulable) if version[:2] >= (1, 37) else (_unschedulable, _node_name)
+    return (*head, _taints, _affinity, _resources)
+
+
+def _run_filters(pod: KubePod, info: _NodeInfo, version: Version) -> Status:
+    """The first plugin that rejects the node decides its status."""
+    for check in _filters(version):
+        status = check(pod, info, version)
+        if not status.ok:
+            return status
+    return SUCCESS
+
+
+# --- PreFilter ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _PreFilter:
+    names: frozenset[str] | None = None  # None: every node is considered
+    plugins: tuple[str, ...] = ()
+    failure: str = ""
+
+    def outside(self) -> Status:
+        """What a node left out by the PreFilter result shows."""
+        return unresolvable("", f"node(s) didn't satisfy plugin(s) [{' '.join(self.plugins)}]")
+
+
+def _affinity_names(terms: list[NodeSelectorTerm] | None) -> frozenset[str] | None:
+    """Node names the required terms allow by `metadata.name In`; None as soon as one term does not pin names."""
+    if not terms:
+        return None
+    allowed: set[str] = set()
+    for term in terms:
+        pinned: set[str] | None = None
+        for requirement in term.match_fields:
+            if requirement.key == "metadata.name" and requirement.operator == "In":
+                values = set(requirement.values)
+                pinned = values if pinned is None else pinned & values
+        if pinned is None:
+            return None
+        allowed |= pinned
+    return frozenset(allowed)
+
+
+def _prefilter(pod: KubePod, version: Version) -> _PreFilter:
+    """PreFilter results narrow the nodes: 1.37's NodeName, and NodeAffinity's `metadata.name` matchFields."""
+    names: frozenset[str] | None = None
+    plugins: list[str] = []
+    if version[:2] >= (1, 37) and pod.node_name:
+        names, plugins = frozenset({pod.node_name}), ["NodeName"]
+    pinned = _affinity_names(pod.affinity)
+    if pinned is not None and not pinned:
+        return _PreFilter(failure=AFFINITY_CONFLICT)
+    if pinned is not None:
+        names = pinned if names is None else names & pinned
+        plugins.append("NodeAffinity")
+    return _PreFilter(names, tuple(sorted(plugins)))
+
+
+# --- PostFilter: DefaultPreemption ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    node: str
+    victims: tuple[KubePod, ...]  # most important first
+
+
+def _importance(pod: KubePod) -> tuple[int, datetime]:
+    """Sort key, most important first: higher priority, then the earlier start."""
+    return (-pod.priority, pod.start_time or _LATEST)
+
+
+def _dry_run(pod: KubePod, info: _NodeInfo, version: Version) -> _Candidate | Status:
+    """Remove every lower-priority pod; if the pod then fits, put back as many as possible, most important first."""
+    lower = [other for other in info.pods if other.priority < pod.priority]
+    if not lower:
+        return unresolvable("DefaultPreemption", NO_VICTIMS)
+    kept = info.without(lower)
+    status = _run_filters(pod, kept, version)
+    if not status.ok:
+        return status
+    victims = []
+    for other in sorted(lower, key=_importance):
+        trial = kept.plus(other)
+        if _run_filters(pod, trial, version).ok:
+            kept = trial
+        else:
+            victims.append(other)
+    return _Candidate(info.node.name, tuple(victims))
+
+
+def _top_start(candidate: _Candidate) -> datetime:
+    """The earliest start among the node's highest-priority victims."""
+    top = candidate.victims[0].priority
+    return min(v.start_time or _LATEST for v in candidate.victims if v.priority == top)
+
+
+_PICK_RULES: tuple[Callable[[_Candidate], Any], ...] = (
+    lambda c: -c.victims[0].priority,  # the lowest "most important victim"
+    lambda c: -sum(v.priority + 2**31 for v in c.victims),  # the smallest priority sum (shifted positive)
+    lambda c: -len(c.victims),  # the fewest victims
+    _top_start,  # the latest start among the top victims
+)
+
+
+def _pick(candidates: list[_Candidate]) -> _Candidate:
+    """pickOneNodeForPreemption without PDBs (kubectl's Pods carry none): each rule keeps only its best."""
+    remaining = candidates
+    for rule in _PICK_RULES:
+        best = max(rule(c) for c in remaining)
+        remaining = [c for c in remaining if rule(c) == best]
+        if len(remaining) == 1:
+            break
+    return remaining[0]
+
+
+def _preempt(
+    pod: KubePod, infos: list[_NodeInfo], statuses: dict[str, Status], version: Version
+) -> tuple[bool, str, _Candidate | None]:
+    """DefaultPreemption's (success, message, choice); only Unschedulable nodes are tried."""
+    if pod.preemption_policy == "Never":
+        return False, f"preemption: {POLICY_NEVER}", None
+    tried: dict[str, Status] = {}
+    candidates: list[_Candidate] = []
+    for info in infos:
+        if statuses[info.node.name].code is Code.UNSCHEDULABLE:
+            result = _dry_run(pod, info, version)
+            if isinstance(result, Status):
+                tried[info.node.name] = result
+            else:
+                candidates.append(result)
+    if not candidates:
+        absent = unresolvable("DefaultPreemption", NOT_HELPFUL)
+        inner = fit_error(len(infos), [tried.get(info.node.name, absent) for info in infos])
+        return False, f"preemption: {inner}", None
+    best = _pick(candidates)
+    if version[:2] < (1, 37):
+        return True, "", best
+    return (
+        True,
+        f"preemption: found a potential placement for pod on node {best.node}, preempting {len(best.victims)} victims",
+        best,
+    )
+
+
+def _postfilter(
+    pod: KubePod, infos: list[_NodeInfo], statuses: dict[str, Status], version: Version
+) -> tuple[str, _Candidate | None]:
+    """DynamicResources then DefaultPreemption; a success drops the reasons gathered before it."""
+    reasons = [DRA_NO_CLAIMS] if version[:2] < (1, 37) else []  # 1.37 adds no reason for a pod without claims
+    ok, message, best = _preempt(pod, infos, statuses, version)
+    if ok:
+        return message, best
+    return ", ".join([*reasons, message]), None
+
+
+# --- predict --------------------------------------------------------------------------------------------------
+
+
+def _truncate(message: str) -> str:
+    """An event note keeps at most 1024 bytes, ending ` ...` when cut."""
+    raw = message.encode()
+    if len(raw) <= EVENT_LIMIT:
+        return message
+    return raw[: EVENT_LIMIT - 4].decode(errors="ignore") + " ..."
+
+
+def _statuses(pod: KubePod, infos: list[_NodeInfo], pre: _PreFilter, version: Version) -> dict[str, Status]:
+    if pre.failure:
+        return {info.node.name: unresolvable("NodeAffinity", pre.failure) for info in infos}
+    return {
+        info.node.name: _run_filters(pod, info, version)
+        if pre.names is None or info.node.name in pre.names
+        else pre.outside()
+        for info in infos
+    }
+
+
+def _verdict(pod: KubePod, info: _NodeInfo, status: Status) -> NodeVerdict:
+    shortfalls = _shortfalls(pod, info) if status.plugin == "NodeResourcesFit" else []
+    return NodeVerdict(
+        name=info.node.name,
+        fits=status.ok,
+        plugin=status.plugin,
+        code=status.code.value,
+        reasons=list(status.reasons),
+        shortfalls=shortfalls,
+    )
+
+
+def _schedule(pod: KubePod, infos: list[_NodeInfo], version: Version) -> K8sPrediction:
+    result = K8sPrediction(
+        version=".".join(map(str, version)),
+        pod=pod.key,
+        priority=pod.priority,
+        requests=dict(sorted(pod.requests.items())),
+        feasible=[],
+        nodes=[],
+    )
+    if not infos:
+        return result.model_copy(update={"message": NO_NODES, "event": NO_NODES})
+    pre = _prefilter(pod, version)
+    statuses = _statuses(pod, infos, pre, version)
+    result.nodes = [_verdict(pod, info, statuses[info.node.name]) for info in infos]
+    result.feasible = [name for name, status in statuses.items() if status.ok]
+    if result.feasible:
+        return result
+    post, best = _postfilter(pod, infos, statuses, version)
+    result.message = fit_error(len(infos), statuses.values(), prefilter=pre.failure, postfilter=post)
+    result.event = _truncate(result.message)
+    if best is not None:
+        result.nomination = Nomination(node=best.node, victims=[victim.key for victim in best.victims])
+    return result
+
+
+def predict(
+    nodes_doc: Any,
+    pods_doc: Any,
+    pod_doc: Any,
+    version: str | Version = NEWEST,
+    sources: tuple[str, str, str] = ("nodes", "pods", "pod"),
+) -> K8sPrediction:
+    """Parsed `kubectl get -o json` documents in; `sources` names them in errors. `pods_doc` may be None."""
+    release = parse_version(version)
+    nodes = parse_nodes(nodes_doc, sources[0])
+    pods = parse_pods(pods_doc, sources[1]) if pods_doc is not None else []
+    pod = parse_pod(pod_doc, sources[2])
+    if pod.claims:
+        raise InputError(
+            sources[2],
+            "ResourceClaims need --objects support (DeviceClasses, ResourceSlices, claims), which is not built yet",
+            "spec.resourceClaims",
+        )
+    return _schedule(pod, _snapshot(nodes, pods, pod), release)
+
+
+def predict_files(nodes: str, pods: str | None, pod: str, version: str | Version = NEWEST) -> K8sPrediction:
+    """The same from file paths, each named in any error."""
+    release = parse_version(version)
+    pods_doc = read_document(pods) if pods else None
+    return predict(read_document(nodes), pods_doc, read_document(pod), release, (nodes, pods or "pods", pod))
