@@ -23,7 +23,8 @@ def _examples() -> list[tuple[str, list[str]]]:
 
 
 @pytest.mark.parametrize(("command", "expected"), _examples(), ids=[c for c, _ in _examples()])
-def test_readme_output_is_real(gpusched, command, expected):
+def test_readme_output_is_real(gpusched, monkeypatch, command, expected):
+    monkeypatch.chdir(ROOT)  # the examples name files relative to the repository
     result = gpusched(*shlex.split(command)[1:])
     assert [line.rstrip() for line in result.lines] == expected
 
