@@ -1,0 +1,19 @@
+"""The public API is what the package root exports; this pins it so a change to it is a decision."""
+
+import gpusched
+
+
+def test_exported_names():
+    assert sorted(gpusched.__all__) == [
+        "Assignment", "BusyGpu", "Cluster", "ClusterState", "FragReport", "GangReport", "GpuBlock", "InputError",
+        "Job", "JobList", "K8sPrediction", "MigInstance", "Node", "PlaceReport", "Pod", "PodList", "advertised",
+        "build_graph", "fragmentation", "load_cluster", "load_jobs", "load_pods", "load_scenario", "place",
+        "predict", "scenario_names", "simulate", "violations",
+    ]
+    assert all(hasattr(gpusched, name) for name in gpusched.__all__)
+
+
+def test_library_round_trip():
+    cluster = gpusched.load_cluster("monday")
+    report = gpusched.place(cluster, gpusched.load_pods("monday").pods, policy="spread")
+    assert [r.pod for r in report.pending] == ["train-8"]
