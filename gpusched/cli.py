@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 from rich.console import Console
 
 from . import render
@@ -59,11 +60,8 @@ def _run(body: Callable[[], int]) -> None:
     raise typer.Exit(code)
 
 
-def _emit_json(result: BaseModel | list | dict) -> None:
-    if isinstance(result, BaseModel):
-        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
-    else:
-        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+def _emit_json(result: Any) -> None:
+    sys.stdout.write(json.dumps(to_jsonable_python(result), indent=2) + "\n")
 
 
 def _counts(option: str, text: str) -> tuple[int, ...]:
@@ -87,6 +85,14 @@ POLICY_CHOICES = ("binpack", "spread", "topology")
 VIEW_CHOICES = ("gpu", "extended")
 
 
+def _show(result: Any, as_json: bool, renderer: Callable[[Console, Any], None]) -> None:
+    """--json prints the result model; otherwise the renderer draws it for people."""
+    if as_json:
+        _emit_json(result)
+    else:
+        renderer(out, result)
+
+
 def _sizes(text: str) -> tuple[int, ...]:
     return tuple(sorted(set(DEFAULT_SIZES) | set(_counts("--sizes", text))))
 
@@ -102,10 +108,7 @@ def scenarios(as_json: JsonFlag = False) -> None:
              "pods": len(s.pods.pods) if s.pods else 0, "jobs": len(s.jobs.jobs) if s.jobs else 0}
             for name, s in found.items()
         ]
-        if as_json:
-            _emit_json(rows)
-        else:
-            render.scenarios(out, rows)
+        _show(rows, as_json, render.scenarios)
         return 0
 
     _run(body)
@@ -134,10 +137,7 @@ def advertised_command(cluster: ClusterArg, as_json: JsonFlag = False) -> None:
     def body() -> int:
         state = ClusterState.from_cluster(load_cluster(cluster))
         counts = {node.name: advertised(node) for node in state.nodes}
-        if as_json:
-            _emit_json(counts)
-        else:
-            render.advertised(out, counts)
+        _show(counts, as_json, render.advertised)
         return 0
 
     _run(body)
@@ -165,10 +165,7 @@ def place_command(
         model = load_cluster(cluster)
         pod_list = load_pods(pods or cluster)
         report = place(model, pod_list.pods, view, policy, gpu_weight, gradient_gb, _sizes(sizes))  # type: ignore[arg-type]
-        if as_json:
-            _emit_json(report)
-        else:
-            render.placement(out, report)
+        _show(report, as_json, render.placement)
         return 1 if report.pending else 0
 
     _run(body)
@@ -180,10 +177,7 @@ def frag_command(cluster: ClusterArg, sizes: SizesOpt = "", as_json: JsonFlag = 
 
     def body() -> int:
         report = fragmentation(ClusterState.from_cluster(load_cluster(cluster)), _sizes(sizes))
-        if as_json:
-            _emit_json(report)
-        else:
-            render.fragmentation(out, report, detail=True)
+        _show(report, as_json, render.frag)
         return 0
 
     _run(body)
@@ -201,10 +195,7 @@ def allreduce_command(
     def body() -> int:
         graph = build_graph(load_cluster(cluster))
         results = [ring_allreduce(graph, placement, gradient_gb) for placement in placements]
-        if as_json:
-            _emit_json([result.model_dump() for result in results])
-        else:
-            render.allreduce(out, results)
+        _show(results, as_json, render.allreduce)
         return 0
 
     _run(body)
@@ -227,10 +218,7 @@ def gang_command(
         model = load_cluster(cluster)
         job_list = load_jobs(jobs or cluster)
         report = simulate(model, job_list.jobs, mode, timeout, policy)  # type: ignore[arg-type]
-        if as_json:
-            _emit_json(report)
-        else:
-            render.gang(out, report)
+        _show(report, as_json, render.gang)
         stuck = report.deadlock is not None or any(job.never_fits for job in report.jobs)
         return 1 if stuck else 0
 
@@ -257,10 +245,7 @@ def bench_place_command(
         _choice("--view", view, VIEW_CHOICES)
         _choice("--policy", policy, POLICY_CHOICES)
         result = bench_place(nodes, pods, view, policy, seed, _counts("--sizes", sizes) or (1,))
-        if as_json:
-            _emit_json(result)
-        else:
-            render.bench_place(out, result)
+        _show(result, as_json, render.bench_place)
         return 0
 
     _run(body)
@@ -278,10 +263,7 @@ def k8s_command(
 
     def body() -> int:
         result = predict_files(nodes, pods, pod, k8s_version)
-        if as_json:
-            _emit_json(result)
-        else:
-            render.k8s(out, result)
+        _show(result, as_json, render.k8s)
         return 0 if result.fits else 1
 
     _run(body)

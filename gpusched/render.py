@@ -51,6 +51,8 @@ def pod_line(result: PodResult) -> str:
 
 
 def allreduce_line(result: AllReduce) -> str:
+    if result.link is None:
+        return "a single GPU: nothing to all-reduce"
     return (
         f"all-reduce of {result.gradient_gb:g} GB over {result.gpus} GPUs: {result.seconds:.2g} s per step "
         f"(slowest link {result.link} {result.slowest_gbps:g} GB/s)"
@@ -95,6 +97,10 @@ def fragmentation(console: Console, report: FragReport, detail: bool) -> None:
             f"MIG {gpu.node} GPU {gpu.gpu}: used {used}; free instances {free}; a repartition could add {addable}",
             markup=False,
         )
+
+
+def frag(console: Console, report: FragReport) -> None:
+    fragmentation(console, report, detail=True)
 
 
 def allreduce(console: Console, results: list[AllReduce]) -> None:

@@ -158,3 +158,10 @@ def test_bench_place_runs_and_reports(gpusched):
 def test_bench_place_bad_options(gpusched, args, message):
     result = gpusched("bench", "place", *args)
     assert result.exit_code == 2 and message in result.stderr
+
+
+def test_allreduce_of_one_gpu_crosses_no_link(gpusched):
+    result = gpusched("allreduce", "monday", "dgx-a:0", "--json").json()
+    assert result == [{"ring": "dgx-a:0", "gpus": 1, "gradient_gb": 14.0, "slowest_gbps": None, "link": None,
+                       "seconds": 0.0}]
+    assert gpusched("allreduce", "monday", "dgx-a:0").lines == ["dgx-a:0: a single GPU: nothing to all-reduce"]

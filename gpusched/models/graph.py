@@ -61,14 +61,13 @@ def path_gbps(graph: nx.Graph, a: tuple, b: tuple) -> tuple[float, str]:
 
 
 def ring_gbps(graph: nx.Graph, gpus: list[tuple]) -> tuple[float, str]:
-    """The slowest link a ring over these GPUs must cross, visiting them node by node, island by island."""
+    """The slowest link a ring over two or more GPUs must cross, visiting them node by node, island by island."""
     def order(gpu: tuple) -> tuple:
         island = next(n for n in graph.neighbors(gpu) if graph.nodes[n]["kind"] == "island")
         return (gpu[1], island[2], gpu[2])
 
     ring = sorted(set(gpus), key=order)
-    links = [path_gbps(graph, a, b) for a, b in zip(ring, ring[1:] + ring[:1], strict=True) if a != b]
-    return min(links) if links else (float("inf"), "none")
+    return min(path_gbps(graph, a, b) for a, b in zip(ring, ring[1:] + ring[:1], strict=True))
 
 
 def allreduce_seconds(gpus: int, gradient_gb: float, bandwidth_gbps: float) -> float:

@@ -14,21 +14,21 @@ class AllReduce(BaseModel):
     ring: str  # the GPUs, compactly: dgx-a:0-7+dgx-b:0-3
     gpus: int
     gradient_gb: float
-    slowest_gbps: float
-    link: str  # nvlink | pcie | network
+    slowest_gbps: float | None  # None for a single GPU: no link to cross
+    link: str | None  # nvlink | pcie | network
     seconds: float
 
 
 def allreduce_for(graph: nx.Graph, gpus: list[tuple], gradient_gb: float) -> AllReduce:
     ring = sorted(set(gpus))
-    gbps, link = ring_gbps(graph, ring)
+    gbps, link = ring_gbps(graph, ring) if len(ring) > 1 else (None, None)
     return AllReduce(
         ring=_compact(ring),
         gpus=len(ring),
         gradient_gb=gradient_gb,
         slowest_gbps=gbps,
         link=link,
-        seconds=allreduce_seconds(len(ring), gradient_gb, gbps),
+        seconds=allreduce_seconds(len(ring), gradient_gb, gbps or 0.0),
     )
 
 
