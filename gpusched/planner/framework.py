@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 from collections.abc import Iterable
 
 __all__ = ["Code", "Status", "SUCCESS", "Diagnosis", "fit_error", "unschedulable", "unresolvable"]
@@ -39,13 +40,14 @@ def unresolvable(plugin: str, *reasons: str) -> Status:
     return Status(Code.UNRESOLVABLE, reasons, plugin)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Diagnosis:
     """Every node's Status for one pod; `total` counts all nodes in the snapshot, cordoned ones included."""
 
     total: int
     statuses: dict[str, Status] = field(default_factory=dict)
 
+    @cached_property
     def message(self) -> str:
         return fit_error(self.total, self.statuses.values())
 

@@ -16,9 +16,9 @@ from ..models.graph import build_graph, gpu_id
 from ..models.workload import GpuNeeds, Pod
 from .allreduce import AllReduce, allreduce_for
 from .fit import Option, View, evaluate
-from .frag import FragReport, fragmentation
+from .frag import DEFAULT_SIZES, FragReport, fragmentation
 from .framework import Diagnosis, Status
-from .policies import Policy, rank
+from .policies import DEFAULT_MEMORY, DEFAULT_MILLI_CPU, Policy, rank
 from .state import ClusterState, NodeState
 from .validate import Assignment, violations
 
@@ -137,8 +137,8 @@ class Placer:
     def _account(self, node: NodeState, pod: GpuNeeds, sign: int) -> None:
         node.cpu_requested += sign * pod.cpu_milli
         node.memory_requested += sign * pod.memory_bytes
-        node.cpu_nonzero += sign * (pod.cpu_milli or 100)
-        node.memory_nonzero += sign * (pod.memory_bytes or 200 * 1024 * 1024)
+        node.cpu_nonzero += sign * (pod.cpu_milli or DEFAULT_MILLI_CPU)
+        node.memory_nonzero += sign * (pod.memory_bytes or DEFAULT_MEMORY)
         self._changes.append(node.name)
 
 
@@ -179,7 +179,7 @@ def place(
     policy: Policy = "binpack",
     gpu_weight: int | None = None,
     gradient_gb: float = DEFAULT_GRADIENT_GB,
-    sizes: tuple[int, ...] = (1, 2, 4, 8),
+    sizes: tuple[int, ...] = DEFAULT_SIZES,
 ) -> PlaceReport:
     if view == "extended" and policy == "topology":
         raise ValueError("--policy topology needs --view gpu: through a count there is no topology to see")
@@ -192,7 +192,7 @@ def place(
     for pod in pods:
         found = placer.best(pod, pod.gpus)
         if isinstance(found, Diagnosis):
-            results.append(PodResult(pod=pod.name, message=found.message()))
+            results.append(PodResult(pod=pod.name, message=found.message))
             continue
         placer.bind(pod.name, pod, found)
         results.append(_result(pod, found, view, graph, gradient_gb))
