@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from gpusched.models.graph import allreduce_seconds, build_graph, gpu_id, ring_gbps
-from gpusched.models.mig import addable_profiles, mig_family, placement_error, profiles_for
+from gpusched.models.mig import (
+    addable_profiles,
+    mig_family,
+    placement_error,
+    profiles_for,
+)
 from gpusched.scenarios import load_cluster
 
 

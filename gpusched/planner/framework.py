@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
-from collections.abc import Iterable
 
 __all__ = ["Code", "Status", "SUCCESS", "Diagnosis", "fit_error", "unschedulable", "unresolvable"]
 

@@ -26,8 +26,8 @@ from ..models.kube import (
     parse_pods,
 )
 from ..models.quantity import format_quantity
-from ..scenarios import read_document
 from ..models.scheduling import NodeSelectorTerm, selector_matches, terms_match
+from ..scenarios import read_document
 from .filters import (
     TOO_MANY_PODS,
     check_node_name,

@@ -1,100 +1,47 @@
-"""The `gpusched` command: parse, load, call one library function, render (rich text or --json).
-
-Exit codes: 0 everything fits, 1 something Pending / deadlocked / unallocatable, 2 unreadable input.
-"""
+"""The core commands: scenarios, schema, advertised, place, frag, allreduce, gang, k8s, bench place."""
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from pydantic import BaseModel
-from pydantic_core import to_jsonable_python
-from rich.console import Console
 
-from . import render
-from .bench import bench_place
-from .errors import InputError
-from .models.cluster import Cluster
-from .models.dra import ClaimList
-from .models.graph import build_graph
-from .models.workload import JobList, PodList
-from .planner.allreduce import ring_allreduce
-from .planner.frag import DEFAULT_SIZES, fragmentation
-from .planner.gang import simulate
-from .planner.k8s import predict_files
-from .planner.place import DEFAULT_GRADIENT_GB, place
-from .planner.state import ClusterState, advertised
-from .scenarios import load_cluster, load_jobs, load_pods, load_scenario, scenario_names
-
-app = typer.Typer(
-    name="gpusched",
-    help="A GPU placement planner for Kubernetes: the scheduler's view, the hardware's view, the best plan.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
+from ..bench import bench_place
+from ..models.cluster import Cluster
+from ..models.dra import ClaimList
+from ..models.graph import build_graph
+from ..models.workload import JobList, PodList
+from ..planner.allreduce import ring_allreduce
+from ..planner.frag import fragmentation
+from ..planner.gang import simulate
+from ..planner.k8s import predict_files
+from ..planner.place import DEFAULT_GRADIENT_GB, place
+from ..planner.state import ClusterState, advertised
+from ..scenarios import (
+    load_cluster,
+    load_jobs,
+    load_pods,
+    load_scenario,
+    scenario_names,
 )
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-JsonFlag = Annotated[bool, typer.Option("--json", help="print the result as JSON (a documented, stable shape)")]
-ClusterArg = Annotated[str, typer.Argument(help="cluster file (JSON/YAML), scenario file, or built-in scenario name")]
-SizesOpt = Annotated[
-    str, typer.Option("--sizes", help="job sizes for the fragmentation report, comma-separated (1,2,4,8 always)")
-]
-
-
-def _run(body: Callable[[], int]) -> None:
-    """Run a command body; bad input becomes one clear message on stderr and exit code 2."""
-    try:
-        code = body()
-    except InputError as error:
-        err.print(f"error: {error}", markup=False)
-        raise typer.Exit(2) from None
-    except ValueError as error:
-        err.print(f"error: {error}", markup=False)
-        raise typer.Exit(2) from None
-    raise typer.Exit(code)
-
-
-def _emit_json(result: Any) -> None:
-    sys.stdout.write(json.dumps(to_jsonable_python(result), indent=2) + "\n")
-
-
-def _counts(option: str, text: str) -> tuple[int, ...]:
-    """A comma-separated list of GPU counts (each at least 1)."""
-    try:
-        counts = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise ValueError(f"{option}: expected comma-separated whole numbers, got {text!r}") from None
-    if any(count < 1 for count in counts):
-        raise ValueError(f"{option}: GPU counts must be at least 1")
-    return counts
-
-
-def _choice(option: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        listed = ", ".join(choices[:-1]) + " or " + choices[-1]
-        raise ValueError(f"{option}: expected {listed}, got {value!r}")
-
-
-POLICY_CHOICES = ("binpack", "spread", "topology")
-VIEW_CHOICES = ("gpu", "extended")
-
-
-def _show(result: Any, as_json: bool, renderer: Callable[[Console, Any], None]) -> None:
-    """--json prints the result model; otherwise the renderer draws it for people."""
-    if as_json:
-        _emit_json(result)
-    else:
-        renderer(out, result)
-
-
-def _sizes(text: str) -> tuple[int, ...]:
-    return tuple(sorted(set(DEFAULT_SIZES) | set(_counts("--sizes", text))))
+from . import render
+from .app import (
+    POLICY_CHOICES,
+    VIEW_CHOICES,
+    ClusterArg,
+    JsonFlag,
+    SizesOpt,
+    app,
+    choice,
+    counts,
+    emit_json,
+    run,
+    show,
+)
+from .app import (
+    sizes as parse_sizes,
+)
 
 
 @app.command()
@@ -108,10 +55,10 @@ def scenarios(as_json: JsonFlag = False) -> None:
              "pods": len(s.pods.pods) if s.pods else 0, "jobs": len(s.jobs.jobs) if s.jobs else 0}
             for name, s in found.items()
         ]
-        _show(rows, as_json, render.scenarios)
+        show(rows, as_json, render.scenarios)
         return 0
 
-    _run(body)
+    run(body)
 
 
 SCHEMAS: dict[str, type[BaseModel]] = {"cluster": Cluster, "pods": PodList, "jobs": JobList, "claims": ClaimList}
@@ -124,10 +71,10 @@ def schema(kind: Annotated[str, typer.Argument(help="cluster | pods | jobs | cla
     def body() -> int:
         if kind not in SCHEMAS:
             raise ValueError(f"unknown schema {kind!r}: expected one of {', '.join(SCHEMAS)}")
-        _emit_json(SCHEMAS[kind].model_json_schema(by_alias=True))
+        emit_json(SCHEMAS[kind].model_json_schema(by_alias=True))
         return 0
 
-    _run(body)
+    run(body)
 
 
 @app.command("advertised")
@@ -137,10 +84,10 @@ def advertised_command(cluster: ClusterArg, as_json: JsonFlag = False) -> None:
     def body() -> int:
         state = ClusterState.from_cluster(load_cluster(cluster))
         counts = {node.name: advertised(node) for node in state.nodes}
-        _show(counts, as_json, render.advertised)
+        show(counts, as_json, render.advertised)
         return 0
 
-    _run(body)
+    run(body)
 
 
 @app.command("place")
@@ -160,15 +107,15 @@ def place_command(
     """Place pods one after another with a policy and a view, then report fragmentation."""
 
     def body() -> int:
-        _choice("--policy", policy, POLICY_CHOICES)
-        _choice("--view", view, VIEW_CHOICES)
+        choice("--policy", policy, POLICY_CHOICES)
+        choice("--view", view, VIEW_CHOICES)
         model = load_cluster(cluster)
         pod_list = load_pods(pods or cluster)
-        report = place(model, pod_list.pods, view, policy, gpu_weight, gradient_gb, _sizes(sizes))  # type: ignore[arg-type]
-        _show(report, as_json, render.placement)
+        report = place(model, pod_list.pods, view, policy, gpu_weight, gradient_gb, parse_sizes(sizes))  # type: ignore[arg-type]
+        show(report, as_json, render.placement)
         return 1 if report.pending else 0
 
-    _run(body)
+    run(body)
 
 
 @app.command("frag")
@@ -176,11 +123,11 @@ def frag_command(cluster: ClusterArg, sizes: SizesOpt = "", as_json: JsonFlag = 
     """Fragmentation per job size, largest free blocks, and what each MIG GPU could still offer."""
 
     def body() -> int:
-        report = fragmentation(ClusterState.from_cluster(load_cluster(cluster)), _sizes(sizes))
-        _show(report, as_json, render.frag)
+        report = fragmentation(ClusterState.from_cluster(load_cluster(cluster)), parse_sizes(sizes))
+        show(report, as_json, render.frag)
         return 0
 
-    _run(body)
+    run(body)
 
 
 @app.command("allreduce")
@@ -195,10 +142,10 @@ def allreduce_command(
     def body() -> int:
         graph = build_graph(load_cluster(cluster))
         results = [ring_allreduce(graph, placement, gradient_gb) for placement in placements]
-        _show(results, as_json, render.allreduce)
+        show(results, as_json, render.allreduce)
         return 0
 
-    _run(body)
+    run(body)
 
 
 @app.command("gang")
@@ -213,16 +160,16 @@ def gang_command(
     """Simulate training jobs on a virtual clock: starts, finishes, idle reservations, deadlock."""
 
     def body() -> int:
-        _choice("--mode", mode, ("pod", "gang"))
-        _choice("--policy", policy, POLICY_CHOICES)
+        choice("--mode", mode, ("pod", "gang"))
+        choice("--policy", policy, POLICY_CHOICES)
         model = load_cluster(cluster)
         job_list = load_jobs(jobs or cluster)
         report = simulate(model, job_list.jobs, mode, timeout, policy)  # type: ignore[arg-type]
-        _show(report, as_json, render.gang)
+        show(report, as_json, render.gang)
         stuck = report.deadlock is not None or any(job.never_fits for job in report.jobs)
         return 1 if stuck else 0
 
-    _run(body)
+    run(body)
 
 
 bench_app = typer.Typer(help="Benchmarks on generated clusters (timed here, never in unit tests).", no_args_is_help=True)
@@ -242,13 +189,13 @@ def bench_place_command(
     """Time `place` on a generated cluster: how fast the greedy placer is at scale."""
 
     def body() -> int:
-        _choice("--view", view, VIEW_CHOICES)
-        _choice("--policy", policy, POLICY_CHOICES)
-        result = bench_place(nodes, pods, view, policy, seed, _counts("--sizes", sizes) or (1,))
-        _show(result, as_json, render.bench_place)
+        choice("--view", view, VIEW_CHOICES)
+        choice("--policy", policy, POLICY_CHOICES)
+        result = bench_place(nodes, pods, view, policy, seed, counts("--sizes", sizes) or (1,))
+        show(result, as_json, render.bench_place)
         return 0
 
-    _run(body)
+    run(body)
 
 
 @app.command("k8s")
@@ -263,11 +210,8 @@ def k8s_command(
 
     def body() -> int:
         result = predict_files(nodes, pods, pod, k8s_version)
-        _show(result, as_json, render.k8s)
+        show(result, as_json, render.k8s)
         return 0 if result.fits else 1
 
-    _run(body)
+    run(body)
 
-
-def main() -> Any:
-    return app()

@@ -5,12 +5,12 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from .bench import PlaceBench
-from .planner.allreduce import AllReduce
-from .planner.frag import FragReport
-from .planner.gang import GangReport
-from .planner.k8s import K8sPrediction
-from .planner.place import PlaceReport, PodResult
+from ..bench import PlaceBench
+from ..planner.allreduce import AllReduce
+from ..planner.frag import FragReport
+from ..planner.gang import GangReport
+from ..planner.k8s import K8sPrediction
+from ..planner.place import PlaceReport, PodResult
 
 
 def _table(*columns: str) -> Table:

@@ -1,0 +1,9 @@
+"""The `gpusched` command: parse, load, call one library function, render (rich text or --json).
+
+Each module here registers its commands on the one Typer app; rendering lives beside the commands.
+"""
+
+from . import core  # noqa: F401  (registers the core commands)
+from .app import app, main
+
+__all__ = ["app", "main"]

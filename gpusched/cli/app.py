@@ -1,0 +1,90 @@
+"""The Typer app and what every command shares: options, error handling, --json output.
+
+Exit codes: 0 everything fits, 1 something Pending / deadlocked / unallocatable, 2 unreadable input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from pydantic_core import to_jsonable_python
+from rich.console import Console
+
+from ..errors import InputError
+from ..planner.frag import DEFAULT_SIZES
+
+app = typer.Typer(
+    name="gpusched",
+    help="A GPU placement planner for Kubernetes: the scheduler's view, the hardware's view, the best plan.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="print the result as JSON (a documented, stable shape)")]
+ClusterArg = Annotated[str, typer.Argument(help="cluster file (JSON/YAML), scenario file, or built-in scenario name")]
+SizesOpt = Annotated[
+    str, typer.Option("--sizes", help="job sizes for the fragmentation report, comma-separated (1,2,4,8 always)")
+]
+
+
+def run(body: Callable[[], int]) -> None:
+    """Run a command body; bad input becomes one clear message on stderr and exit code 2."""
+    try:
+        code = body()
+    except InputError as error:
+        err.print(f"error: {error}", markup=False)
+        raise typer.Exit(2) from None
+    except ValueError as error:
+        err.print(f"error: {error}", markup=False)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)
+
+
+def emit_json(result: Any) -> None:
+    sys.stdout.write(json.dumps(to_jsonable_python(result), indent=2) + "\n")
+
+
+def counts(option: str, text: str) -> tuple[int, ...]:
+    """A comma-separated list of GPU counts (each at least 1)."""
+    try:
+        counts = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ValueError(f"{option}: expected comma-separated whole numbers, got {text!r}") from None
+    if any(count < 1 for count in counts):
+        raise ValueError(f"{option}: GPU counts must be at least 1")
+    return counts
+
+
+def choice(option: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        listed = ", ".join(choices[:-1]) + " or " + choices[-1]
+        raise ValueError(f"{option}: expected {listed}, got {value!r}")
+
+
+POLICY_CHOICES = ("binpack", "spread", "topology")
+VIEW_CHOICES = ("gpu", "extended")
+
+
+def show(result: Any, as_json: bool, renderer: Callable[[Console, Any], None]) -> None:
+    """--json prints the result model; otherwise the renderer draws it for people."""
+    if as_json:
+        emit_json(result)
+    else:
+        renderer(out, result)
+
+
+def sizes(text: str) -> tuple[int, ...]:
+    return tuple(sorted(set(DEFAULT_SIZES) | set(counts("--sizes", text))))
+
+
+
+
+def main() -> Any:
+    return app()
