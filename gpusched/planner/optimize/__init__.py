@@ -1,0 +1,1 @@
+"""CP-SAT planners: each builds a model from the cluster, solves it, extracts a plan and validates it."""

@@ -1,0 +1,110 @@
+"""What every CP-SAT planner shares: solver settings, the solve itself, and the report of how good the answer is.
+
+Lexicographic objectives are solved one level at a time: optimise, fix the level at its optimum, hint the next
+solve with the last solution. A level is OPTIMAL only when CP-SAT proved it; otherwise the gap is reported.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from ortools.sat.python import cp_model
+from pydantic import BaseModel, Field
+
+__all__ = ["SolverConfig", "LevelReport", "SolveReport", "solve_lexicographic", "Infeasible"]
+
+
+class SolverConfig(BaseModel):
+    time_limit: float = Field(10.0, gt=0, description="seconds for the whole solve, shared by its levels")
+    workers: int = Field(2, ge=1, description="CP-SAT search workers")
+    seed: int = Field(0, description="CP-SAT random seed, for repeatable runs")
+
+
+class LevelReport(BaseModel):
+    name: str
+    sense: str  # maximize | minimize
+    status: str  # OPTIMAL | FEASIBLE | INFEASIBLE | UNKNOWN | MODEL_INVALID
+    objective: float | None
+    best_bound: float | None
+    gap: float | None  # |objective - bound| / max(1, |objective|); 0 when proven optimal
+    seconds: float
+
+
+class SolveReport(BaseModel):
+    status: str  # the weakest level's status: OPTIMAL only when every level was proven optimal
+    levels: list[LevelReport]
+    seconds: float
+    time_limit: float
+    workers: int
+    seed: int
+
+    @property
+    def optimal(self) -> bool:
+        return self.status == "OPTIMAL"
+
+
+class Infeasible(Exception):
+    """The model has no solution (a well-formed request that cannot be met: exit 1)."""
+
+
+Level = tuple[str, str, cp_model.LinearExprT]  # (name, "maximize" | "minimize", expression)
+
+
+def _gap(objective: float, bound: float) -> float:
+    return abs(objective - bound) / max(1.0, abs(objective))
+
+
+def solve_lexicographic(
+    model: cp_model.CpModel, levels: Sequence[Level], config: SolverConfig
+) -> tuple[cp_model.CpSolver, SolveReport]:
+    """Solve level by level; returns the solver holding the last level's solution, and the report."""
+    began = time.perf_counter()
+    reports: list[LevelReport] = []
+    solver = cp_model.CpSolver()
+    for name, sense, expression in levels:
+        remaining = config.time_limit - (time.perf_counter() - began)
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = max(remaining, 0.01)
+        solver.parameters.num_search_workers = config.workers
+        solver.parameters.random_seed = config.seed
+        if sense == "maximize":
+            model.maximize(expression)
+        else:
+            model.minimize(expression)
+        level_began = time.perf_counter()
+        status = solver.solve(model)
+        elapsed = time.perf_counter() - level_began
+        status_name = solver.status_name(status)
+        if status in (cp_model.INFEASIBLE, cp_model.MODEL_INVALID):
+            raise Infeasible(f"{name}: {status_name}")
+        if status == cp_model.UNKNOWN:
+            reports.append(LevelReport(name=name, sense=sense, status=status_name, objective=None, best_bound=None,
+                                       gap=None, seconds=elapsed))
+            break
+        objective, bound = solver.objective_value, solver.best_objective_bound
+        reports.append(LevelReport(name=name, sense=sense, status=status_name, objective=objective, best_bound=bound,
+                                   gap=0.0 if status == cp_model.OPTIMAL else _gap(objective, bound), seconds=elapsed))
+        _fix_and_hint(model, solver, expression, objective, status == cp_model.OPTIMAL, sense)
+    statuses = [r.status for r in reports]
+    overall = "OPTIMAL" if statuses and all(s == "OPTIMAL" for s in statuses) and len(reports) == len(levels) else (
+        "FEASIBLE" if any(r.objective is not None for r in reports) else "UNKNOWN"
+    )
+    return solver, SolveReport(status=overall, levels=reports, seconds=time.perf_counter() - began,
+                               time_limit=config.time_limit, workers=config.workers, seed=config.seed)
+
+
+def _fix_and_hint(model: cp_model.CpModel, solver: cp_model.CpSolver, expression, objective: float,
+                  proven: bool, sense: str) -> None:
+    """Keep this level at its value for the next one (== when proven, else no worse), and hint the solution."""
+    value = round(objective)
+    if proven:
+        model.add(expression == value)
+    elif sense == "maximize":
+        model.add(expression >= value)
+    else:
+        model.add(expression <= value)
+    model.clear_hints()
+    for index in range(len(model.proto.variables)):
+        variable = model.get_int_var_from_proto_index(index)
+        model.add_hint(variable, solver.value(variable))
