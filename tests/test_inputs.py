@@ -77,3 +77,30 @@ def test_malformed_json_names_line_and_column(write):
 def test_unknown_scenario_or_missing_file():
     with pytest.raises(InputError, match="no such file \\(nor a built-in scenario"):
         load_cluster("tuesday")
+
+
+def test_running_pods_come_from_busy_and_mig_entries_with_their_needs(write):
+    cluster = load_cluster(str(write("c.yaml", {
+        "nodes": [{"name": "a", "gpu": {"model": "A100-SXM4-80GB", "count": 2, "memory_gib": 80,
+                                         "busy": [{"gpu": 0, "pod": "t"}, {"gpu": 1, "pod": "t"}]}},
+                  {"name": "m", "gpu": {"model": "A100-SXM4-80GB", "count": 1, "memory_gib": 80,
+                                         "mig": [{"gpu": 0, "profile": "3g.40gb", "start": 4, "holder": "r"}]}}],
+        "running": {"t": {"priority": 100, "nvlink": True, "labels": {"app": "train"}}},
+        "disruption_budgets": [{"name": "train", "selector": {"app": "train"}, "max_unavailable": 0}],
+    })))
+    pods = {p.name: p for p in cluster.running_pods()}
+    assert (pods["t"].node, pods["t"].gpus, pods["t"].needs.priority) == ("a", (0, 1), 100)
+    assert (pods["r"].node, pods["r"].mig, pods["r"].needs.priority) == ("m", ((0, 4),), 0)
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({"running": {"ghost": {"priority": 1}}}, "running names pods that hold no busy GPU or MIG instance: ghost"),
+        ({"disruption_budgets": [{"name": "x", "selector": {}}]}, "give exactly one of max_unavailable and min_available"),
+    ],
+)
+def test_bad_running_and_budgets(write, extra, expected):
+    path = write("c.json", {"nodes": [{"name": "a"}]} | extra)
+    with pytest.raises(InputError, match=expected):
+        load_cluster(str(path))

@@ -6,18 +6,19 @@ Inputs are validated here, once; everything downstream may trust them.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from .mig import placement_error, profiles_for
-from .quantity import milli, to_int
+from .quantity import Quantity, milli, to_int
 from .scheduling import Taint
+from .workload import GpuNeeds
 
-__all__ = ["Cluster", "Node", "GpuBlock", "MigInstance", "BusyGpu", "Quantity"]
+__all__ = ["Cluster", "Node", "GpuBlock", "MigInstance", "BusyGpu", "DisruptionBudget", "RunningPod"]
 
-Quantity = Annotated[str | int | float, Field(description="a Kubernetes quantity: 64, 500m, 512Gi")]
 Count = Annotated[int, Field(ge=0, strict=True)]
 
 
@@ -164,9 +165,65 @@ class Node(Strict):
         return None if self.memory is None else to_int(self.memory)
 
 
+class DisruptionBudget(Strict):
+    """A PodDisruptionBudget: of the running pods it selects, at most max_unavailable may be evicted at once."""
+
+    name: str
+    selector: dict[str, str] = Field(description="matchLabels over the running pods' labels")
+    max_unavailable: int | None = Field(None, ge=0, strict=True)
+    min_available: int | None = Field(None, ge=0, strict=True)
+
+    @model_validator(mode="after")
+    def _one_limit(self) -> DisruptionBudget:
+        if (self.max_unavailable is None) == (self.min_available is None):
+            raise ValueError("give exactly one of max_unavailable and min_available")
+        return self
+
+
+@dataclass(frozen=True)
+class RunningPod:
+    """A pod already holding GPUs: where it runs (from the busy and MIG entries) and what it needs."""
+
+    name: str
+    node: str
+    gpus: tuple[int, ...]  # one entry per GPU or replica held
+    mig: tuple[tuple[int, int], ...]  # (gpu, start) of MIG instances held
+    needs: GpuNeeds
+
+
 class Cluster(Strict):
     nodes: list[Node]
     network_gbps: float = Field(25.0, gt=0, description="bandwidth per direction between nodes, GB/s")
+    running: dict[str, GpuNeeds] = Field(
+        default_factory=dict,
+        description="what the pods holding busy GPUs or MIG instances need (priority, labels, nvlink, model...); "
+        "a holder not listed has priority 0 and no constraints",
+    )
+    disruption_budgets: list[DisruptionBudget] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _running_are_holders(self) -> Cluster:
+        holders = {pod.name for pod in self.running_pods()}
+        unknown = sorted(set(self.running) - holders)
+        if unknown:
+            raise ValueError(f"running names pods that hold no busy GPU or MIG instance: {', '.join(unknown)}")
+        return self
+
+    def running_pods(self) -> list[RunningPod]:
+        """Every pod holding GPUs, in node order, with its needs (defaults when `running` does not list it)."""
+        placed: dict[tuple[str, str], tuple[list[int], list[tuple[int, int]]]] = {}
+        for node in self.nodes:
+            if node.gpu is None:
+                continue
+            for busy in node.gpu.busy:
+                placed.setdefault((busy.pod, node.name), ([], []))[0].append(busy.gpu)
+            for instance in node.gpu.mig:
+                if instance.holder is not None:
+                    placed.setdefault((instance.holder, node.name), ([], []))[1].append((instance.gpu, instance.start))
+        return [
+            RunningPod(name, node, tuple(gpus), tuple(mig), self.running.get(name, GpuNeeds()))
+            for (name, node), (gpus, mig) in placed.items()
+        ]
 
     @field_validator("nodes")
     @classmethod

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from typing import Annotated
 
-__all__ = ["parse_quantity", "milli", "to_int", "format_quantity"]
+from pydantic import Field
+
+__all__ = [
+    "Quantity","parse_quantity", "milli", "to_int", "format_quantity"]
+
+Quantity = Annotated[str | int | float, Field(description="a Kubernetes quantity: 64, 500m, 512Gi")]
 
 _SUFFIXES = {
     "": Decimal(1),

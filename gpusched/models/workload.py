@@ -7,8 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .cluster import Quantity
-from .quantity import milli, to_int
+from .quantity import Quantity, milli, to_int
 from .scheduling import Toleration
 
 __all__ = ["GpuNeeds", "Pod", "PodList", "Job", "JobList"]
@@ -31,6 +30,7 @@ class GpuNeeds(BaseModel):
     priority: int = 0
     tolerations: list[Toleration] = Field(default_factory=list)
     node_selector: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=dict, description="the pod's labels (disruption budgets select by them)")
 
     @property
     def cpu_milli(self) -> int:

@@ -56,7 +56,7 @@ class PlaceReport(BaseModel):
 
 
 def _shape(pod: GpuNeeds, gpus: int) -> str:
-    return pod.model_dump_json(exclude={"name", "priority", "pods", "duration", "arrival"}) + f"|{gpus}"
+    return pod.model_dump_json(exclude={"name", "priority", "labels", "pods", "duration", "arrival"}) + f"|{gpus}"
 
 
 @dataclass
