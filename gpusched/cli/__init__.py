@@ -4,6 +4,7 @@ Each module here registers its commands on the one Typer app; rendering lives be
 """
 
 from . import core  # noqa: F401  (registers the core commands)
+from . import plan  # noqa: F401
 from .app import app, main
 
 __all__ = ["app", "main"]

@@ -13,7 +13,7 @@ from ..planner.k8s import K8sPrediction
 from ..planner.place import PlaceReport, PodResult
 
 
-def _table(*columns: str) -> Table:
+def new_table(*columns: str) -> Table:
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
     for column in columns:
         table.add_column(column)
@@ -25,14 +25,14 @@ def _seconds(value: float | None) -> str:
 
 
 def scenarios(console: Console, rows: list[dict]) -> None:
-    table = _table("name", "nodes", "pods", "jobs", "description")
+    table = new_table("name", "nodes", "pods", "jobs", "description")
     for row in rows:
         table.add_row(row["name"], str(row["nodes"]), str(row["pods"]), str(row["jobs"]), row["description"])
     console.print(table)
 
 
 def advertised(console: Console, counts: dict[str, dict[str, int]]) -> None:
-    table = _table("node", "resource", "count")
+    table = new_table("node", "resource", "count")
     for node, resources in counts.items():
         if not resources:
             table.add_row(node, "-", "0")
@@ -79,12 +79,12 @@ def fragmentation(console: Console, report: FragReport, detail: bool) -> None:
         f"inside one NVLink island {report.largest_island}",
         markup=False,
     )
-    table = _table("size", "pods(count)", "pods(island)", "stranded")
+    table = new_table("size", "pods(count)", "pods(island)", "stranded")
     for row in report.rows:
         table.add_row(str(row.size), str(row.pods_by_count), str(row.pods_in_island), f"{row.stranded} ({_pct(row.stranded_pct)})")
     console.print(table)
     if detail and report.nodes:
-        blocks = _table("node", "free", "largest island block", "free GPUs by island")
+        blocks = new_table("node", "free", "largest island block", "free GPUs by island")
         for node in report.nodes:
             islands = " ".join(str(members) for members in node.islands)
             blocks.add_row(node.node, str(len(node.free)), str(node.largest_island), islands)
@@ -109,7 +109,7 @@ def allreduce(console: Console, results: list[AllReduce]) -> None:
 
 
 def gang(console: Console, report: GangReport) -> None:
-    table = _table("job", "arrival", "start", "finish", "pods bound")
+    table = new_table("job", "arrival", "start", "finish", "pods bound")
     for job in report.jobs:
         bound = "never fits" if job.never_fits else f"{job.pods_placed}/{job.pods}"
         table.add_row(job.job, _seconds(job.arrival), _seconds(job.start), _seconds(job.finish), bound)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from typing import Annotated
 
 from pydantic import Field
@@ -49,11 +50,13 @@ def parse_quantity(value: str | int | float) -> Decimal:
         raise ValueError(f"expected a quantity such as 4, 500m or 64Gi, got {value!r}") from None
 
 
+@lru_cache(maxsize=4096)
 def milli(value: str | int | float) -> int:
     """Millicores (rounded up, as the API server does for cpu)."""
     return int((parse_quantity(value) * 1000).to_integral_value(rounding="ROUND_CEILING"))
 
 
+@lru_cache(maxsize=4096)
 def to_int(value: str | int | float) -> int:
     """Whole units, rounded up (bytes, counts)."""
     return int(parse_quantity(value).to_integral_value(rounding="ROUND_CEILING"))

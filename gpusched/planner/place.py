@@ -18,11 +18,11 @@ from .allreduce import AllReduce, allreduce_for
 from .fit import Option, View, evaluate
 from .frag import DEFAULT_SIZES, FragReport, fragmentation
 from .framework import Diagnosis, Status
-from .policies import DEFAULT_MEMORY, DEFAULT_MILLI_CPU, Policy, rank
+from .policies import Policy, rank
 from .state import ClusterState, NodeState
 from .validate import Assignment, violations
 
-__all__ = ["PodResult", "PlaceReport", "Placer", "place", "DEFAULT_GRADIENT_GB"]
+__all__ = ["needs_key", "PodResult", "PlaceReport", "Placer", "place", "DEFAULT_GRADIENT_GB"]
 
 DEFAULT_GRADIENT_GB = 14.0  # bf16 gradients of a 7B-parameter model
 
@@ -55,8 +55,13 @@ class PlaceReport(BaseModel):
         return [result for result in self.results if result.pending]
 
 
+def needs_key(needs: GpuNeeds) -> str:
+    """What decides where a pod can go; pods with equal keys are interchangeable to the filters."""
+    return needs.model_dump_json(exclude={"name", "priority", "labels", "pods", "gpus", "gpus_per_pod", "duration", "arrival"})
+
+
 def _shape(pod: GpuNeeds, gpus: int) -> str:
-    return pod.model_dump_json(exclude={"name", "priority", "labels", "pods", "duration", "arrival"}) + f"|{gpus}"
+    return f"{needs_key(pod)}|{gpus}"
 
 
 @dataclass
@@ -115,30 +120,11 @@ class Placer:
         return cache.diagnosis
 
     def bind(self, name: str, pod: GpuNeeds, option: Option) -> None:
-        node = option.node
-        mig = set(option.mig)
-        for gpu in node.gpus:
-            for slot in gpu.mig:
-                if (gpu.index, slot.start) in mig:
-                    slot.holder = name
-        if not option.mig:
-            for index in option.gpus:
-                node.gpus[index].holders.append((name, pod.memory_gib or 0.0))
-        self._account(node, pod, +1)
+        option.node.occupy(name, pod, option.gpus, option.mig)
+        self._changes.append(option.node.name)
 
     def release(self, name: str, pod: GpuNeeds, node: NodeState) -> None:
-        for gpu in node.gpus:
-            gpu.holders = [holder for holder in gpu.holders if holder[0] != name]
-            for slot in gpu.mig:
-                if slot.holder == name:
-                    slot.holder = None
-        self._account(node, pod, -1)
-
-    def _account(self, node: NodeState, pod: GpuNeeds, sign: int) -> None:
-        node.cpu_requested += sign * pod.cpu_milli
-        node.memory_requested += sign * pod.memory_bytes
-        node.cpu_nonzero += sign * (pod.cpu_milli or DEFAULT_MILLI_CPU)
-        node.memory_nonzero += sign * (pod.memory_bytes or DEFAULT_MEMORY)
+        node.vacate(name, pod)
         self._changes.append(node.name)
 
 

@@ -12,15 +12,13 @@ from typing import Literal
 
 from ..models.workload import GpuNeeds
 from .fit import Option
-from .state import advertised
+from .state import DEFAULT_MEMORY, DEFAULT_MILLI_CPU, advertised
 
 __all__ = ["Policy", "POLICIES", "rank", "fit_score", "least_allocated", "most_allocated"]
 
 Policy = Literal["binpack", "spread", "topology"]
 POLICIES: tuple[Policy, ...] = ("binpack", "spread", "topology")
 MAX_NODE_SCORE = 100
-DEFAULT_MILLI_CPU = 100  # scoring counts an empty cpu request as 100m
-DEFAULT_MEMORY = 200 * 1024 * 1024  # and an empty memory request as 200Mi
 
 
 def least_allocated(requested: int, capacity: int) -> int:

@@ -5,13 +5,17 @@ Built from the validated Cluster model; placing and releasing pods mutate it, th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..models.cluster import Cluster, Node
+from ..models.workload import GpuNeeds
 
-__all__ = ["GPU_RESOURCE", "mig_resource", "MigSlot", "GpuState", "NodeState", "ClusterState", "advertised"]
+__all__ = ["GPU_RESOURCE", "DEFAULT_MILLI_CPU", "DEFAULT_MEMORY", "mig_resource", "MigSlot", "GpuState", "NodeState", "ClusterState", "advertised"]
 
 GPU_RESOURCE = "nvidia.com/gpu"
+DEFAULT_MILLI_CPU = 100  # the scheduler's scoring counts an empty cpu request as 100m
+DEFAULT_MEMORY = 200 * 1024 * 1024  # and an empty memory request as 200Mi
 
 
 def mig_resource(profile: str) -> str:
@@ -75,6 +79,32 @@ class NodeState:
     def whole_gpus(self) -> list[GpuState]:
         """GPUs that are not MIG-partitioned."""
         return [gpu for gpu in self.gpus if not gpu.mig]
+
+    def occupy(self, name: str, needs: GpuNeeds, gpus: Sequence[int], mig: Sequence[tuple[int, int]]) -> None:
+        """Bind a pod: MIG instances get it as holder, otherwise each GPU (or replica) listed holds it once."""
+        taken = set(mig)
+        for gpu in self.gpus:
+            for slot in gpu.mig:
+                if (gpu.index, slot.start) in taken:
+                    slot.holder = name
+        if not mig:
+            for index in gpus:
+                self.gpus[index].holders.append((name, needs.memory_gib or 0.0))
+        self._account(needs, +1)
+
+    def vacate(self, name: str, needs: GpuNeeds) -> None:
+        for gpu in self.gpus:
+            gpu.holders = [holder for holder in gpu.holders if holder[0] != name]
+            for slot in gpu.mig:
+                if slot.holder == name:
+                    slot.holder = None
+        self._account(needs, -1)
+
+    def _account(self, needs: GpuNeeds, sign: int) -> None:
+        self.cpu_requested += sign * needs.cpu_milli
+        self.memory_requested += sign * needs.memory_bytes
+        self.cpu_nonzero += sign * (needs.cpu_milli or DEFAULT_MILLI_CPU)
+        self.memory_nonzero += sign * (needs.memory_bytes or DEFAULT_MEMORY)
 
     def free_mig(self, profile: str | None = None) -> list[tuple[GpuState, MigSlot]]:
         return [

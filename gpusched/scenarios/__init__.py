@@ -19,7 +19,7 @@ from ..errors import InputError
 from ..models.cluster import Cluster
 from ..models.workload import JobList, PodList
 
-__all__ = ["Scenario", "scenario_names", "load_scenario", "load_cluster", "load_pods", "load_jobs", "read_document"]
+__all__ = ["Scenario", "scenario_names", "load_scenario", "load_cluster", "load_pods", "load_jobs", "load_pending", "read_document"]
 
 Model = TypeVar("Model", bound=BaseModel)
 _DATA = resources.files(__package__) / "data"
@@ -162,3 +162,21 @@ def load_pods(source: str) -> PodList:
 
 def load_jobs(source: str) -> JobList:
     return _listing(source, "jobs", JobList)
+
+
+def load_pending(source: str) -> tuple[PodList, JobList]:
+    """Pending pods and jobs together: a scenario (its pods and jobs), or a file with `pods:` and/or `jobs:`."""
+    if _is_scenario_name(source):
+        found = load_scenario(source)
+        return found.pods or PodList(pods=[]), found.jobs or JobList(jobs=[])
+    data = read_document(source, NOT_FOUND)
+    if isinstance(data, dict) and "cluster" in data:
+        found = _scenario(source, Path(source).stem, data)
+        return found.pods or PodList(pods=[]), found.jobs or JobList(jobs=[])
+    if isinstance(data, list):
+        return validate(source, {"pods": data}, PodList), JobList(jobs=[])
+    if not isinstance(data, dict) or not ({"pods", "jobs"} & set(data)) or set(data) - {"pods", "jobs"}:
+        raise InputError(source, "expected a mapping with `pods` and/or `jobs` lists (and nothing else), or a list")
+    pods = validate(source, {"pods": data.get("pods", [])}, PodList)
+    jobs = validate(source, {"jobs": data.get("jobs", [])}, JobList, "")
+    return pods, jobs

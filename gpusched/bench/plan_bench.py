@@ -1,0 +1,48 @@
+"""How `plan` scales: generated clusters (half their GPUs busy) and generated backlogs of jobs."""
+
+from __future__ import annotations
+
+import time
+
+from pydantic import BaseModel
+
+from ..planner.optimize.plan import pending_jobs, plan
+from ..planner.optimize.solver import SolverConfig
+from ..scenarios.synthetic import synthetic_cluster, synthetic_jobs
+
+__all__ = ["PlanBench", "bench_plan"]
+
+
+class PlanBench(BaseModel):
+    nodes: int
+    gpus: int
+    busy_fraction: float
+    jobs: int
+    status: str
+    seconds: float  # classes, patterns, model, solve, disaggregation, validation
+    solve_seconds: float
+    node_classes: int
+    pod_shapes: int
+    patterns: int
+    jobs_placed: int
+
+
+def bench_plan(nodes: int, jobs: int, busy: float = 0.5, seed: int = 42, time_limit: float = 60.0) -> PlanBench:
+    cluster = synthetic_cluster(nodes, seed, busy)
+    backlog = pending_jobs([], synthetic_jobs(jobs, seed))
+    began = time.perf_counter()
+    report = plan(cluster, backlog, SolverConfig(time_limit=time_limit, seed=seed), heuristics=False)
+    seconds = time.perf_counter() - began
+    return PlanBench(
+        nodes=nodes,
+        gpus=sum(node.gpu.count for node in cluster.nodes if node.gpu),
+        busy_fraction=busy,
+        jobs=jobs,
+        status=report.solve.status,
+        seconds=round(seconds, 3),
+        solve_seconds=round(report.solve.seconds, 3),
+        node_classes=report.node_classes,
+        pod_shapes=report.pod_shapes,
+        patterns=report.patterns,
+        jobs_placed=report.metrics.jobs_placed,
+    )

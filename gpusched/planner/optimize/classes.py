@@ -1,0 +1,287 @@
+"""Aggregation for the planners: identical nodes become one class, identical pods one shape, and what a node can
+host becomes a list of patterns (multisets of shapes that fit together), each with its exact arrangement.
+
+A CP-SAT model over pattern counts per class is exact — pods never span nodes, so a node's contents are a
+pattern — and its size depends on how many kinds of node and pod there are, not how many nodes and pods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from ...models.workload import GpuNeeds
+from ..fit import Option, evaluate
+from ..state import NodeState
+
+__all__ = ["Shape", "Item", "Arrangement", "NodeClass", "node_classes", "patterns", "canonical_free"]
+
+MAX_PATTERNS = 20000  # per class; beyond this the instance is too varied for the class model
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one pod takes from a node: interchangeable pods have the same shape."""
+
+    gpus: int
+    nvlink: bool
+    shared_gib: float | None  # GPU memory per GPU when the pod takes time-sliced replicas
+    mig_profile: str | None
+    cpu: int  # millicores
+    memory: int  # bytes
+
+    @classmethod
+    def of(cls, needs: GpuNeeds, gpus: int) -> Shape:
+        return cls(
+            gpus=gpus,
+            nvlink=needs.nvlink and gpus > 1 and not needs.mig_profile,
+            shared_gib=(needs.memory_gib or 0.0) if needs.shared else None,
+            mig_profile=needs.mig_profile,
+            cpu=needs.cpu_milli,
+            memory=needs.memory_bytes,
+        )
+
+
+@dataclass(frozen=True)
+class Item:
+    """One pod's place in an arrangement: GPU slots by canonical position on the node."""
+
+    shape: Shape
+    slots: tuple[int, ...]  # canonical whole-GPU positions, time-sliced GPU positions, or MIG instance positions
+    split: bool = False  # spans NVLink islands
+
+
+@dataclass(frozen=True)
+class Arrangement:
+    items: tuple[Item, ...]
+    splits: int
+    free_whole: int  # exclusive whole GPUs left free
+
+
+@dataclass
+class NodeClass:
+    key: tuple
+    nodes: list[NodeState] = field(default_factory=list)
+
+    @property
+    def representative(self) -> NodeState:
+        return self.nodes[0]
+
+
+def canonical_free(node: NodeState) -> tuple[list[list[int]], list[int], list[tuple[int, int]]]:
+    """The node's free capacity in canonical order, so identical nodes line up position by position:
+    whole-GPU islands by free count (descending) with their free GPU indices; time-sliced GPUs by
+    (free replicas, free memory) descending; free MIG instances as (gpu, start) by profile then position."""
+    islands: dict[int, list[int]] = {}
+    for gpu in node.whole_gpus():
+        if not node.time_sliced and gpu.free_replicas > 0:
+            islands.setdefault(gpu.island, []).append(gpu.index)
+    whole = [islands[k] for k in sorted(islands, key=lambda k: (-len(islands[k]), k))]
+    shared = sorted(
+        (gpu.index for gpu in node.whole_gpus() if node.time_sliced),
+        key=lambda i: (-node.gpus[i].free_replicas, -(node.gpus[i].memory_gib - node.gpus[i].declared_gib), i),
+    )
+    mig = sorted(((gpu.index, slot.start) for gpu, slot in node.free_mig()), key=lambda m: (_profile_at(node, m), m))
+    return whole, shared, mig
+
+
+def _profile_at(node: NodeState, where: tuple[int, int]) -> str:
+    gpu, start = where
+    return next(slot.profile for slot in node.gpus[gpu].mig if slot.start == start)
+
+
+def _class_key(node: NodeState) -> tuple:
+    spec = node.spec.model_dump_json(
+        exclude={"name": True, "gpu": {"busy", "mig", "islands", "nvlink_gbps", "pcie_gbps"}}
+    )
+    whole, shared, mig = canonical_free(node)
+    sliced = tuple((node.gpus[i].free_replicas, node.gpus[i].memory_gib - node.gpus[i].declared_gib) for i in shared)
+    profiles = tuple(_profile_at(node, m) for m in mig)
+    used = (node.cpu_requested, node.memory_requested)
+    return (spec, tuple(len(island) for island in whole), sliced, profiles, used)
+
+
+def node_classes(nodes: list[NodeState]) -> list[NodeClass]:
+    classes: dict[tuple, NodeClass] = {}
+    for node in nodes:
+        key = _class_key(node)
+        classes.setdefault(key, NodeClass(key)).nodes.append(node)
+    return list(classes.values())
+
+
+def compatible(needs: GpuNeeds, gpus: int, node: NodeState) -> bool:
+    """Could one such pod run on this (empty-of-pending) node at all: filters, model, memory, sharing, islands."""
+    return isinstance(evaluate(needs, gpus, node, "gpu"), Option)
+
+
+# --- arrangements -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Room:
+    """A class's free capacity, as counts, for the arrangement search."""
+
+    islands: tuple[int, ...]  # free whole GPUs per canonical island
+    sliced: tuple[tuple[int, float], ...]  # (free replicas, free GiB) per canonical time-sliced GPU
+    mig: tuple[str, ...]  # profile of each free instance, canonical order
+    cpu: int | None
+    memory: int | None
+
+
+def room_of(node: NodeState) -> _Room:
+    whole, shared, mig = canonical_free(node)
+    cpu, memory = node.spec.cpu_milli, node.spec.memory_bytes
+    return _Room(
+        islands=tuple(len(island) for island in whole),
+        sliced=tuple((node.gpus[i].free_replicas, node.gpus[i].memory_gib - node.gpus[i].declared_gib) for i in shared),
+        mig=tuple(_profile_at(node, m) for m in mig),
+        cpu=None if cpu is None else cpu - node.cpu_requested,
+        memory=None if memory is None else memory - node.memory_requested,
+    )
+
+
+@lru_cache(maxsize=None)
+def arrange(room: _Room, shapes: tuple[Shape, ...]) -> Arrangement | None:
+    """The arrangement of these pods on a node with this room that splits the fewest pods, or None if none fits."""
+    if room.cpu is not None and sum(s.cpu for s in shapes) > room.cpu:
+        return None
+    if room.memory is not None and sum(s.memory for s in shapes) > room.memory:
+        return None
+    mig_items = _arrange_mig(room.mig, [s for s in shapes if s.mig_profile])
+    sliced_items = _arrange_sliced(room.sliced, [s for s in shapes if s.shared_gib is not None])
+    whole = _arrange_whole(room.islands, [s for s in shapes if s.mig_profile is None and s.shared_gib is None])
+    if mig_items is None or sliced_items is None or whole is None:
+        return None
+    whole_items, splits = whole
+    used = sum(s.gpus for s in shapes if s.mig_profile is None and s.shared_gib is None)
+    return Arrangement(tuple(whole_items + sliced_items + mig_items), splits, sum(room.islands) - used)
+
+
+def _arrange_mig(free: tuple[str, ...], shapes: list[Shape]) -> list[Item] | None:
+    taken: set[int] = set()
+    items = []
+    for shape in shapes:
+        slots = [i for i, profile in enumerate(free) if profile == shape.mig_profile and i not in taken][: shape.gpus]
+        if len(slots) < shape.gpus:
+            return None
+        taken.update(slots)
+        items.append(Item(shape, tuple(slots)))
+    return items
+
+
+def _arrange_sliced(gpus: tuple[tuple[int, float], ...], shapes: list[Shape]) -> list[Item] | None:
+    """Each shared pod takes one replica (and its declared memory) on each of `gpus` distinct GPUs."""
+    state = [list(gpu) for gpu in gpus]
+    order = sorted(range(len(shapes)), key=lambda i: (-shapes[i].gpus, -(shapes[i].shared_gib or 0)))
+    placed: dict[int, tuple[int, ...]] = {}
+
+    def search(k: int) -> bool:
+        if k == len(order):
+            return True
+        shape = shapes[order[k]]
+        need = shape.shared_gib or 0.0
+        fitting = [j for j, (replicas, gib) in enumerate(state) if replicas > 0 and gib >= need]
+        for combo in _distinct_combos(fitting, shape.gpus, state):
+            for j in combo:
+                state[j][0] -= 1
+                state[j][1] -= need
+            placed[order[k]] = combo
+            if search(k + 1):
+                return True
+            for j in combo:
+                state[j][0] += 1
+                state[j][1] += need
+        return False
+
+    if not search(0):
+        return None
+    return [Item(shape, placed[i]) for i, shape in enumerate(shapes)]
+
+
+def _distinct_combos(candidates: list[int], size: int, state: list[list]) -> list[tuple[int, ...]]:
+    """Combinations of GPUs, skipping ones that differ only by swapping GPUs in the same state."""
+    from itertools import combinations
+
+    seen: set[tuple] = set()
+    combos = []
+    for combo in combinations(candidates, size):
+        signature = tuple(sorted(tuple(state[j]) for j in combo))
+        if signature not in seen:
+            seen.add(signature)
+            combos.append(combo)
+    return combos
+
+
+def _arrange_whole(islands: tuple[int, ...], shapes: list[Shape]) -> tuple[list[Item], int] | None:
+    """Exact: NVLink pods inside one island, others in one island where possible; fewest split pods."""
+    order = sorted(range(len(shapes)), key=lambda i: (-shapes[i].gpus, not shapes[i].nvlink))
+    if sum(s.gpus for s in shapes) > sum(islands):
+        return None
+    best: list = [None]
+
+    def search(k: int, remaining: list[int], choice: dict[int, int | None], splits: int) -> None:
+        if best[0] is not None and splits >= best[0][1]:
+            return
+        if k == len(order):
+            best[0] = (dict(choice), splits)
+            return
+        shape = shapes[order[k]]
+        tried: set[int] = set()
+        for island, room in enumerate(remaining):
+            if room >= shape.gpus and room not in tried:
+                tried.add(room)
+                remaining[island] -= shape.gpus
+                choice[order[k]] = island
+                search(k + 1, remaining, choice, splits)
+                remaining[island] += shape.gpus
+        if not shape.nvlink:
+            choice[order[k]] = None  # split: takes whatever is left once the others are placed
+            search(k + 1, remaining, choice, splits + 1)
+        choice.pop(order[k], None)
+
+    search(0, list(islands), {}, 0)
+    if best[0] is None:
+        return None
+    choice, splits = best[0]
+    return _slots(islands, shapes, choice), splits
+
+
+def _slots(islands: tuple[int, ...], shapes: list[Shape], choice: dict[int, int | None]) -> list[Item]:
+    """Canonical GPU positions: island i's GPUs are positions offset[i] .. offset[i] + islands[i] - 1."""
+    offsets = [sum(islands[:i]) for i in range(len(islands))]
+    cursor = list(offsets)
+    slots: dict[int, tuple[int, ...]] = {}
+    for index, island in choice.items():
+        if island is not None:
+            slots[index] = tuple(range(cursor[island], cursor[island] + shapes[index].gpus))
+            cursor[island] += shapes[index].gpus
+    left = [p for i, start in enumerate(cursor) for p in range(start, offsets[i] + islands[i])]
+    for index, island in choice.items():
+        if island is None:
+            slots[index], left = tuple(left[: shapes[index].gpus]), left[shapes[index].gpus :]
+    return [Item(shapes[i], slots[i], choice[i] is None and _spans(islands, slots[i])) for i in range(len(shapes))]
+
+
+def _spans(islands: tuple[int, ...], slots: tuple[int, ...]) -> bool:
+    bounds = [sum(islands[: i + 1]) for i in range(len(islands))]
+    return len({next(i for i, b in enumerate(bounds) if p < b) for p in slots}) > 1
+
+
+def patterns(room: _Room, shapes: list[Shape]) -> list[tuple[tuple[Shape, ...], Arrangement]]:
+    """Every multiset of these shapes that fits together in the room (the empty one included)."""
+    found: list[tuple[tuple[Shape, ...], Arrangement]] = []
+
+    def extend(start: int, chosen: list[Shape]) -> None:
+        arrangement = arrange(room, tuple(chosen))
+        if arrangement is None:
+            return
+        found.append((tuple(chosen), arrangement))
+        if len(found) > MAX_PATTERNS:
+            raise ValueError(f"more than {MAX_PATTERNS} ways to fill one kind of node: too many distinct pod shapes")
+        for i in range(start, len(shapes)):
+            chosen.append(shapes[i])
+            extend(i, chosen)
+            chosen.pop()
+
+    extend(0, [])
+    return found

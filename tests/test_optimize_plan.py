@@ -1,0 +1,180 @@
+"""`plan`: proven optima on hand-worked inputs, the comparison with heuristics, validation, and properties."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpusched.models.cluster import Cluster
+from gpusched.models.workload import GpuNeeds, Job, Pod
+from gpusched.planner.optimize.plan import PendingJob, check_plan, pending_jobs, plan, weight_of
+from gpusched.planner.optimize.solver import SolverConfig
+from gpusched.planner.validate import Assignment, violations
+from gpusched.scenarios import load_scenario
+
+
+def _levels(report) -> list[float]:
+    return [level.objective for level in report.solve.levels]
+
+
+class TestHandWorked:
+    def test_backlog_optimum_beats_every_greedy_policy(self, gpusched):
+        result = gpusched("plan", "backlog", "--json")
+        assert result.exit_code == 1  # sweep-b cannot be placed too
+        report = result.json()
+        assert report["solve"]["status"] == "OPTIMAL"
+        assert [lvl["objective"] for lvl in report["solve"]["levels"]] == [14, 2, 2, 0]
+        assert report["unplaced"] == ["sweep-b"]
+        assert {a["pod"]: a["node"] for a in report["assignments"]}["ddp-0"] == "dgx-b"
+        assert all(h["metrics"]["gpus_placed"] == 12 for h in report["heuristics"])
+
+    def test_monday_places_everything_and_reports_the_bound(self, gpusched):
+        result = gpusched("plan", "monday")
+        assert result.exit_code == 0
+        assert result.lines[0].startswith("solver: OPTIMAL in ")
+        assert ["priority-weighted", "GPUs", "placed", "maximize", "OPTIMAL", "818", "818", "0.0%"] in result.words
+        assert "train-8 -> dgx-b GPUs [0, 1, 2, 3, 4, 5, 6, 7]" in result.lines or \
+            "train-8 -> dgx-a GPUs [0, 1, 2, 3, 4, 5, 6, 7]" in result.lines
+
+    def test_priority_outweighs_count(self):
+        cluster = Cluster.model_validate({"nodes": [{"name": "n", "gpu": {"model": "A100-SXM4-80GB", "count": 8,
+                                                                           "memory_gib": 80}}]})
+        pods = [Pod(name=f"small-{i}", gpus=1) for i in range(8)] + [Pod(name="big", gpus=8, priority=5)]
+        report = plan(cluster, pending_jobs(pods, []))
+        assert [a.pod for a in report.assignments] == ["big"]
+        assert _levels(report)[:2] == [6 * 8, 1]  # weight 6 (priority 5 above the lowest, 0) times 8 GPUs
+
+    def test_gang_is_all_or_nothing_across_nodes(self):
+        s = load_scenario("training")
+        report = plan(s.cluster, pending_jobs([], s.jobs.jobs))
+        placed = {a.job for a in report.assignments}
+        assert len(placed) == 1 and placed < {"llm-a", "llm-b"}
+        assert len(report.assignments) == 4 and {a.node for a in report.assignments} == {"dgx-a", "dgx-b"}
+
+    def test_nvlink_pods_prefer_whole_islands_and_splits_are_counted(self):
+        cluster = Cluster.model_validate({"nodes": [{"name": "p", "gpu": {"model": "A100-PCIE-80GB", "count": 8,
+                                          "memory_gib": 80, "islands": [[0, 1], [2, 3], [4, 5], [6, 7]]}}]})
+        report = plan(cluster, pending_jobs([Pod(name="a", gpus=4), Pod(name="b", gpus=2, nvlink=True)], []))
+        assert _levels(report) == [6, 2, 2, 1]  # the 4-GPU pod must span two pairs
+        placed = {a.pod: a for a in report.assignments}
+        assert placed["a"].split and len(set(placed["b"].gpus) & {0, 1, 2, 3, 4, 5, 6, 7}) == 2
+
+    def test_mig_and_shared_pods(self):
+        s = load_scenario("monday")
+        pods = [Pod(name="r", mig_profile="3g.40gb"), Pod(name="c", shared=True, memory_gib=20),
+                Pod(name="d", shared=True, memory_gib=20), Pod(name="e", shared=True, memory_gib=20)]
+        report = plan(s.cluster, pending_jobs(pods, []))
+        placed = {a.pod: a for a in report.assignments}
+        assert placed["r"].node == "mig-a" and placed["r"].mig == [(0, 4)]
+        assert report.unplaced == ["e"]  # two L4s of 24 GiB hold one 20 GiB sharer each
+
+
+class TestCli:
+    def test_validate_accepts_a_plan_and_rejects_a_broken_one(self, gpusched, write):
+        report = gpusched("plan", "backlog", "--json").json()
+        good = write("plan.json", report)
+        assert gpusched("validate", "backlog", good).lines == ["valid"]
+        report["assignments"][1]["gpus"] = [0, 1, 2, 3]  # ddp-0 and ddp-1 on the same GPUs
+        report["assignments"][2]["gpus"] = [0, 1, 2, 3]
+        bad = gpusched("validate", "backlog", write("bad.json", report))
+        assert bad.exit_code == 1 and bad.lines[0].startswith("invalid: dgx-b: GPU 0 holds 2 pods")
+        report = gpusched("plan", "backlog", "--json").json()
+        report["assignments"].pop()  # half a gang
+        half = gpusched("validate", "backlog", write("half.json", report), "--json").json()
+        assert half == {"valid": False, "violations": ["job ddp: 1 of 2 pods placed"]}
+
+    def test_validate_names_unknown_nodes_and_bad_files(self, gpusched, write):
+        report = gpusched("plan", "backlog", "--json").json()
+        report["assignments"][0]["node"] = "dgx-z"
+        result = gpusched("validate", "backlog", write("p.json", report))
+        assert result.exit_code == 1 and "unknown node dgx-z" in result.lines[0]
+        broken = gpusched("validate", "backlog", write("x.json", {"assignments": []}))
+        assert broken.exit_code == 2 and "x.json: jobs" in broken.stderr
+
+    def test_bad_options_and_inputs(self, gpusched, write):
+        assert gpusched("plan", "backlog", "--time-limit", "0").exit_code == 2
+        result = gpusched("plan", "backlog", write("pending.yaml", "pods: [{name: a, gpus: x}]"))
+        assert result.exit_code == 2 and "pods[0](a).gpus" in result.stderr
+        result = gpusched("plan", "backlog", write("both.yaml", "pods: [{name: a}]\njobs: [{name: a, pods: 1, gpus_per_pod: 1, duration: 1}]"))
+        assert result.exit_code == 2 and "distinct names: a" in result.stderr
+        result = gpusched("plan", "backlog", write("other.yaml", "nodes: []"))
+        assert result.exit_code == 2 and "expected a mapping with `pods` and/or `jobs`" in result.stderr
+
+    def test_time_limited_runs_never_claim_optimality_falsely(self, gpusched):
+        report = gpusched("plan", "monday", "--time-limit", "5", "--seed", "3", "--json").json()
+        for level in report["solve"]["levels"]:
+            assert (level["status"] == "OPTIMAL") == (level["gap"] == 0.0 and level["objective"] == level["best_bound"])
+
+
+# --- properties: the optimum equals an exhaustive search, beats every heuristic, and validates ------------------
+
+
+@st.composite
+def tiny(draw):
+    nodes = []
+    for n in range(draw(st.integers(1, 2))):
+        count = draw(st.integers(1, 4))
+        split = draw(st.integers(1, count))
+        islands = [list(range(count))[i : i + split] for i in range(0, count, split)]
+        nodes.append({"name": f"n{n}", "gpu": {"model": "A100-SXM4-80GB", "count": count, "memory_gib": 80,
+                                               "islands": islands}})
+    cluster = Cluster.model_validate({"nodes": nodes})
+    jobs = []
+    for j in range(draw(st.integers(1, 4))):
+        jobs.append(PendingJob(f"j{j}", draw(st.integers(1, 2)), draw(st.integers(1, 3)),
+                               GpuNeeds(nvlink=draw(st.booleans()), priority=draw(st.sampled_from([0, 0, 3])))))
+    return cluster, jobs
+
+
+def _fits_exhaustively(cluster: Cluster, jobs: list[PendingJob]) -> bool:
+    """Try every node and every GPU subset for every pod: is there any valid placement of all of them?"""
+    pods = [(job, name) for job in jobs for name in job.pod_names()]
+    choices = [(node.name, combo) for node in cluster.nodes for size in range(1, 5)
+               for combo in itertools.combinations(range(node.gpu.count), size)]
+
+    def search(k: int, placed: list[Assignment]) -> bool:
+        if k == len(pods):
+            return True
+        job, name = pods[k]
+        for node, combo in choices:
+            if len(combo) != job.gpus:
+                continue
+            trial = placed + [Assignment(name, job.needs, node, combo)]
+            if not violations(cluster, trial) and search(k + 1, trial):
+                return True
+        return False
+
+    return search(0, [])
+
+
+def _exhaustive_best(cluster: Cluster, jobs: list[PendingJob]) -> tuple[int, int]:
+    lowest = min(job.needs.priority for job in jobs)
+    best = (0, 0)
+    for r in range(len(jobs) + 1):
+        for subset in itertools.combinations(jobs, r):
+            value = (sum(weight_of(j.needs.priority, lowest) * j.pods * j.gpus for j in subset), len(subset))
+            if value > best and _fits_exhaustively(cluster, list(subset)):
+                best = value
+    return best
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny())
+def test_optimum_equals_exhaustive_search_and_beats_heuristics(case):
+    cluster, jobs = case
+    report = plan(cluster, jobs, SolverConfig(time_limit=10))
+    assert report.solve.status == "OPTIMAL"
+    weighted, count = _levels(report)[:2]
+    assert (weighted, count) == _exhaustive_best(cluster, jobs)
+    assert check_plan(cluster, jobs, report.assignments) == []
+    for heuristic in report.heuristics:
+        assert (heuristic.metrics.weighted_gpus, heuristic.metrics.jobs_placed) <= (weighted, count)
+    assert json.loads(report.model_dump_json())["metrics"]["weighted_gpus"] == weighted
+
+
+def test_jobs_of_pods_files_and_job_files_combine():
+    jobs = pending_jobs([Pod(name="p", gpus=2)], [Job(name="g", pods=3, gpus_per_pod=1, duration=1)])
+    assert [(j.name, j.pods, j.gpus, j.pod_names()) for j in jobs] == [("p", 1, 2, ["p"]), ("g", 3, 1, ["g-0", "g-1", "g-2"])]
