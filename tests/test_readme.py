@@ -23,10 +23,15 @@ def _examples() -> list[tuple[str, list[str]]]:
 
 
 @pytest.mark.parametrize(("command", "expected"), _examples(), ids=[c for c, _ in _examples()])
+def _steady(line: str) -> str:
+    """Solve times differ from run to run; everything else must match exactly."""
+    return re.sub(r"in \d+\.\d+ s \(time limit", "in <t> s (time limit", line.rstrip())
+
+
 def test_readme_output_is_real(gpusched, monkeypatch, command, expected):
     monkeypatch.chdir(ROOT)  # the examples name files relative to the repository
     result = gpusched(*shlex.split(command)[1:])
-    assert [line.rstrip() for line in result.lines] == expected
+    assert [_steady(line) for line in result.lines] == [_steady(line) for line in expected]
 
 
 def test_readme_opens_with_the_two_setup_commands_and_ci_runs_the_second():
