@@ -16,6 +16,7 @@ from rich.console import Console
 
 from ..errors import InputError
 from ..planner.frag import DEFAULT_SIZES
+from ..planner.optimize.solver import Infeasible
 
 app = typer.Typer(
     name="gpusched",
@@ -44,6 +45,9 @@ def run(body: Callable[[], int]) -> None:
     except ValueError as error:
         err.print(f"error: {error}", markup=False)
         raise typer.Exit(2) from None
+    except Infeasible as error:  # a well-formed request with no answer (or none found in time): exit 1
+        err.print(f"no solution: {error}", markup=False)
+        raise typer.Exit(1) from None
     raise typer.Exit(code)
 
 

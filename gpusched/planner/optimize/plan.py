@@ -23,7 +23,7 @@ from ..place import Placer, needs_key
 from ..state import ClusterState, NodeState
 from ..validate import Assignment, violations
 from .classes import Arrangement, NodeClass, Shape, canonical_free, compatible, node_classes, patterns, room_of
-from .solver import SolveReport, SolverConfig, solve_lexicographic
+from .solver import Infeasible, SolveReport, SolverConfig, solve_lexicographic
 
 __all__ = ["PendingJob", "pending_jobs", "PlanJob", "PlannedPod", "check_plan", "HeuristicResult", "PlanReport", "plan", "weight_of"]
 
@@ -340,6 +340,8 @@ def plan(
     largest = max((job.gpus for job in jobs if not job.needs.mig_profile and not job.needs.shared), default=1) or 1
     built, levels = _build(classes, types, largest)
     solver, report = solve_lexicographic(built.model, levels, config)
+    if report.levels[0].objective is None:
+        raise Infeasible(f"no plan found within the time limit of {config.time_limit:g} s; give more time")
     assignments, unplaced = _extract(solver, built, classes, types)
     problems = check_plan(cluster, jobs, assignments)
     if problems:
