@@ -191,10 +191,13 @@ def test_a_finished_pod_frees_its_gpus(k8s, phase):
     assert result.exit_code == 0 and result.lines == [f"fits: {CP}"]
 
 
-def test_capacity_stands_in_for_a_resource_missing_from_allocatable():
+def test_a_resource_only_in_capacity_is_not_schedulable():
+    """Found by `gpusched conformance`: kube-scheduler reads allocatable only; capacity is no stand-in."""
     doc = node()
     del doc["status"]["allocatable"][GPU]
-    assert predict(listed(doc), listed(pod("gpu-a", 3, on=CP)), pod("gpu-c", 1)).feasible == [CP]
+    result = predict(listed(doc), None, pod("gpu-c", 1))
+    assert result.feasible == []
+    assert result.message.startswith(f"0/1 nodes are available: 1 Insufficient {GPU}. preemption: ")
 
 
 def test_several_reasons_on_one_node_are_all_counted(k8s):

@@ -15,6 +15,7 @@ from ..models.workload import JobList, PodList
 from ..planner.allreduce import ring_allreduce
 from ..planner.frag import fragmentation
 from ..planner.gang import simulate
+from ..live import predict_live
 from ..planner.k8s import predict_files
 from ..planner.place import DEFAULT_GRADIENT_GB, place
 from ..planner.state import ClusterState, advertised
@@ -200,16 +201,29 @@ def bench_place_command(
 
 @app.command("k8s")
 def k8s_command(
-    nodes: Annotated[str, typer.Option("--nodes", help="kubectl get nodes -o json")],
-    pod: Annotated[str, typer.Option("--pod", help="the pod to predict: kubectl get pod NAME -o json")],
+    pod: Annotated[str, typer.Option("--pod", help="kubectl get pod NAME -o json; with --kubeconfig: [NAMESPACE/]NAME")],
+    nodes: Annotated[str | None, typer.Option("--nodes", help="kubectl get nodes -o json")] = None,
     pods: Annotated[str | None, typer.Option("--pods", help="kubectl get pods -A -o json: what is bound where")] = None,
+    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="read nodes and pods from this cluster")] = None,
+    context: Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: current)")] = None,
     k8s_version: Annotated[str, typer.Option("--k8s-version", help="1.34 to 1.37, a patch optional (1.34.1)")] = "1.37",
+    objects: Annotated[
+        list[str] | None,
+        typer.Option("--objects", help="DRA objects for a pod with claims: kubectl get deviceclasses,resourceslices,resourceclaims -o json"),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Predict kube-scheduler's verdict for one pod: the nodes that fit, or the FailedScheduling message word for word."""
 
     def body() -> int:
-        result = predict_files(nodes, pods, pod, k8s_version)
+        if kubeconfig:
+            if nodes or pods or objects:
+                raise ValueError("--kubeconfig reads nodes and pods from the cluster: drop --nodes, --pods and --objects")
+            result = predict_live(kubeconfig, context, pod, k8s_version)
+        elif nodes:
+            result = predict_files(nodes, pods, pod, k8s_version, objects)
+        else:
+            raise ValueError("--nodes is required (kubectl get nodes -o json), or --kubeconfig to read a cluster")
         show(result, as_json, render.k8s)
         return 0 if result.fits else 1
 

@@ -139,9 +139,14 @@ def bench_place(console: Console, result: PlaceBench) -> None:
 def k8s(console: Console, result: K8sPrediction) -> None:
     if result.fits:
         console.print(f"fits: {', '.join(result.feasible)}", markup=False)
+        for claim in result.claims:
+            console.print(f"claim {claim.claim} -> {', '.join(claim.devices)}", markup=False)
         return
     for line in result.details:
         console.print(line, markup=False)
+    for claim in result.claims:
+        if claim.diagnosis:
+            console.print(f"claim {claim.claim}: {claim.diagnosis}", markup=False)
     console.print(f"FailedScheduling: {result.event}", markup=False)
     if result.nomination:
         victims = ", ".join(result.nomination.victims)

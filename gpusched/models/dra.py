@@ -1,79 +1,538 @@
-"""DRA claims in the resource.k8s.io/v1 shape (the requests gpusched reads; the allocator lives in the planner)."""
+"""Dynamic Resource Allocation objects in the exact resource.k8s.io/v1 shape: what gpusched reads and writes.
+
+The fields are the published v1 API's (camelCase on the wire, snake_case here). Fields of features the allocator
+does not model (consumable capacity, binding conditions, list-valued attributes, derived attributes, compatibility
+groups, node-allocatable resources) are refused by name instead of being silently ignored, so a prediction is never
+made on a claim gpusched only half read. Everything that the API server itself would reject is refused here too.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from decimal import Decimal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
 
-__all__ = ["ResourceClaim", "ClaimList"]
+from .quantity import parse_quantity
+from .scheduling import NodeSelectorTerm
+
+__all__ = [
+    "API_VERSION",
+    "DRA_KINDS",
+    "ObjectMeta",
+    "DeviceAttribute",
+    "DeviceCapacity",
+    "Counter",
+    "CounterSet",
+    "DeviceCounterConsumption",
+    "DeviceTaint",
+    "NodeSelector",
+    "Device",
+    "ResourcePool",
+    "ResourceSliceSpec",
+    "ResourceSlice",
+    "DeviceSelector",
+    "DeviceClassSpec",
+    "DeviceClass",
+    "DeviceToleration",
+    "ExactDeviceRequest",
+    "DeviceSubRequest",
+    "DeviceRequest",
+    "DeviceConstraint",
+    "DeviceClaim",
+    "ResourceClaimSpec",
+    "DeviceRequestAllocationResult",
+    "DeviceAllocationResult",
+    "AllocationResult",
+    "ResourceClaimStatus",
+    "ResourceClaim",
+    "ResourceClaimTemplateSpec",
+    "ResourceClaimTemplate",
+    "ClaimList",
+]
+
+API_VERSION = "resource.k8s.io/v1"
+DRA_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
+MAX_RESULTS = 32  # resourceapi.AllocationResultsMaxSize
+MAX_SUBREQUESTS = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
+)
+_QUALIFIED = re.compile(r"^(?:[a-z0-9]([-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z_][A-Za-z0-9_]*$")
+_FULLY_QUALIFIED = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class K8s(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    """camelCase on the wire, unknown fields refused (a typo must not pass as an absent field)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel, frozen=True)
+
+    def wire(self) -> dict[str, Any]:
+        """The object as the API server shows it: camelCase, unset and empty fields left out (omitempty)."""
+        return _omit_empty(self.model_dump(by_alias=True, mode="json"))
 
 
-class CelSelector(K8s):
-    expression: str
+def _omit_empty(value: Any) -> Any:
+    if isinstance(value, dict):
+        pruned = {key: _omit_empty(item) for key, item in value.items()}
+        return {key: item for key, item in pruned.items() if item not in (None, [], {})}
+    if isinstance(value, list):
+        return [_omit_empty(item) for item in value]
+    return value
 
 
-class Selector(K8s):
-    cel: CelSelector
+def _not_modelled(what: str) -> Any:
+    """A field gpusched refuses: its feature is not modelled, so a prediction would silently be wrong."""
+
+    def check(value: Any) -> Any:
+        if value not in (None, False, [], {}):
+            raise ValueError(f"{what} is not modelled by gpusched")
+        return value
+
+    return check
+
+
+Unmodelled = Annotated[Any, Field(None, description="refused when set: the feature is not modelled")]
+
+
+class ObjectMeta(BaseModel):
+    """What gpusched reads of metadata; kubectl's other fields (uid, managedFields, ...) pass through."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, alias_generator=to_camel, frozen=True)
+
+    name: str = ""
+    generate_name: str | None = None
+    namespace: str | None = None
+    creation_timestamp: str | None = None
+    labels: dict[str, str] | None = None
+
+
+Quantity = Annotated[str | int, Field(description="a Kubernetes quantity: 80Gi, 4, 500m")]
+
+
+def _quantity(value: str | int) -> str | int:
+    parse_quantity(value)  # raises ValueError with the expected form
+    return value
+
+
+_TYPES = ("int", "bool", "string", "version")
+
+
+class DeviceAttribute(K8s):
+    """Exactly one typed value: int, bool, string or a strict semantic version."""
+
+    int_value: int | None = Field(None, alias="int")
+    bool_value: bool | None = Field(None, alias="bool")
+    string_value: str | None = Field(None, alias="string")
+    version_value: str | None = Field(None, alias="version")
+    ints: Unmodelled = None
+    bools: Unmodelled = None
+    strings: Unmodelled = None
+    versions: Unmodelled = None
+
+    @model_validator(mode="after")
+    def _one_value(self) -> DeviceAttribute:
+        if (self.ints, self.bools, self.strings, self.versions) != (None, None, None, None):
+            raise ValueError("a list-valued attribute (ints, bools, strings, versions: DRAListTypeAttributes) "
+                             "is not modelled by gpusched")
+        values = (self.int_value, self.bool_value, self.string_value, self.version_value)
+        present = [name for name, value in zip(_TYPES, values, strict=True) if value is not None]
+        if len(present) != 1:
+            raise ValueError(f"exactly one of int, bool, string, version must be set, got {present or 'none'}")
+        if self.version_value is not None and not _SEMVER.match(self.version_value):
+            raise ValueError(f"version {self.version_value!r} is not a semantic version such as 1.2.3")
+        return self
+
+    @property
+    def value(self) -> tuple[str, Any]:
+        """(type, value): matchAttribute compares both, so 1 and "1" differ."""
+        values = (self.int_value, self.bool_value, self.string_value, self.version_value)
+        return next((name, found) for name, found in zip(_TYPES, values, strict=True) if found is not None)
+
+
+class DeviceCapacity(K8s):
+    value: Quantity
+    request_policy: Unmodelled = None
+
+    _value = field_validator("value")(_quantity)
+    _policy = field_validator("request_policy")(_not_modelled("capacity.requestPolicy (DRAConsumableCapacity)"))
+
+    @property
+    def amount(self) -> Decimal:
+        return parse_quantity(self.value)
+
+
+class Counter(K8s):
+    value: Quantity
+
+    _value = field_validator("value")(_quantity)
+
+    @property
+    def amount(self) -> Decimal:
+        return parse_quantity(self.value)
+
+
+class CounterSet(K8s):
+    name: str = Field(min_length=1)
+    counters: dict[str, Counter] = Field(min_length=1)
+
+
+class DeviceCounterConsumption(K8s):
+    counter_set: str = Field(min_length=1)
+    counters: dict[str, Counter] = Field(min_length=1)
+    compatibility_groups: Unmodelled = None
+
+    _groups = field_validator("compatibility_groups")(_not_modelled("compatibilityGroups (DRADeviceCompatibilityGroups)"))
+
+
+class DeviceTaint(K8s):
+    key: str = Field(min_length=1)
+    value: str = ""
+    effect: Literal["NoSchedule", "NoExecute", "None"]
+    time_added: str | None = None
+
+
+class NodeSelector(K8s):
+    """core/v1 NodeSelector: the terms are ORed."""
+
+    node_selector_terms: tuple[NodeSelectorTerm, ...] = Field(min_length=1)
+
+    def matches(self, name: str, labels: dict[str, str]) -> bool:
+        return any(term.matches(labels, name) for term in self.node_selector_terms)
+
+
+def _node_selection(obj: Any, fields: tuple[str, ...]) -> list[str]:
+    return [name for name in fields if getattr(obj, name) not in (None, False)]
+
+
+class Device(K8s):
+    name: str = Field(min_length=1)
+    attributes: dict[str, DeviceAttribute] = Field(default_factory=dict)
+    capacity: dict[str, DeviceCapacity] = Field(default_factory=dict)
+    consumes_counters: tuple[DeviceCounterConsumption, ...] = ()
+    node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    all_nodes: bool | None = None
+    taints: tuple[DeviceTaint, ...] = ()
+    binds_to_node: bool | None = None
+    allow_multiple_allocations: Unmodelled = None
+    binding_conditions: Unmodelled = None
+    binding_failure_conditions: Unmodelled = None
+    node_allocatable_resources: Unmodelled = None
+
+    _multi = field_validator("allow_multiple_allocations")(
+        _not_modelled("allowMultipleAllocations (DRAConsumableCapacity)")
+    )
+    _binding = field_validator("binding_conditions", "binding_failure_conditions")(
+        _not_modelled("bindingConditions (DRADeviceBindingConditions)")
+    )
+    _node_alloc = field_validator("node_allocatable_resources")(
+        _not_modelled("nodeAllocatableResources (DRANodeAllocatableResources)")
+    )
+
+    @field_validator("attributes", "capacity")
+    @classmethod
+    def _names(cls, found: dict[str, Any]) -> dict[str, Any]:
+        for name in found:
+            if not _QUALIFIED.match(name):
+                raise ValueError(f"{name!r} is not a C identifier, optionally prefixed with a DNS domain and '/'")
+        return found
+
+
+class ResourcePool(K8s):
+    name: str = Field(min_length=1)
+    generation: int = Field(0, ge=0)
+    resource_slice_count: int = Field(ge=1)
+
+
+class ResourceSliceSpec(K8s):
+    driver: str = Field(min_length=1)
+    pool: ResourcePool
+    node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    all_nodes: bool | None = None
+    per_device_node_selection: bool | None = None
+    devices: tuple[Device, ...] = ()
+    shared_counters: tuple[CounterSet, ...] = ()
+    partition_type_attribute: Unmodelled = None
+    skip_node_operations: Unmodelled = None
+
+    _partition = field_validator("partition_type_attribute")(_not_modelled("partitionTypeAttribute"))
+    _skip = field_validator("skip_node_operations")(_not_modelled("skipNodeOperations (DRAOptionalNodeOperations)"))
+
+    @model_validator(mode="after")
+    def _valid(self) -> ResourceSliceSpec:
+        """The API server's rules: one way of node selection, unique device names, per-device selection only
+        where the slice asks for it, and counters only in counter slices."""
+        chosen = _node_selection(self, ("node_name", "node_selector", "all_nodes", "per_device_node_selection"))
+        if len(chosen) != 1:
+            raise ValueError(
+                "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required, "
+                f"got {[to_camel(name) for name in chosen] or 'none'}"
+            )
+        if self.node_selector is not None and len(self.node_selector.node_selector_terms) != 1:
+            raise ValueError("nodeSelector must have exactly one node selector term")
+        seen: set[str] = set()
+        for device in self.devices:
+            if device.name in seen:
+                raise ValueError(f"duplicate device name {device.name!r}")
+            seen.add(device.name)
+            per_device = _node_selection(device, ("node_name", "node_selector", "all_nodes"))
+            if self.per_device_node_selection and len(per_device) != 1:
+                raise ValueError(f"device {device.name!r}: perDeviceNodeSelection needs exactly one of nodeName, "
+                                 "nodeSelector, allNodes on every device")
+            if not self.per_device_node_selection and per_device:
+                raise ValueError(f"device {device.name!r}: node selection per device needs perDeviceNodeSelection")
+        if self.shared_counters and self.devices:
+            raise ValueError("a slice holds either sharedCounters or devices, not both")
+        return self
+
+
+class ResourceSlice(K8s):
+    api_version: Literal["resource.k8s.io/v1"] = API_VERSION
+    kind: Literal["ResourceSlice"] = "ResourceSlice"
+    metadata: ObjectMeta
+    spec: ResourceSliceSpec
+
+
+class CELDeviceSelector(K8s):
+    expression: str = Field(min_length=1, max_length=10 * 1024)
+
+
+class DeviceSelector(K8s):
+    cel: CELDeviceSelector
+
+
+class DeviceClassConfiguration(K8s):
+    opaque: dict[str, Any] | None = None
+
+
+class DeviceClassSpec(K8s):
+    selectors: tuple[DeviceSelector, ...] = ()
+    config: tuple[DeviceClassConfiguration, ...] = ()
+    extended_resource_name: str | None = None
+
+
+class DeviceClass(K8s):
+    api_version: Literal["resource.k8s.io/v1"] = API_VERSION
+    kind: Literal["DeviceClass"] = "DeviceClass"
+    metadata: ObjectMeta
+    spec: DeviceClassSpec = DeviceClassSpec()
 
 
 class DeviceToleration(K8s):
-    key: str = ""
-    operator: Literal["Equal", "Exists"] = "Equal"
-    value: str = ""
-    effect: Literal["", "NoSchedule", "NoExecute", "None"] = ""
+    key: str | None = None
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: str | None = None
+    effect: Literal["", "NoSchedule", "NoExecute"] | None = None
+    toleration_seconds: int | None = None
+
+    def tolerates(self, taint: DeviceTaint) -> bool:
+        """resourceclaim.ToleratesTaint: an empty key with Exists matches every key; an empty effect every effect."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        return self.operator == "Exists" or (self.value or "") == taint.value
 
 
-class ExactRequest(K8s):
-    device_class_name: str = Field(alias="deviceClassName")
-    allocation_mode: Literal["ExactCount", "All"] = Field("ExactCount", alias="allocationMode")
-    count: int = Field(1, ge=1)
-    selectors: list[Selector] = Field(default_factory=list)
-    admin_access: bool = Field(False, alias="adminAccess")
-    tolerations: list[DeviceToleration] = Field(default_factory=list)
+class _Request(K8s):
+    """What an exact request and a subrequest share."""
+
+    device_class_name: str = Field(min_length=1)
+    selectors: tuple[DeviceSelector, ...] = ()
+    allocation_mode: Literal["ExactCount", "All"] = "ExactCount"
+    count: int | None = None
+    tolerations: tuple[DeviceToleration, ...] = ()
+    capacity: Unmodelled = None
+    derived_attributes: Unmodelled = None
+
+    _capacity = field_validator("capacity")(_not_modelled("capacity requests (DRAConsumableCapacity)"))
+    _derived = field_validator("derived_attributes")(_not_modelled("derivedAttributes (DRADerivedAttributes)"))
+
+    @model_validator(mode="after")
+    def _count(self) -> _Request:
+        if self.allocation_mode == "ExactCount" and self.count is not None and self.count <= 0:
+            raise ValueError(f"count must be greater than zero, got {self.count}")
+        if self.allocation_mode == "All" and self.count not in (None, 0):
+            raise ValueError("count must not be set with allocationMode All")
+        if self.allocation_mode == "ExactCount" and self.count is not None and self.count > MAX_RESULTS:
+            raise ValueError(f"count must be at most {MAX_RESULTS}, got {self.count}")
+        return self
+
+    @property
+    def wanted(self) -> int:
+        """ExactCount's number of devices (the API server defaults an unset count to 1)."""
+        return self.count or 1
+
+    @property
+    def admin(self) -> bool:
+        return False
 
 
-class SubRequest(ExactRequest):
-    name: str
+class ExactDeviceRequest(_Request):
+    admin_access: bool | None = None
+
+    @property
+    def admin(self) -> bool:
+        return bool(self.admin_access)
+
+
+class DeviceSubRequest(_Request):
+    name: str = Field(min_length=1)
 
 
 class DeviceRequest(K8s):
-    name: str
-    exactly: ExactRequest | None = None
-    first_available: list[SubRequest] | None = Field(None, alias="firstAvailable")
+    name: str = Field(min_length=1)
+    exactly: ExactDeviceRequest | None = None
+    first_available: tuple[DeviceSubRequest, ...] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> DeviceRequest:
+        if (self.exactly is None) == (not self.first_available):
+            raise ValueError("exactly one of exactly, firstAvailable must be set")
+        if self.first_available:
+            if len(self.first_available) > MAX_SUBREQUESTS:
+                raise ValueError(f"firstAvailable holds at most {MAX_SUBREQUESTS} subrequests")
+            names = [sub.name for sub in self.first_available]
+            if len(set(names)) != len(names):
+                raise ValueError(f"duplicate subrequest names in {names}")
+        return self
+
+    def alternatives(self) -> tuple[tuple[str, _Request], ...]:
+        """(result name, request) per alternative: the request itself, or `req/sub` per subrequest in order."""
+        if self.exactly is not None:
+            return ((self.name, self.exactly),)
+        return tuple((f"{self.name}/{sub.name}", sub) for sub in self.first_available or ())
 
 
 class DeviceConstraint(K8s):
-    requests: list[str] = Field(default_factory=list)
-    match_attribute: str | None = Field(None, alias="matchAttribute")
-    distinct_attribute: str | None = Field(None, alias="distinctAttribute")
+    requests: tuple[str, ...] = ()
+    match_attribute: str | None = None
+    distinct_attribute: str | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> DeviceConstraint:
+        if (self.match_attribute is None) == (self.distinct_attribute is None):
+            raise ValueError("exactly one of matchAttribute, distinctAttribute must be set")
+        attribute = self.attribute
+        if not _FULLY_QUALIFIED.match(attribute):
+            raise ValueError(f"{attribute!r} must be a fully qualified attribute name (domain/name)")
+        return self
+
+    @property
+    def attribute(self) -> str:
+        return self.match_attribute or self.distinct_attribute or ""
+
+    @property
+    def kind(self) -> str:
+        return "matchAttribute" if self.match_attribute else "distinctAttribute"
+
+
+class DeviceClaimConfiguration(K8s):
+    requests: tuple[str, ...] = ()
+    opaque: dict[str, Any] | None = None
 
 
 class DeviceClaim(K8s):
-    requests: list[DeviceRequest] = Field(default_factory=list)
-    constraints: list[DeviceConstraint] = Field(default_factory=list)
+    requests: tuple[DeviceRequest, ...] = ()
+    constraints: tuple[DeviceConstraint, ...] = ()
+    config: tuple[DeviceClaimConfiguration, ...] = ()
+
+    @model_validator(mode="after")
+    def _references(self) -> DeviceClaim:
+        """Request names are unique; a constraint names requests (or `req/sub`) of this claim."""
+        names = [request.name for request in self.requests]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate request names: {', '.join(duplicates)}")
+        known = set(names) | {name for request in self.requests for name, _ in request.alternatives()}
+        for index, constraint in enumerate(self.constraints):
+            unknown = [name for name in constraint.requests if name not in known]
+            if unknown:
+                raise ValueError(
+                    f"constraints[{index}].requests: {', '.join(unknown)}: must be the name of a request in the claim "
+                    f"or the name of a request and a subrequest separated by '/' (requests: {', '.join(names) or 'none'})"
+                )
+        return self
 
 
-class ClaimSpec(K8s):
-    devices: DeviceClaim
+class ResourceClaimSpec(K8s):
+    devices: DeviceClaim = DeviceClaim()
 
 
-class Metadata(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    name: str
-    namespace: str = "default"
+class DeviceRequestAllocationResult(K8s):
+    request: str
+    driver: str
+    pool: str
+    device: str
+    admin_access: bool | None = None
+    tolerations: tuple[DeviceToleration, ...] | None = None
+    share_id: str | None = Field(None, alias="shareID")
+    consumed_capacity: dict[str, Any] | None = None
+    binding_conditions: tuple[str, ...] | None = None
+    binding_failure_conditions: tuple[str, ...] | None = None
+
+
+class DeviceAllocationConfiguration(K8s):
+    source: Literal["FromClass", "FromClaim"]
+    requests: tuple[str, ...] | None = None
+    opaque: dict[str, Any] | None = None
+
+
+class DeviceAllocationResult(K8s):
+    results: tuple[DeviceRequestAllocationResult, ...] = ()
+    config: tuple[DeviceAllocationConfiguration, ...] | None = None
+
+
+class AllocationResult(K8s):
+    devices: DeviceAllocationResult = DeviceAllocationResult()
+    node_selector: NodeSelector | None = None
+    allocation_timestamp: str | None = None
+
+
+class ResourceClaimStatus(BaseModel):
+    """Allocation and reservations; device health (status.devices) passes through unread."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, alias_generator=to_camel, frozen=True)
+
+    allocation: AllocationResult | None = None
+    reserved_for: tuple[dict[str, Any], ...] | None = None
 
 
 class ResourceClaim(K8s):
-    api_version: Literal["resource.k8s.io/v1"] = Field("resource.k8s.io/v1", alias="apiVersion")
+    api_version: Literal["resource.k8s.io/v1"] = API_VERSION
     kind: Literal["ResourceClaim"] = "ResourceClaim"
-    metadata: Metadata
-    spec: ClaimSpec
+    metadata: ObjectMeta
+    spec: ResourceClaimSpec = ResourceClaimSpec()
+    status: ResourceClaimStatus | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace or 'default'}/{self.metadata.name}"
+
+
+class ResourceClaimTemplateSpec(K8s):
+    metadata: ObjectMeta | None = None
+    spec: ResourceClaimSpec = ResourceClaimSpec()
+
+
+class ResourceClaimTemplate(K8s):
+    api_version: Literal["resource.k8s.io/v1"] = API_VERSION
+    kind: Literal["ResourceClaimTemplate"] = "ResourceClaimTemplate"
+    metadata: ObjectMeta
+    spec: ResourceClaimTemplateSpec
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace or 'default'}/{self.metadata.name}"
 
 
 class ClaimList(K8s):
-    claims: list[ResourceClaim]
+    """gpusched's own claims file (`gpusched schema claims`): `{claims: [ResourceClaim, ...]}`."""
+
+    claims: tuple[ResourceClaim, ...]

@@ -16,7 +16,7 @@ from ..errors import InputError
 from .quantity import milli, to_int
 from .scheduling import NodeSelectorTerm, Taint, Toleration
 
-__all__ = ["KubeNode", "KubePod", "parse_nodes", "parse_pods", "parse_pod", "add", "is_scalar"]
+__all__ = ["KubeNode", "KubePod", "PodClaim", "parse_nodes", "parse_pods", "parse_pod", "add", "is_scalar"]
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 _TOLERATION_KEYS = ("key", "operator", "value", "effect")  # tolerationSeconds does not affect scheduling
@@ -33,6 +33,16 @@ class KubeNode:
 
 
 @dataclass(frozen=True)
+class PodClaim:
+    """One spec.resourceClaims entry: a claim by name, or a template, with the claim generated for it (if any)."""
+
+    name: str
+    claim_name: str = ""
+    template_name: str = ""
+    generated: str = ""  # status.resourceClaimStatuses: the claim the controller created from the template
+
+
+@dataclass(frozen=True)
 class KubePod:
     name: str
     namespace: str
@@ -45,7 +55,8 @@ class KubePod:
     node_selector: dict[str, str] = field(default_factory=dict)
     affinity: list[NodeSelectorTerm] | None = None  # None: no required node affinity at all
     start_time: datetime | None = None
-    claims: int = 0
+    claims: tuple[PodClaim, ...] = ()  # spec.resourceClaims, in order
+    labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -176,10 +187,11 @@ def parse_nodes(doc: Any, source: str) -> list[KubeNode]:
 
 
 def _node(item: _Value) -> KubeNode:
-    """Allocatable, falling back to capacity for a resource the node does not list as allocatable."""
+    """Allocatable only, as the scheduler reads it: a resource in capacity alone (a device plugin registered,
+    the kubelet has not copied it yet) is not there to schedule on; capacity is still checked for bad quantities."""
     spec, status = item.get("spec"), item.get("status")
     allocatable = status.get("allocatable").quantities()
-    allocatable = {**status.get("capacity").quantities(), **allocatable}
+    status.get("capacity").quantities()
     unschedulable = spec.get("unschedulable").value
     if unschedulable is not None and not isinstance(unschedulable, bool):
         spec.get("unschedulable").fail(f"expected true or false, got {unschedulable!r}")
@@ -221,8 +233,21 @@ def _pod(item: _Value) -> KubePod:
         node_selector=spec.get("nodeSelector").strings(),
         affinity=_required_affinity(spec),
         start_time=_time(status.get("startTime")),
-        claims=len(spec.get("resourceClaims").items()),
+        claims=_pod_claims(spec, status),
+        labels=meta.get("labels").strings(),
     )
+
+
+def _pod_claims(spec: _Value, status: _Value) -> tuple[PodClaim, ...]:
+    generated = {s.get("name").text(): s.get("resourceClaimName").text() for s in status.get("resourceClaimStatuses").items()}
+    claims = []
+    for entry in spec.get("resourceClaims").items():
+        name = entry.get("name").text()
+        claim, template = entry.get("resourceClaimName").text(), entry.get("resourceClaimTemplateName").text()
+        if not name or bool(claim) == bool(template):
+            entry.fail("needs a name and exactly one of resourceClaimName, resourceClaimTemplateName")
+        claims.append(PodClaim(name, claim, template, generated.get(name, "")))
+    return tuple(claims)
 
 
 def _required_affinity(spec: _Value) -> list[NodeSelectorTerm] | None:

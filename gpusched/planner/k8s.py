@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
@@ -28,6 +27,22 @@ from ..models.kube import (
 from ..models.quantity import format_quantity
 from ..models.scheduling import NodeSelectorTerm, selector_matches, terms_match
 from ..scenarios import read_document
+from .dra.allocator import DraError, Inventory, NodeRef
+from .dra.objects import DraObjects, load_objects
+from .dra.plugin import (
+    NOT_AVAILABLE,
+    Cycle,
+    Unit,
+    explain,
+    filter_node,
+    normalized,
+    pod_unit,
+    postfilter_reason,
+    prefilter,
+    score,
+    summarize,
+)
+from .dra.run import error_to_input
 from .filters import (
     TOO_MANY_PODS,
     check_node_name,
@@ -37,8 +52,9 @@ from .filters import (
     insufficient,
 )
 from .framework import SUCCESS, Code, Status, fit_error, unresolvable, unschedulable
+from .preemption import Candidate, importance, pick, reprieve
 
-__all__ = ["Shortfall", "NodeVerdict", "Nomination", "K8sPrediction", "parse_version", "predict", "predict_files"]
+__all__ = ["Shortfall", "NodeVerdict", "Nomination", "ClaimPrediction", "K8sPrediction", "parse_version", "predict", "predict_files"]
 
 Version = tuple[int, ...]
 OLDEST, NEWEST = (1, 34), (1, 37)
@@ -50,7 +66,6 @@ NOT_HELPFUL = "Preemption is not helpful for scheduling"
 POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
 EVENT_LIMIT = 1024  # bytes kept of an event's note
 _NATIVE = ("cpu", "memory", "ephemeral-storage")
-_LATEST = datetime.max.replace(tzinfo=UTC)  # a pod without a start time counts as started now
 
 
 class Shortfall(BaseModel):
@@ -93,6 +108,16 @@ class Nomination(BaseModel):
     victims: list[str] = Field(description="namespace/name, most important first")
 
 
+class ClaimPrediction(BaseModel):
+    """A claim of the pod: where its devices would come from, or why none can."""
+
+    claim: str = Field(description="namespace/name")
+    node: str | None = Field(None, description="the node picked among the feasible ones (DRA score, then name)")
+    devices: list[str] = Field(default_factory=list, description="pool/device")
+    allocation: dict | None = Field(None, description="status.allocation as the scheduler would write it")
+    diagnosis: str | None = Field(None, description="gpusched's: what ruled the devices out on each node")
+
+
 class K8sPrediction(BaseModel):
     version: str
     pod: str = Field(description="namespace/name")
@@ -103,6 +128,7 @@ class K8sPrediction(BaseModel):
     message: str | None = Field(None, description="the PodScheduled=False condition message when Pending")
     event: str | None = Field(None, description="the FailedScheduling event note (the message cut to 1024 bytes)")
     nomination: Nomination | None = Field(None, description="where preemption would make room, and whom it evicts")
+    claims: list[ClaimPrediction] = Field(default_factory=list, description="the pod's ResourceClaims (with --objects)")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -226,9 +252,49 @@ def _filters(version: Version) -> tuple[Filter, ...]:
     return (*head, _taints, _affinity, _resources)
 
 
-def _run_filters(pod: KubePod, info: _NodeInfo, version: Version) -> Status:
-    """The first plugin that rejects the node decides its status."""
-    for check in _filters(version):
+class _Dra:
+    """DynamicResources for a pod with claims: the last filter, its verdict per node cached (pods do not change it)."""
+
+    def __init__(self, inventory: Inventory, nodes: list[KubeNode], unit: Unit, objects: DraObjects) -> None:
+        self.inventory, self.unit, self.objects = inventory, unit, objects
+        self.nodes = {node.name: NodeRef(node.name, node.labels) for node in nodes}
+        self.cycle = Cycle(prefilter=prefilter(unit, inventory))
+
+    def __call__(self, pod: KubePod, info: _NodeInfo, version: Version) -> Status:
+        name = info.node.name
+        if name not in self.cycle.reasons:
+            try:
+                reason, results = filter_node(self.inventory, self.nodes[name], self.unit)
+            except DraError as error:
+                raise error_to_input(error, self.objects) from None
+            self.cycle.reasons[name] = reason
+            if not reason:
+                self.cycle.allocations[name] = results
+                self.cycle.scores[name] = score(self.unit.claims, results)
+        reason = self.cycle.reasons[name]
+        return unresolvable("DynamicResources", reason) if reason else SUCCESS
+
+    def predictions(self, feasible: list[str]) -> list[ClaimPrediction]:
+        """The claims on the best feasible node (DRA score, then name), or what ruled each node out."""
+        if feasible:
+            scores = normalized({node: self.cycle.scores.get(node, 0) for node in feasible})
+            best = min(feasible, key=lambda node: (-scores[node], node))
+            fresh = iter(self.cycle.allocations.get(best, []))
+            found = []
+            for claim in self.unit.claims:
+                allocation = claim.status.allocation if claim.status and claim.status.allocation else next(fresh)
+                found.append(ClaimPrediction(claim=claim.key, node=best, allocation=allocation.wire(),
+                                             devices=[f"{r.pool}/{r.device}" for r in allocation.devices.results]))
+            return found
+        refused = sorted(name for name, reason in self.cycle.reasons.items() if reason and reason != NOT_AVAILABLE)
+        per_node = {name: explain(self.inventory, self.nodes[name], self.unit.claims) for name in refused}
+        text = summarize(per_node) if per_node else self.cycle.prefilter or None
+        return [ClaimPrediction(claim=claim.key, diagnosis=text) for claim in self.unit.claims]
+
+
+def _run_filters(pod: KubePod, info: _NodeInfo, version: Version, dra: _Dra | None = None) -> Status:
+    """The first plugin that rejects the node decides its status; DynamicResources comes last."""
+    for check in (*_filters(version), *([dra] if dra else [])):
         status = check(pod, info, version)
         if not status.ok:
             return status
@@ -243,6 +309,7 @@ class _PreFilter:
     names: frozenset[str] | None = None  # None: every node is considered
     plugins: tuple[str, ...] = ()
     failure: str = ""
+    failed_plugin: str = "NodeAffinity"
 
     def outside(self) -> Status:
         """What a node left out by the PreFilter result shows."""
@@ -284,72 +351,31 @@ def _prefilter(pod: KubePod, version: Version) -> _PreFilter:
 # --- PostFilter: DefaultPreemption ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Candidate:
-    node: str
-    victims: tuple[KubePod, ...]  # most important first
-
-
-def _importance(pod: KubePod) -> tuple[int, datetime]:
-    """Sort key, most important first: higher priority, then the earlier start."""
-    return (-pod.priority, pod.start_time or _LATEST)
-
-
-def _dry_run(pod: KubePod, info: _NodeInfo, version: Version) -> _Candidate | Status:
+def _dry_run(pod: KubePod, info: _NodeInfo, version: Version, dra: _Dra | None = None) -> Candidate[KubePod] | Status:
     """Remove every lower-priority pod; if the pod then fits, put back as many as possible, most important first."""
     lower = [other for other in info.pods if other.priority < pod.priority]
     if not lower:
         return unresolvable("DefaultPreemption", NO_VICTIMS)
-    kept = info.without(lower)
-    status = _run_filters(pod, kept, version)
+    status = _run_filters(pod, info.without(lower), version, dra)
     if not status.ok:
         return status
-    victims = []
-    for other in sorted(lower, key=_importance):
-        trial = kept.plus(other)
-        if _run_filters(pod, trial, version).ok:
-            kept = trial
-        else:
-            victims.append(other)
-    return _Candidate(info.node.name, tuple(victims))
-
-
-def _top_start(candidate: _Candidate) -> datetime:
-    """The earliest start among the node's highest-priority victims."""
-    top = candidate.victims[0].priority
-    return min(v.start_time or _LATEST for v in candidate.victims if v.priority == top)
-
-
-_PICK_RULES: tuple[Callable[[_Candidate], Any], ...] = (
-    lambda c: -c.victims[0].priority,  # the lowest "most important victim"
-    lambda c: -sum(v.priority + 2**31 for v in c.victims),  # the smallest priority sum (shifted positive)
-    lambda c: -len(c.victims),  # the fewest victims
-    _top_start,  # the latest start among the top victims
-)
-
-
-def _pick(candidates: list[_Candidate]) -> _Candidate:
-    """pickOneNodeForPreemption without PDBs (kubectl's Pods carry none): each rule keeps only its best."""
-    remaining = candidates
-    for rule in _PICK_RULES:
-        best = max(rule(c) for c in remaining)
-        remaining = [c for c in remaining if rule(c) == best]
-        if len(remaining) == 1:
-            break
-    return remaining[0]
+    victims = reprieve(
+        [], sorted(lower, key=importance), lambda gone: _run_filters(pod, info.without(gone), version, dra).ok
+    )
+    return Candidate(info.node.name, victims)
 
 
 def _preempt(
-    pod: KubePod, infos: list[_NodeInfo], statuses: dict[str, Status], version: Version
-) -> tuple[bool, str, _Candidate | None]:
+    pod: KubePod, infos: list[_NodeInfo], statuses: dict[str, Status], version: Version, dra: _Dra | None = None
+) -> tuple[bool, str, Candidate[KubePod] | None]:
     """DefaultPreemption's (success, message, choice); only Unschedulable nodes are tried."""
     if pod.preemption_policy == "Never":
         return False, f"preemption: {POLICY_NEVER}", None
     tried: dict[str, Status] = {}
-    candidates: list[_Candidate] = []
+    candidates: list[Candidate[KubePod]] = []
     for info in infos:
         if statuses[info.node.name].code is Code.UNSCHEDULABLE:
-            result = _dry_run(pod, info, version)
+            result = _dry_run(pod, info, version, dra)
             if isinstance(result, Status):
                 tried[info.node.name] = result
             else:
@@ -358,7 +384,7 @@ def _preempt(
         absent = unresolvable("DefaultPreemption", NOT_HELPFUL)
         inner = fit_error(len(infos), [tried.get(info.node.name, absent) for info in infos])
         return False, f"preemption: {inner}", None
-    best = _pick(candidates)
+    best = pick(candidates)
     if version[:2] < (1, 37):
         return True, "", best
     return (
@@ -369,11 +395,14 @@ def _preempt(
 
 
 def _postfilter(
-    pod: KubePod, infos: list[_NodeInfo], statuses: dict[str, Status], version: Version
-) -> tuple[str, _Candidate | None]:
+    pod: KubePod, infos: list[_NodeInfo], statuses: dict[str, Status], version: Version, dra: _Dra | None = None
+) -> tuple[str, Candidate[KubePod] | None]:
     """DynamicResources then DefaultPreemption; a success drops the reasons gathered before it."""
-    reasons = [DRA_NO_CLAIMS] if version[:2] < (1, 37) else []  # 1.37 adds no reason for a pod without claims
-    ok, message, best = _preempt(pod, infos, statuses, version)
+    if dra is None:
+        reasons = [DRA_NO_CLAIMS] if version[:2] < (1, 37) else []  # 1.37 adds no reason for a pod without claims
+    else:
+        reasons = [reason for reason in [postfilter_reason(dra.cycle, version)] if reason]
+    ok, message, best = _preempt(pod, infos, statuses, version, dra)
     if ok:
         return message, best
     return ", ".join([*reasons, message]), None
@@ -390,11 +419,13 @@ def _truncate(message: str) -> str:
     return raw[: EVENT_LIMIT - 4].decode(errors="ignore") + " ..."
 
 
-def _statuses(pod: KubePod, infos: list[_NodeInfo], pre: _PreFilter, version: Version) -> dict[str, Status]:
+def _statuses(
+    pod: KubePod, infos: list[_NodeInfo], pre: _PreFilter, version: Version, dra: _Dra | None = None
+) -> dict[str, Status]:
     if pre.failure:
-        return {info.node.name: unresolvable("NodeAffinity", pre.failure) for info in infos}
+        return {info.node.name: unresolvable(pre.failed_plugin, pre.failure) for info in infos}
     return {
-        info.node.name: _run_filters(pod, info, version)
+        info.node.name: _run_filters(pod, info, version, dra)
         if pre.names is None or info.node.name in pre.names
         else pre.outside()
         for info in infos
@@ -413,7 +444,7 @@ def _verdict(pod: KubePod, info: _NodeInfo, status: Status) -> NodeVerdict:
     )
 
 
-def _schedule(pod: KubePod, infos: list[_NodeInfo], version: Version) -> K8sPrediction:
+def _schedule(pod: KubePod, infos: list[_NodeInfo], version: Version, dra: _Dra | None = None) -> K8sPrediction:
     result = K8sPrediction(
         version=".".join(map(str, version)),
         pod=pod.key,
@@ -425,12 +456,16 @@ def _schedule(pod: KubePod, infos: list[_NodeInfo], version: Version) -> K8sPred
     if not infos:
         return result.model_copy(update={"message": NO_NODES, "event": NO_NODES})
     pre = _prefilter(pod, version)
-    statuses = _statuses(pod, infos, pre, version)
+    if not pre.failure and dra is not None and dra.cycle.prefilter:
+        pre = _PreFilter(failure=dra.cycle.prefilter, failed_plugin="DynamicResources")
+    statuses = _statuses(pod, infos, pre, version, dra)
     result.nodes = [_verdict(pod, info, statuses[info.node.name]) for info in infos]
     result.feasible = [name for name, status in statuses.items() if status.ok]
+    if dra is not None:
+        result.claims = dra.predictions(result.feasible)
     if result.feasible:
         return result
-    post, best = _postfilter(pod, infos, statuses, version)
+    post, best = _postfilter(pod, infos, statuses, version, dra)
     result.message = fit_error(len(infos), statuses.values(), prefilter=pre.failure, postfilter=post)
     result.event = _truncate(result.message)
     if best is not None:
@@ -444,23 +479,32 @@ def predict(
     pod_doc: Any,
     version: str | Version = NEWEST,
     sources: tuple[str, str, str] = ("nodes", "pods", "pod"),
+    objects: DraObjects | None = None,
 ) -> K8sPrediction:
-    """Parsed `kubectl get -o json` documents in; `sources` names them in errors. `pods_doc` may be None."""
+    """Parsed `kubectl get -o json` documents in; `sources` names them in errors. `pods_doc` may be None.
+
+    A pod with spec.resourceClaims needs `objects`: the DeviceClasses, ResourceSlices and claims or templates.
+    """
     release = parse_version(version)
     nodes = parse_nodes(nodes_doc, sources[0])
     pods = parse_pods(pods_doc, sources[1]) if pods_doc is not None else []
     pod = parse_pod(pod_doc, sources[2])
+    dra = None
     if pod.claims:
-        raise InputError(
-            sources[2],
-            "ResourceClaims need --objects support (DeviceClasses, ResourceSlices, claims), which is not built yet",
-            "spec.resourceClaims",
-        )
-    return _schedule(pod, _snapshot(nodes, pods, pod), release)
+        if objects is None:
+            raise InputError(sources[2], "ResourceClaims need --objects: the DeviceClasses, ResourceSlices and "
+                             "ResourceClaims or templates, as kubectl get -o json prints them", "spec.resourceClaims")
+        held = {(r.driver, r.pool, r.device) for claim in objects.claims if claim.status and claim.status.allocation
+                for r in claim.status.allocation.devices.results}
+        dra = _Dra(Inventory(objects.slices, objects.classes, held), nodes, pod_unit(pod, objects), objects)
+    return _schedule(pod, _snapshot(nodes, pods, pod), release, dra)
 
 
-def predict_files(nodes: str, pods: str | None, pod: str, version: str | Version = NEWEST) -> K8sPrediction:
+def predict_files(
+    nodes: str, pods: str | None, pod: str, version: str | Version = NEWEST, objects: list[str] | None = None
+) -> K8sPrediction:
     """The same from file paths, each named in any error."""
     release = parse_version(version)
     pods_doc = read_document(pods) if pods else None
-    return predict(read_document(nodes), pods_doc, read_document(pod), release, (nodes, pods or "pods", pod))
+    found = load_objects(objects, pods=False) if objects else None
+    return predict(read_document(nodes), pods_doc, read_document(pod), release, (nodes, pods or "pods", pod), found)
