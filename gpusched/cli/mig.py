@@ -1,0 +1,207 @@
+"""`gpusched mig plan`: MIG layouts that serve a demand, with the mig-parted config and labels to apply; and
+`gpusched bench mig`, the same planner timed on a generated cluster of MIG GPUs."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from ..bench.mig_bench import MigBench, bench_mig
+from ..planner.mig_repartition import (
+    MigGpu,
+    check_demand,
+    demand_from_pods,
+    inventory,
+    parse_demand,
+)
+from ..planner.optimize.mig import InstanceOut, MigPlan, plan_mig
+from ..planner.optimize.solver import Infeasible, SolverConfig, SolveReport
+from ..scenarios import load_cluster, load_pods
+from .app import ClusterArg, JsonFlag, app, err, run, show
+from .core import bench_app
+
+mig_app = typer.Typer(help="MIG repartitioning: layouts that serve a demand for MIG instances.", no_args_is_help=True)
+app.add_typer(mig_app, name="mig")
+
+TimeLimitOpt = Annotated[float, typer.Option("--time-limit", help="seconds for the whole solve (all levels)")]
+WorkersOpt = Annotated[int, typer.Option("--workers", help="CP-SAT search workers")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="CP-SAT random seed")]
+
+
+def solver_config(time_limit: float, workers: int, seed: int) -> SolverConfig:
+    """The solver options, checked here so that a bad one is one clear line (exit 2)."""
+    if not time_limit > 0:
+        raise ValueError(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
+    if workers < 1:
+        raise ValueError(f"--workers: must be at least 1, got {workers}")
+    return SolverConfig(time_limit=time_limit, workers=workers, seed=seed)
+
+
+@mig_app.command("plan")
+def plan_command(
+    cluster: ClusterArg,
+    demand: Annotated[str | None, typer.Option("--demand", help="instances wanted per profile: 3g.40gb=4,1g.10gb=10")] = None,
+    pending: Annotated[
+        str | None, typer.Option("--pending", help="pods file (or scenario): the demand is mig_profile × gpus of its pods")
+    ] = None,
+    time_limit: TimeLimitOpt = 10.0,
+    workers: WorkersOpt = 2,
+    seed: SeedOpt = 0,
+    as_json: JsonFlag = False,
+) -> None:
+    """New MIG layouts that serve the demand, reconfiguring the fewest GPUs; busy instances stay where they are."""
+
+    def body() -> int:
+        config = solver_config(time_limit, workers, seed)
+        if (demand is None) == (pending is None):
+            raise ValueError("give exactly one of --demand PROFILE=COUNT,... and --pending PODS")
+        model = load_cluster(cluster)
+        wanted = _demand(inventory(model), demand, pending)
+        try:
+            plan = plan_mig(model, wanted, config)
+        except Infeasible as error:  # no plan within the time limit: an answer, not bad input
+            err.print(f"error: {error}", markup=False)
+            return 1
+        _timing(plan)
+        show(plan, as_json, render_plan)
+        return 0 if plan.outcome.met else 1
+
+    run(body)
+
+
+def _demand(gpus: list[MigGpu], demand: str | None, pending: str | None) -> dict[str, int]:
+    """Instances wanted per profile, from --demand or from the pending pods; a profile no GPU has is bad input."""
+    if demand is not None:
+        wanted = parse_demand(demand)
+        check_demand(wanted, gpus)
+        return wanted
+    pods = load_pods(pending or "").pods
+    for pod in pods:
+        if pod.mig_profile:
+            check_demand({pod.mig_profile: 1}, gpus, f"--pending: pod {pod.name}")
+    return demand_from_pods(pods)
+
+
+def _timing(plan: MigPlan) -> None:
+    """Solve time goes to stderr: it differs from run to run, the plan on stdout does not."""
+    report = plan.solve
+    tie = f", tie-break {plan.tie_break.seconds:.3f} s" if plan.tie_break else ""
+    err.print(
+        f"solved in {report.seconds:.3f} s{tie} (time limit {report.time_limit:g} s, {report.workers} workers, "
+        f"seed {report.seed})",
+        markup=False,
+    )
+
+
+def _table(*columns: str) -> Table:
+    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
+    for column in columns:
+        table.add_column(column)
+    return table
+
+
+def _instances(items: list[InstanceOut] | None) -> str:
+    if items is None:
+        return "MIG disabled"
+    return " ".join(f"{i.profile}@{i.start}" + (f"={i.holder}" if i.holder else "") for i in items) or "none"
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} {count}" for name, count in sorted(counts.items())) or "nothing"
+
+
+def render_plan(console: Console, plan: MigPlan) -> None:
+    demand = ", ".join(f"{name}={count}" for name, count in plan.demand.items())
+    result = plan.outcome
+    console.print(
+        f"demand {demand}: {'met' if result.met else 'NOT met'}; GPUs reconfigured {result.reconfigured}, "
+        f"unused slices {result.unused_slices} (GPUs that could change: {plan.gpus}, in classes: {plan.classes})",
+        markup=False,
+    )
+    if plan.message:
+        console.print(plan.message, markup=False)
+    _render_solve(console, plan.solve)
+    if not plan.changes:
+        why = "the free instances serve the demand" if plan.outcome.met else "no change serves more of the demand"
+        console.print(f"nothing to reconfigure: {why}", markup=False)
+    else:
+        for change in plan.changes:
+            console.print(f"{change.node}/{change.gpu}: {_instances(change.before)} -> {_instances(change.after)}",
+                          markup=False)
+        held = sorted({holder for change in plan.changes for holder in change.holders})
+        if held:
+            console.print(f"pods on reconfigured GPUs: {', '.join(held)}; the plan keeps their instances, but "
+                          "mig-manager re-creates every instance of a GPU it reconfigures: drain them before labelling",
+                          markup=False)
+        console.print("mig-parted config:", markup=False)
+        console.print(yaml.safe_dump(plan.mig_parted, sort_keys=False, default_flow_style=None).rstrip(), markup=False)
+        for node, name in plan.labels.items():
+            console.print(f"kubectl label node {node} nvidia.com/mig.config={name} --overwrite", markup=False)
+        _render_resources(console, plan)
+    _render_comparison(console, plan)
+
+
+def _render_solve(console: Console, report: SolveReport) -> None:
+    proven = "proven optimal" if report.optimal else "NOT proven optimal"
+    console.print(f"solver {report.status} ({proven})", markup=False)
+    table = _table("level", "status", "objective", "bound", "gap")
+    for level in report.levels:
+        value = "-" if level.objective is None else f"{level.objective:g}"
+        bound = "-" if level.best_bound is None else f"{level.best_bound:g}"
+        gap = "-" if level.gap is None else f"{100 * level.gap:.3g}%"
+        table.add_row(level.name, level.status, value, bound, gap)
+    console.print(table)
+
+
+def _render_resources(console: Console, plan: MigPlan) -> None:
+    for node in plan.resources:
+        console.print(f"advertised on {node.node} (runs {node.strategy}): before {_counts(node.before)}", markup=False)
+        console.print(f"  after, mixed strategy: {_counts(node.mixed)}", markup=False)
+        single = _counts(node.single) if node.single is not None else f"not possible: {node.single_problem}"
+        console.print(f"  after, single strategy: {single}", markup=False)
+
+
+def _render_comparison(console: Console, plan: MigPlan) -> None:
+    table = _table("plan", *plan.demand, "met", "GPUs reconfigured", "unused slices")
+    for row in plan.comparison:
+        served = [f"{row.outcome.served[name]}/{count}" for name, count in plan.demand.items()]
+        table.add_row(row.plan, *served, "yes" if row.outcome.met else "no", str(row.outcome.reconfigured),
+                      str(row.outcome.unused_slices))
+    console.print(table)
+
+
+@bench_app.command("mig")
+def bench_mig_command(
+    gpus: Annotated[int, typer.Option(min=8, help="generated MIG-capable GPUs (8 per node)")] = 1000,
+    seed: Annotated[int, typer.Option(help="generator seed (and CP-SAT seed)")] = 42,
+    random_layouts: Annotated[
+        bool, typer.Option("--random-layouts", help="random instances on every GPU (few identical GPUs) instead of common layouts")
+    ] = False,
+    time_limit: TimeLimitOpt = 10.0,
+    workers: WorkersOpt = 2,
+    as_json: JsonFlag = False,
+) -> None:
+    """Time `mig plan` on a generated cluster of MIG GPUs (half their instances busy) against a demand."""
+
+    def body() -> int:
+        result = bench_mig(gpus, seed, solver_config(time_limit, workers, seed), random_layouts)
+        show(result, as_json, render_bench)
+        return 0
+
+    run(body)
+
+
+def render_bench(console: Console, result: MigBench) -> None:
+    console.print(
+        f"mig plan on {result.gpus} GPUs ({result.nodes} nodes, {'random' if result.random_layouts else 'common'} "
+        f"layouts; {result.classes} classes, {result.options} layouts to choose from): "
+        f"demand {', '.join(f'{k}={v}' for k, v in result.demand.items())}; {result.status}, "
+        f"{'met' if result.met else 'NOT met'}, {result.reconfigured} GPUs reconfigured, "
+        f"{result.unused_slices} unused slices; solve {result.solve_seconds:.3f} s, total {result.seconds:.3f} s "
+        f"(first-fit reconfigures {result.first_fit_reconfigured}, met: {'yes' if result.first_fit_met else 'no'})",
+        markup=False,
+    )
