@@ -25,7 +25,7 @@ from ..validate import Assignment, violations
 from .classes import Arrangement, NodeClass, Shape, canonical_free, compatible, node_classes, patterns, room_of
 from .solver import Infeasible, SolveReport, SolverConfig, solve_lexicographic
 
-__all__ = ["PendingJob", "pending_jobs", "PlanJob", "PlannedPod", "check_plan", "HeuristicResult", "PlanReport", "plan", "weight_of"]
+__all__ = ["PendingJob", "pending_jobs", "PlanJob", "PlannedPod", "check_plan", "HeuristicResult", "PlanReport", "plan", "weight_of", "greedy", "Metrics"]
 
 
 @dataclass(frozen=True)
@@ -262,7 +262,7 @@ def _stranded(state: ClusterState, sizes: tuple[int, ...]) -> dict[int, int]:
     return {row.size: row.stranded for row in rows}
 
 
-def _greedy(cluster: Cluster, jobs: list[PendingJob], policy: str, mode: str, sizes: tuple[int, ...]) -> Metrics:
+def greedy(cluster: Cluster, jobs: list[PendingJob], policy: str, mode: str, sizes: tuple[int, ...]) -> Metrics:
     """kube-scheduler-style placement, job by job: pod mode keeps partial jobs' pods, gang mode gives them back."""
     state = ClusterState.from_cluster(cluster)
     placer = Placer(state, "gpu", policy)  # type: ignore[arg-type]
@@ -348,7 +348,7 @@ def plan(
         raise RuntimeError("internal error: the optimal plan failed validation: " + "; ".join(problems[:5]))
     all_sizes = tuple(sorted(set(sizes) | {largest}))
     compared = [
-        HeuristicResult(policy=policy, mode=mode, metrics=_greedy(cluster, jobs, policy, mode, all_sizes))
+        HeuristicResult(policy=policy, mode=mode, metrics=greedy(cluster, jobs, policy, mode, all_sizes))
         for policy in ("binpack", "spread", "topology")
         for mode in ("pod", "gang")
     ] if heuristics else []

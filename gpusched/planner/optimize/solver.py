@@ -51,6 +51,12 @@ class Infeasible(Exception):
 Level = tuple[str, str, cp_model.LinearExprT]  # (name, "maximize" | "minimize", expression)
 
 
+def _integral(value: float) -> float:
+    """The objectives are integer sums; CP-SAT may hand them back with float noise (6.999999999999999)."""
+    nearest = round(value)
+    return float(nearest) if abs(value - nearest) < 1e-6 else value
+
+
 def _gap(objective: float, bound: float) -> float:
     return abs(objective - bound) / max(1.0, abs(objective))
 
@@ -61,7 +67,7 @@ def solve_lexicographic(
     """Solve level by level; returns the solver holding the last level's solution, and the report."""
     began = time.perf_counter()
     reports: list[LevelReport] = []
-    solver = cp_model.CpSolver()
+    solver = best = cp_model.CpSolver()  # best: the last solver that found a solution (a level may find none in time)
     for name, sense, expression in levels:
         remaining = config.time_limit - (time.perf_counter() - began)
         solver = cp_model.CpSolver()
@@ -82,7 +88,8 @@ def solve_lexicographic(
             reports.append(LevelReport(name=name, sense=sense, status=status_name, objective=None, best_bound=None,
                                        gap=None, seconds=elapsed))
             break
-        objective, bound = solver.objective_value, solver.best_objective_bound
+        best = solver
+        objective, bound = _integral(solver.objective_value), _integral(solver.best_objective_bound)
         reports.append(LevelReport(name=name, sense=sense, status=status_name, objective=objective, best_bound=bound,
                                    gap=0.0 if status == cp_model.OPTIMAL else _gap(objective, bound), seconds=elapsed))
         _fix_and_hint(model, solver, expression, objective, status == cp_model.OPTIMAL, sense)
@@ -90,7 +97,7 @@ def solve_lexicographic(
     overall = "OPTIMAL" if statuses and all(s == "OPTIMAL" for s in statuses) and len(reports) == len(levels) else (
         "FEASIBLE" if any(r.objective is not None for r in reports) else "UNKNOWN"
     )
-    return solver, SolveReport(status=overall, levels=reports, seconds=time.perf_counter() - began,
+    return best, SolveReport(status=overall, levels=reports, seconds=time.perf_counter() - began,
                                time_limit=config.time_limit, workers=config.workers, seed=config.seed)
 
 

@@ -1,0 +1,121 @@
+"""Benchmarks for preempt and defrag: a generated cluster made busy by placing generated pods, then one question.
+
+The busy cluster is built by gpusched's own `place` (spread, as the default scheduler does), so the running pods
+sit where a scheduler would have put them; priorities and team labels are drawn from the seed.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+from pydantic import BaseModel
+
+from ..models.cluster import Cluster
+from ..models.workload import Job
+from ..planner.optimize.defrag import defrag, parse_shape
+from ..planner.optimize.preempt import preempt
+from ..planner.optimize.solver import SolverConfig
+from ..planner.place import place
+from ..scenarios.synthetic import synthetic_cluster, synthetic_pods
+
+__all__ = ["FILL", "RepairBench", "bench_defrag", "bench_preempt", "busy_cluster"]
+
+PRIORITIES = (0, 0, 10, 50, 1000)  # notebooks and batch mostly; some production pods that never go
+
+
+class RepairBench(BaseModel):
+    command: str
+    nodes: int
+    running: int
+    kinds: int
+    feasible: bool
+    status: str
+    objective: str
+    solve_seconds: float
+    seconds: float
+
+
+FILL = 1.3  # generated pods ask for 1.3 times the exclusive GPUs: spread leaves the nodes nearly full
+
+
+def busy_cluster(nodes: int, seed: int = 42, fill: float = FILL) -> Cluster:
+    """Generated nodes whose exclusive GPUs `fill` times over are asked for by generated pods, placed with spread
+    (the pods that do not fit are dropped)."""
+    cluster = synthetic_cluster(nodes, seed)
+    exclusive = sum(n.gpu.count for n in cluster.nodes if n.gpu and n.gpu.replicas == 1)
+    pods = synthetic_pods(int(exclusive * fill / 2.4), seed)  # 2.4: the mean of the generator's sizes
+    report = place(cluster, pods, "gpu", "spread")
+    rng = random.Random(seed)
+    needs = {pod.name: pod for pod in pods}
+    data = cluster.model_dump(exclude_unset=True)
+    by_name = {node["name"]: node for node in data["nodes"]}
+    running = {}
+    for result in report.results:
+        if result.node is None:
+            continue
+        pod = needs[result.pod]
+        block = by_name[result.node]["gpu"]
+        block.setdefault("busy", []).extend(
+            {"gpu": g, "pod": pod.name, "memory_gib": pod.memory_gib or 0.0} for g in result.gpus
+        )
+        running[pod.name] = pod.model_dump(exclude={"name", "gpus"}, exclude_unset=True) | {
+            "priority": rng.choice(PRIORITIES),
+            "labels": {"team": rng.choice("abcd")},
+        }
+    data["running"] = running
+    data["disruption_budgets"] = [{"name": "team-a", "selector": {"team": "a"}, "max_unavailable": 2}]
+    return Cluster.model_validate(data)
+
+
+def bench_preempt(
+    nodes: int, seed: int = 42, pods: int = 2, gpus: int = 8, config: SolverConfig | None = None, fill: float = FILL
+) -> RepairBench:
+    """Time `preempt` of a priority-100 NVLink job (pods x gpus) on a busy generated cluster."""
+    cluster = busy_cluster(nodes, seed, fill)
+    job = Job(name="llm", pods=pods, gpus_per_pod=gpus, nvlink=True, priority=100, duration=3600)
+    began = time.perf_counter()
+    report = preempt(cluster, job, config)
+    seconds = time.perf_counter() - began
+    cost = report.cost
+    objective = (
+        "-" if cost is None else f"top priority {cost.highest_priority}, GPUs {cost.units}, victims {cost.victims}"
+    )
+    return RepairBench(
+        command=f"preempt {pods}x{gpus} NVLink job",
+        nodes=nodes,
+        running=len(cluster.running),
+        kinds=report.kinds,
+        feasible=report.feasible,
+        status=report.solve.status if report.solve else "-",
+        objective=objective,
+        solve_seconds=round(report.solve.seconds, 3) if report.solve else 0.0,
+        seconds=round(seconds, 3),
+    )
+
+
+def bench_defrag(
+    nodes: int,
+    seed: int = 42,
+    shape: str = "8x2@island",
+    max_moves: int | None = None,
+    config: SolverConfig | None = None,
+    fill: float = FILL,
+) -> RepairBench:
+    """Time `defrag --for shape` on a busy generated cluster."""
+    cluster = busy_cluster(nodes, seed, fill)
+    began = time.perf_counter()
+    report = defrag(cluster, parse_shape(shape), max_moves, config)
+    seconds = time.perf_counter() - began
+    objective = f"moves {len(report.moves)}, GPUs moved {report.gpus_moved}, target pods {len(report.targets)}"
+    return RepairBench(
+        command=f"defrag --for {shape}",
+        nodes=nodes,
+        running=len(cluster.running),
+        kinds=report.kinds,
+        feasible=report.feasible,
+        status=report.solve.status if report.solve else "-",
+        objective=objective,
+        solve_seconds=round(report.solve.seconds, 3) if report.solve else 0.0,
+        seconds=round(seconds, 3),
+    )

@@ -1,0 +1,179 @@
+"""What preempt and defrag share: the running pods as the planners see them, disruption budgets, nodes grouped
+into kinds, and the independent check of a cluster after pods were evicted, moved or added.
+
+Running pods' cpu and memory requests count against their node here (kube-scheduler counts every bound pod), so
+an eviction frees them and a moved pod takes them along.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from ...models.cluster import Cluster, RunningPod
+from ...models.scheduling import selector_matches
+from ...models.workload import GpuNeeds
+from ..place import Placer
+from ..state import ClusterState, GpuState, MigSlot, NodeState
+from ..validate import Assignment, violations
+
+__all__ = [
+    "Budgets",
+    "running_pods",
+    "counts_per_kind",
+    "problems",
+    "running_state",
+    "scratch",
+    "spread_over_kinds",
+    "without",
+]
+
+
+_RUNNING: dict[int, tuple[Cluster, list[RunningPod]]] = {}
+
+
+def running_pods(cluster: Cluster) -> list[RunningPod]:
+    """Cluster.running_pods, computed once per cluster model (the models are never changed once validated)."""
+    hit = _RUNNING.get(id(cluster))
+    if hit is None or hit[0] is not cluster:
+        if len(_RUNNING) >= 8:
+            _RUNNING.clear()
+        hit = _RUNNING[id(cluster)] = (cluster, cluster.running_pods())
+    return hit[1]
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """The disruption budgets, each with how many of the pods it selects may still be evicted."""
+
+    selectors: tuple[dict[str, str], ...]
+    names: tuple[str, ...]
+    allowed: tuple[int, ...]
+
+    @classmethod
+    def of(cls, cluster: Cluster) -> Budgets:
+        """allowed = max_unavailable, or the selected running pods beyond min_available (never below 0)."""
+        running = running_pods(cluster)
+        allowed = []
+        for budget in cluster.disruption_budgets:
+            if budget.max_unavailable is not None:
+                allowed.append(budget.max_unavailable)
+            else:
+                selected = sum(selector_matches(budget.selector, pod.needs.labels) for pod in running)
+                allowed.append(max(0, selected - (budget.min_available or 0)))
+        return cls(
+            tuple(b.selector for b in cluster.disruption_budgets),
+            tuple(b.name for b in cluster.disruption_budgets),
+            tuple(allowed),
+        )
+
+    def selecting(self, pod: RunningPod) -> tuple[int, ...]:
+        """Indices of the budgets that select this pod (an empty selector selects every pod)."""
+        return tuple(i for i, selector in enumerate(self.selectors) if selector_matches(selector, pod.needs.labels))
+
+    def pinned(self, pod: RunningPod) -> bool:
+        """A pod no budget lets go: it can be neither evicted nor moved."""
+        return any(self.allowed[i] == 0 for i in self.selecting(pod))
+
+    def overdrawn(self, pods: Iterable[RunningPod]) -> list[str]:
+        """Budgets these evictions break, with by how much."""
+        used = Counter(i for pod in pods for i in self.selecting(pod))
+        return [
+            f"disruption budget {self.names[i]} allows {self.allowed[i]}, {n} evicted"
+            for i, n in sorted(used.items())
+            if n > self.allowed[i]
+        ]
+
+
+def running_state(cluster: Cluster) -> ClusterState:
+    """The cluster's state with every running pod's cpu and memory counted on its node."""
+    state = ClusterState.from_cluster(cluster)
+    for pod in running_pods(cluster):
+        node = state.node(pod.node)
+        node.cpu_requested += pod.needs.cpu_milli
+        node.memory_requested += pod.needs.memory_bytes
+    return state
+
+
+def scratch(node: NodeState) -> tuple[NodeState, Placer]:
+    """A copy of one node to try evictions and placements on, with a Placer to bind and release on it."""
+    gpus = [
+        GpuState(
+            g.index,
+            g.island,
+            g.replicas,
+            g.memory_gib,
+            list(g.holders),
+            [MigSlot(s.profile, s.start, s.holder) for s in g.mig],
+        )
+        for g in node.gpus
+    ]
+    copy = NodeState(node.spec, gpus, node.cpu_requested, node.memory_requested, node.cpu_nonzero, node.memory_nonzero)
+    return copy, Placer(ClusterState([copy], 0.0))
+
+
+def without(cluster: Cluster, gone: Iterable[str]) -> Cluster:
+    """The cluster model with these running pods taken off their GPUs and MIG instances (copies, no re-validation)."""
+    names = set(gone)
+    nodes = []
+    for node in cluster.nodes:
+        block = node.gpu
+        if block is not None and (any(b.pod in names for b in block.busy) or any(m.holder in names for m in block.mig)):
+            busy = [b for b in block.busy if b.pod not in names]
+            mig = [m.model_copy(update={"holder": None}) if m.holder in names else m for m in block.mig]
+            node = node.model_copy(update={"gpu": block.model_copy(update={"busy": busy, "mig": mig})})
+        nodes.append(node)
+    running = {name: needs for name, needs in cluster.running.items() if name not in names}
+    return cluster.model_copy(update={"nodes": nodes, "running": running})
+
+
+def _requests(cluster: Cluster, gone: set[str], placed: Sequence[Assignment]) -> list[str]:
+    """cpu and memory over allocatable, counting the running pods that stay and the placed ones."""
+    used: dict[str, list[int]] = {node.name: [0, 0] for node in cluster.nodes}
+    needs: list[tuple[str, GpuNeeds]] = [(p.node, p.needs) for p in running_pods(cluster) if p.name not in gone]
+    needs += [(a.node, a.needs) for a in placed]
+    for node, need in needs:
+        if node in used:
+            used[node][0] += need.cpu_milli
+            used[node][1] += need.memory_bytes
+    found = []
+    for node in cluster.nodes:
+        cpu, memory = used[node.name]
+        if node.cpu_milli is not None and cpu > node.cpu_milli:
+            found.append(f"{node.name}: cpu requests {cpu}m over allocatable {node.cpu_milli}m")
+        if node.memory_bytes is not None and memory > node.memory_bytes:
+            found.append(f"{node.name}: memory requests {memory} over allocatable {node.memory_bytes}")
+    return found
+
+
+def problems(cluster: Cluster, gone: Iterable[str], placed: Sequence[Assignment]) -> list[str]:
+    """Everything wrong with the cluster once `gone` are off it and `placed` are on it (the independent validator
+    on the changed model, plus cpu and memory counted with the running pods that stay)."""
+    names = set(gone)
+    return violations(without(cluster, names), list(placed)) + _requests(cluster, names, placed)
+
+
+def counts_per_kind(
+    model: cp_model.CpModel, sizes: Sequence[int], options: Sequence[int], name: str
+) -> list[list[cp_model.IntVar]]:
+    """One integer per (kind, option): how many of the kind's nodes take that option; together at most its size."""
+    chosen = []
+    for kind, (size, count) in enumerate(zip(sizes, options, strict=True)):
+        row = [model.new_int_var(0, size, f"{name}_{kind}_{option}") for option in range(count)]
+        if row:
+            model.add(sum(row) <= size)
+        chosen.append(row)
+    return chosen
+
+
+def spread_over_kinds(nodes: Sequence[Sequence[str]], counts: Sequence[Sequence[int]]) -> list[tuple[int, str, int]]:
+    """Disaggregate: (kind, node, option) triples, each kind's options given to its nodes in name order."""
+    chosen = []
+    for kind, (members, row) in enumerate(zip(nodes, counts, strict=True)):
+        queue = iter(members)
+        for option, count in enumerate(row):
+            chosen += [(kind, next(queue), option) for _ in range(count)]
+    return chosen

@@ -1,0 +1,256 @@
+"""defrag: hand-worked optima, ordered valid steps, budgets, bad input, and exhaustive-search properties."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpusched.errors import InputError
+from gpusched.models.cluster import Cluster
+from gpusched.planner.optimize.defrag import Move, defrag, parse_shape
+from gpusched.planner.optimize.defrag import _order as order_moves
+from gpusched.planner.optimize.disrupt import without
+from gpusched.planner.optimize.solver import SolverConfig
+from gpusched.planner.validate import Assignment, violations
+
+
+def _node(name: str, count: int, islands: list[list[int]], busy: dict[int, str], **extra) -> dict:
+    gpu = {
+        "model": "A100-SXM4-80GB",
+        "count": count,
+        "memory_gib": 80,
+        "islands": islands,
+        "busy": [{"gpu": g, "pod": pod} for g, pod in busy.items()],
+    } | extra.pop("gpu", {})
+    return {"name": name, "gpu": gpu} | extra
+
+
+def _cluster(nodes: list[dict], running: dict | None = None, budgets: list | None = None) -> Cluster:
+    return Cluster.model_validate({"nodes": nodes, "running": running or {}, "disruption_budgets": budgets or []})
+
+
+class TestCrowded:
+    """The built-in `crowded` scenario: no node has eight GPUs free."""
+
+    def test_fewest_moves_for_an_eight_gpu_island_then_fewest_gpus(self, gpusched):
+        result = gpusched("defrag", "crowded", "--for", "8@island")
+        assert result.exit_code == 0
+        assert result.lines[:6] == [
+            "room for 1 pod x 8 GPUs, each inside one NVLink island: 0 fit now",
+            "1. move finetune-b: dgx-b GPUs [0, 1] -> pcie-a GPUs [6, 7]",
+            "2. move notebook-3: dgx-b GPUs [2] -> pcie-a GPUs [1]",
+            "3. move notebook-4: dgx-b GPUs [5] -> pcie-a GPUs [3]",
+            "then target-0 -> dgx-b GPUs [0, 1, 2, 3, 4, 5, 6, 7] islands [0]",
+            "solver: OPTIMAL (proven): moves 3, GPUs moved 4",
+        ]  # clearing dgx-a also takes 3 moves but 6 GPUs (the 4-GPU training pod)
+        assert "kubectl delete pod finetune-b   # re-create on pcie-a, GPUs [6, 7]" in result.lines
+        assert ["descheduler", "HighNodeUtilization", "3", "3", "0", "(short)", "yes"] in result.words
+
+    def test_json_shape(self, gpusched):
+        report = gpusched("defrag", "crowded", "--for", "8@island", "--json").json()
+        assert report["feasible"] and report["before"] == 0 and report["gpus_moved"] == 4
+        assert [s["action"] for s in report["steps"]] == ["move"] * 3
+        assert report["solve"]["status"] == "OPTIMAL" and report["kinds"] == 3
+        assert report["targets"] == [{"pod": "target-0", "node": "dgx-b", "gpus": list(range(8)), "islands": [0]}]
+
+    def test_moved_nvlink_pods_keep_their_island(self, gpusched):
+        report = gpusched("defrag", "crowded", "--for", "8@island", "--json").json()
+        finetune = next(m for m in report["moves"] if m["pod"] == "finetune-b")
+        assert finetune["to_gpus"] in ([0, 1], [2, 3], [4, 5], [6, 7])  # one PCIe pair
+
+    def test_two_eight_gpu_islands_cannot_be_made(self, gpusched):
+        result = gpusched("defrag", "crowded", "--for", "8x2@island")
+        assert result.exit_code == 1
+        assert result.lines[1] == "no plan: the pods that would have to leave fit nowhere else"
+
+    def test_as_many_blocks_as_the_moves_allow(self, gpusched):
+        report = gpusched("defrag", "crowded", "--for", "2xmax@island", "--max-moves", "2", "--json").json()
+        assert report["before"] == 4 and len(report["targets"]) == 5 and len(report["moves"]) == 1
+        assert report["solve"]["levels"][0]["name"] == "target pods"
+
+    def test_a_shape_that_fits_moves_nothing(self, gpusched):
+        result = gpusched("defrag", "crowded", "--for", "4@island")
+        assert result.exit_code == 0 and "nothing to move: it fits as the cluster is" in result.lines
+
+
+class TestHandWorked:
+    def test_the_fragmented_scenario_moves_the_training_pod_off_dgx_a(self, gpusched):
+        report = gpusched("defrag", "fragmented", "--for", "8@island", "--json").json()
+        assert len(report["moves"]) == 3 and report["gpus_moved"] == 6
+        assert report["comparison"][0]["fits"] is False  # emptying the least-used node (pcie-a) gives pairs only
+
+    def test_a_chain_moves_the_blocker_first(self):
+        nodes = [
+            _node("x", 4, [[0, 1, 2, 3]], {0: "a", 1: "a"}),
+            _node("y", 2, [[0, 1]], {0: "b"}),
+            _node("z", 1, [], {}),
+        ]
+        cluster = _cluster(nodes, {"a": {"nvlink": True}})
+        report = defrag(cluster, parse_shape("4@island"))
+        assert [(s.action, s.pod) for s in report.steps] == [("move", "b"), ("move", "a")]
+        assert report.moves[0].to_node == "y" and report.steps[0].node == "z"
+
+    def test_a_swap_evicts_one_pod_first_and_recreates_it_last(self):
+        moves = [
+            Move(pod="a", gpus=1, from_node="n", from_gpus=[0], to_node="n", to_gpus=[1]),
+            Move(pod="b", gpus=1, from_node="n", from_gpus=[1], to_node="n", to_gpus=[0]),
+        ]
+        assert [(s.action, s.pod) for s in order_moves(moves)] == [("evict", "a"), ("move", "b"), ("create", "a")]
+
+    def test_a_pod_pinned_by_its_budget_never_moves(self):
+        nodes = [
+            _node("x", 4, [[0, 1, 2, 3]], {0: "a"}),
+            _node("y", 4, [[0, 1, 2, 3]], {0: "b", 1: "c"}),
+            _node("z", 4, [], {}),
+        ]
+        running = {"a": {"labels": {"app": "db"}}, "b": {}, "c": {}}
+        budget = [{"name": "db", "selector": {"app": "db"}, "max_unavailable": 0}]
+        report = defrag(_cluster(nodes, running, budget), parse_shape("4@island"))
+        assert [m.pod for m in report.moves] == ["b", "c"]  # two moves, not the pinned one
+
+    def test_a_moved_pod_keeps_its_model(self):
+        nodes = [_node("x", 2, [[0, 1]], {0: "a"}), _node("y", 2, [[0, 1]], {}, gpu={"model": "H100-SXM5-80GB"})]
+        cluster = _cluster(nodes, {"a": {"model": "A100-SXM4-80GB"}})
+        report = defrag(cluster, parse_shape("2x2@island"))
+        assert not report.feasible  # a cannot go to the H100 node, and the A100 node cannot hold it beside a target
+
+
+class TestBadInput:
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            (("--for", "16@island"), "no node has 16 GPUs in one NVLink island (the largest island has 8)"),
+            (("--for", "16"), "no node has 16 exclusive whole GPUs (the largest has 8)"),
+            (("--for", "8@isl"), "--for: expected GPUS[xPODS|xmax][@island]"),
+            (("--for", "0"), "--for: GPUs and pods must be at least 1"),
+            (("--for", "8x0"), "--for: GPUs and pods must be at least 1"),
+            (("--for", "4xmax"), "give --max-moves"),
+            (("--for", "8@island", "--max-moves", "-1"), "--max-moves: must be 0 or more, got -1"),
+            (("--for", "8@island", "--time-limit", "0"), "--time-limit: must be more than 0 seconds, got 0"),
+        ],
+    )
+    def test_exit_2_with_one_message(self, gpusched, args, message):
+        result = gpusched("defrag", "crowded", *args)
+        assert result.exit_code == 2 and message in result.stderr and result.stdout == ""
+
+    def test_too_few_moves_is_exit_1(self, gpusched):
+        result = gpusched("defrag", "crowded", "--for", "8@island", "--max-moves", "2")
+        assert result.exit_code == 1 and "within 2 moves" in result.lines[1]
+
+
+# --- properties against exhaustive search ------------------------------------------------------------------------
+
+
+@st.composite
+def small_cases(draw):
+    nodes, running = [], {}
+    for n in range(draw(st.integers(2, 3))):
+        count = draw(st.integers(2, 4))
+        split = draw(st.integers(1, count))
+        islands = [list(range(split))] + ([list(range(split, count))] if split < count else [])
+        free, busy = list(range(count)), {}
+        for p in range(draw(st.integers(0, min(2, 4 - len(running))))):
+            size = draw(st.integers(1, 2))
+            if len(free) < size:
+                break
+            start = draw(st.integers(0, len(free) - size))
+            name = f"r{n}{p}"
+            for g in free[start : start + size]:
+                busy[g] = name
+            free = free[:start] + free[start + size :]
+            running[name] = {"nvlink": draw(st.booleans())}
+        nodes.append(_node(f"n{n}", count, islands, busy))
+    gpus = draw(st.integers(2, 4))
+    pods = draw(st.sampled_from(["1", "2", "max"])) if gpus == 2 else "1"
+    shape = parse_shape(f"{gpus}x{pods}" + ("@island" if draw(st.booleans()) else ""))
+    return _cluster(nodes, running), shape, (draw(st.integers(0, 2)) if pods == "max" else None)
+
+
+def _room(cluster: Cluster, placed: list[Assignment], shape) -> int:
+    """Target pods that fit: free GPUs counted per island (or per node) from the model and the placements."""
+    used = {(n.name, b.gpu) for n in cluster.nodes for b in n.gpu.busy} | {(a.node, g) for a in placed for g in a.gpus}
+    total = 0
+    for node in cluster.nodes:
+        islands = node.gpu.island_of()
+        free: dict[int, int] = {}
+        for g in range(node.gpu.count):
+            if (node.name, g) not in used:
+                free[islands[g] if shape.island else 0] = free.get(islands[g] if shape.island else 0, 0) + 1
+        total += sum(f // shape.gpus for f in free.values())
+    return total
+
+
+def _spots(base: Cluster, pods: list, used: frozenset) -> list[list[Assignment]]:
+    """Every way to put these pods on GPUs nobody holds, each pod judged alone by the validator."""
+    if not pods:
+        return [[]]
+    pod, found = pods[0], []
+    for node in base.nodes:
+        free = [g for g in range(node.gpu.count) if (node.name, g) not in used]
+        for combo in combinations(free, len(pod.gpus)):
+            spot = Assignment(pod.name, pod.needs, node.name, combo)
+            if not violations(base, [spot]):
+                found += [[spot, *rest] for rest in _spots(base, pods[1:], used | {(node.name, g) for g in combo})]
+    return found
+
+
+def _exhaustive(cluster: Cluster, shape, max_moves: int | None) -> tuple | None:
+    """Best (-targets, moves, GPUs moved) over every set of moved pods and every new place for them."""
+    pods = cluster.running_pods()
+    best = None
+    for size in range(len(pods) + 1 if max_moves is None else min(len(pods), max_moves) + 1):
+        if best is not None and shape.pods is not None:
+            break  # fewer moves always win when the number of target pods is fixed
+        for moved in combinations(pods, size):
+            base = without(cluster, [p.name for p in moved])
+            held = frozenset((n.name, b.gpu) for n in base.nodes for b in n.gpu.busy)
+            for placed in _spots(base, list(moved), held):
+                assert not violations(base, placed)
+                room = _room(base, placed, shape)
+                if shape.pods is not None and room < shape.pods:
+                    continue
+                key = (-(room if shape.pods is None else 0), size, sum(len(p.gpus) for p in moved))
+                best = key if best is None or key < best else best
+    return best
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_cases())
+def test_optimum_equals_exhaustive_search_is_valid_and_never_worse_than_the_descheduler(case):
+    cluster, shape, max_moves = case
+    expected = _exhaustive(cluster, shape, max_moves)
+    try:
+        report = defrag(cluster, shape, max_moves, SolverConfig(workers=1))
+    except InputError:  # no node could ever hold the shape
+        assert expected is None or (shape.pods is None and expected[0] == 0)
+        return
+    if expected is None:
+        assert not report.feasible
+        return
+    assert report.feasible and report.solve.optimal
+    targets = -len(report.targets) if shape.pods is None else 0
+    assert (targets, len(report.moves), report.gpus_moved) == expected
+    greedy = report.comparison[0]
+    if shape.pods is not None and greedy.fits and greedy.valid:
+        assert len(report.moves) <= len(greedy.moves)
+    if shape.pods is None:
+        assert len(report.targets) >= greedy.targets
+
+
+def test_a_time_limited_solve_never_claims_more_than_it_proved(gpusched, write):
+    """Whatever the clock allows: OPTIMAL only with every level proven, else the gap, else exit 1 and why."""
+    from gpusched.bench.repair import busy_cluster
+
+    cluster = write("busy.json", busy_cluster(300).model_dump_json(exclude_unset=True))
+    result = gpusched("defrag", cluster, "--for", "8x4@island", "--time-limit", "0.05", "--workers", "1", "--json")
+    report = result.json()
+    if result.exit_code == 1:
+        assert "no plan found within the time limit of 0.05 s" in report["reason"]
+        return
+    levels = report["solve"]["levels"]
+    assert (report["solve"]["status"] == "OPTIMAL") == all(level["status"] == "OPTIMAL" for level in levels)
+    text = gpusched("defrag", cluster, "--for", "8x4@island", "--time-limit", "0.05", "--workers", "1").stdout
+    assert ("OPTIMAL (proven)" in text) != ("not proven optimal" in text)
