@@ -17,7 +17,7 @@ from .quantity import Quantity, milli, to_int
 from .scheduling import Taint
 from .workload import GpuNeeds
 
-__all__ = ["Cluster", "Node", "GpuBlock", "MigInstance", "BusyGpu", "DisruptionBudget", "RunningPod"]
+__all__ = ["Cluster", "Node", "GpuBlock", "MigInstance", "BusyGpu", "DisruptionBudget", "RunningPod", "NvlinkDomain"]
 
 Count = Annotated[int, Field(ge=0, strict=True)]
 
@@ -180,6 +180,15 @@ class DisruptionBudget(Strict):
         return self
 
 
+class NvlinkDomain(Strict):
+    """A rack-scale NVLink domain (a GB200 NVL72 rack): the GPUs of these nodes reach each other over NVLink, not
+    the network."""
+
+    name: str = Field(min_length=1)
+    nodes: list[str] = Field(min_length=2)
+    gbps: float = Field(gt=0, description="NVLink bandwidth per GPU per direction between the member nodes, GB/s")
+
+
 @dataclass(frozen=True)
 class RunningPod:
     """A pod already holding GPUs: where it runs (from the busy and MIG entries) and what it needs."""
@@ -200,6 +209,9 @@ class Cluster(Strict):
         "a holder not listed has priority 0 and no constraints",
     )
     disruption_budgets: list[DisruptionBudget] = Field(default_factory=list)
+    nvlink_domains: list[NvlinkDomain] = Field(
+        default_factory=list, description="rack-scale NVLink domains spanning nodes (GB200 NVL72)"
+    )
 
     @model_validator(mode="after")
     def _running_are_holders(self) -> Cluster:
@@ -224,6 +236,20 @@ class Cluster(Strict):
             RunningPod(name, node, tuple(gpus), tuple(mig), self.running.get(name, GpuNeeds()))
             for (name, node), (gpus, mig) in placed.items()
         ]
+
+    @model_validator(mode="after")
+    def _domains(self) -> Cluster:
+        """Every member is a GPU node of the cluster, and in one domain only."""
+        gpu_nodes = {node.name for node in self.nodes if node.gpu is not None}
+        seen: dict[str, str] = {}
+        for domain in self.nvlink_domains:
+            for name in domain.nodes:
+                if name not in gpu_nodes:
+                    raise ValueError(f"NVLink domain {domain.name} names {name!r}, which is not a node with GPUs")
+                if name in seen:
+                    raise ValueError(f"node {name!r} is in NVLink domains {seen[name]} and {domain.name}")
+                seen[name] = domain.name
+        return self
 
     @field_validator("nodes")
     @classmethod

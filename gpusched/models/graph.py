@@ -1,7 +1,9 @@
 """The cluster as a networkx graph: cluster -> node -> NVLink island -> GPU -> MIG slot.
 
 Edges carry `gbps`, the bandwidth per direction of the link they stand for, so topology questions (which
-islands exist, the slowest link a ring of GPUs crosses) are graph questions.
+islands exist, the slowest link a ring of GPUs crosses) are graph questions. A rack-scale NVLink domain is one more
+vertex joined to the islands of its member nodes over NVLink, so GPUs on different nodes of one domain reach each
+other without the network; paths prefer the faster links.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ def gpu_id(node: str, index: int) -> tuple:
 def build_graph(cluster: Cluster) -> nx.Graph:
     graph = nx.Graph()
     graph.add_node(CLUSTER, kind="cluster")
+    domain_of = {name: domain for domain in cluster.nvlink_domains for name in domain.nodes}
+    for domain in cluster.nvlink_domains:
+        graph.add_node(("domain", domain.name), kind="domain", name=domain.name)
     for node in cluster.nodes:
         node_id = ("node", node.name)
         graph.add_node(node_id, kind="node", name=node.name)
@@ -35,9 +40,10 @@ def build_graph(cluster: Cluster) -> nx.Graph:
             island_id = ("island", node.name, number)
             graph.add_node(island_id, kind="island", node=node.name, number=number, size=size)
             graph.add_edge(node_id, island_id, gbps=block.pcie_gbps, link="pcie")
+        fabric = domain_of.get(node.name)
         for index in range(block.count):
             number = mapping[index]
-            nvlinked = sizes[number] > 1
+            nvlinked = sizes[number] > 1 or fabric is not None
             graph.add_node(gpu_id(node.name, index), kind="gpu", node=node.name, index=index, model=block.model)
             graph.add_edge(
                 ("island", node.name, number),
@@ -49,15 +55,22 @@ def build_graph(cluster: Cluster) -> nx.Graph:
             slot_id = ("mig", node.name, instance.gpu, instance.start)
             graph.add_node(slot_id, kind="mig", profile=instance.profile, holder=instance.holder)
             graph.add_edge(gpu_id(node.name, instance.gpu), slot_id, link="mig")
+        if fabric is not None:
+            for number in sizes:
+                graph.add_edge(("island", node.name, number), ("domain", fabric.name), gbps=fabric.gbps, link="nvlink")
     return graph
 
 
 def path_gbps(graph: nx.Graph, a: tuple, b: tuple) -> tuple[float, str]:
-    """Bandwidth and kind of the slowest link on the path between two GPUs."""
-    path = nx.shortest_path(graph, a, b)
+    """Bandwidth and kind of the slowest link on the path between two GPUs (the fastest path, where several)."""
+    path = nx.shortest_path(graph, a, b, weight=_seconds_per_gb)
     edges = [graph.edges[u, v] for u, v in zip(path, path[1:], strict=False)]
     slowest = min(edges, key=lambda edge: edge["gbps"])
     return slowest["gbps"], slowest["link"]
+
+
+def _seconds_per_gb(_u: tuple, _v: tuple, edge: dict) -> float:
+    return 1.0 / edge["gbps"] if "gbps" in edge else 1.0
 
 
 def ring_gbps(graph: nx.Graph, gpus: list[tuple]) -> tuple[float, str]:

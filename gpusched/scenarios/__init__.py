@@ -1,7 +1,8 @@
 """Loading inputs: files (JSON or YAML) and the built-in scenarios, into validated models.
 
 A scenario is one YAML file under `data/` holding a cluster and, optionally, the pods and jobs that go with it.
-Every command argument that names a cluster accepts a scenario name, a scenario file or a cluster file.
+Every command argument that names a cluster accepts a scenario name, a scenario file, a cluster file, a directory of
+kubectl dumps, or a kubeconfig (a live cluster); the last two are imported on the fly by gpusched.scenarios.importer.
 """
 
 from __future__ import annotations
@@ -101,8 +102,48 @@ def _is_scenario_name(source: str) -> bool:
     return source in scenario_names()
 
 
+_KUBECONFIG_MAX_BYTES = 1 << 20  # a kubeconfig is small; larger files are not worth parsing twice to find out
+
+
+def _kubeconfig(source: str) -> tuple[str, str | None] | None:
+    """`KUBECONFIG[#CONTEXT]`, when the file is a kubeconfig (`kind: Config`): the path and the context."""
+    path, hashed, context = source.rpartition("#")
+    if not (hashed and Path(path).is_file()):
+        path, context = source, ""
+    file = Path(path)
+    if not file.is_file() or file.stat().st_size > _KUBECONFIG_MAX_BYTES:
+        return None
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    is_config = isinstance(data, dict) and data.get("kind") == "Config" and "clusters" in data
+    return (path, context or None) if is_config else None
+
+
+def _is_imported(source: str) -> bool:
+    """A directory of kubectl dumps (gpusched.scenarios.importer.DUMP_LAYOUT), or a kubeconfig: a live cluster."""
+    return Path(source).is_dir() or _kubeconfig(source) is not None
+
+
+def _imported(source: str) -> Scenario:
+    """The cluster a dump directory or a live cluster describes, its Pending GPU pods as the scenario's pods."""
+    from .importer import build_cluster, read_dump_dir  # the importer reads files through this module
+    from .importer.live import read_live
+
+    live = _kubeconfig(source)
+    if live is None:
+        imported = build_cluster(read_dump_dir(source))
+        return Scenario(Path(source).name, f"kubectl dump {source}", imported.cluster, imported.pending)
+    imported = build_cluster(read_live(*live))
+    return Scenario(live[1] or Path(live[0]).stem, f"live cluster ({source})", imported.cluster, imported.pending)
+
+
 def load_scenario(source: str) -> Scenario:
-    """A built-in scenario by name, a scenario file (top-level `cluster:`), or a plain cluster file."""
+    """A built-in scenario by name, a scenario file (top-level `cluster:`), a plain cluster file, a directory of
+    kubectl dumps or a kubeconfig (`PATH` or `PATH#CONTEXT`): the cluster imported, its Pending GPU pods as pods."""
+    if _is_imported(source):
+        return _imported(source)
     if _is_scenario_name(source):
         data = _parse(f"scenario {source}", (_DATA / f"{source}.yaml").read_text(encoding="utf-8"))
         return _scenario(f"scenario {source}", source, data)
@@ -137,8 +178,8 @@ def load_cluster(source: str) -> Cluster:
 
 
 def _listing(source: str, key: str, model: type[Model]) -> Model:
-    """A pods or jobs file: `{key: [...]}` or a bare list; a scenario name gives that scenario's list."""
-    if _is_scenario_name(source):
+    """A pods or jobs file: `{key: [...]}` or a bare list; a scenario name (or dump directory) gives its list."""
+    if _is_scenario_name(source) or _is_imported(source):
         found = getattr(load_scenario(source), key)
         if found is None:
             raise InputError(f"scenario {source}", f"has no {key}")
@@ -166,7 +207,7 @@ def load_jobs(source: str) -> JobList:
 
 def load_pending(source: str) -> tuple[PodList, JobList]:
     """Pending pods and jobs together: a scenario (its pods and jobs), or a file with `pods:` and/or `jobs:`."""
-    if _is_scenario_name(source):
+    if _is_scenario_name(source) or _is_imported(source):
         found = load_scenario(source)
         return found.pods or PodList(pods=[]), found.jobs or JobList(jobs=[])
     data = read_document(source, NOT_FOUND)

@@ -1,0 +1,115 @@
+"""`gpusched import`: the cluster file built from kubectl dumps (or a live cluster), with where each fact came from."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+from rich.console import Console
+
+from ..models.cluster import Cluster
+from ..scenarios.importer import ImportReport, build_cluster, read_inputs
+from ..scenarios.importer.live import read_live
+from .app import JsonFlag, app, emit_json, run
+from .render import new_table
+
+WIDTH = 160  # a row per node with its model and sources: wider than a terminal rather than folded
+
+
+@app.command("import")
+def import_command(
+    nodes: Annotated[str | None, typer.Option("--nodes", help="kubectl get nodes -o json")] = None,
+    pods: Annotated[str | None, typer.Option("--pods", help="kubectl get pods -A -o json: who holds which GPU")] = None,
+    objects: Annotated[
+        list[str] | None,
+        typer.Option("--objects", help="DRA objects: kubectl get resourceslices,resourceclaims -A -o json (repeatable)"),
+    ] = None,
+    topology: Annotated[
+        list[str] | None,
+        typer.Option("--topology", help="NODE=FILE: `nvidia-smi topo -m` or `nvidia-smi -q -x` captured on NODE (repeatable)"),
+    ] = None,
+    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="read Nodes, Pods and DRA objects from this cluster")] = None,
+    context: Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: current)")] = None,
+    output: Annotated[str | None, typer.Option("-o", "--output", help="write the cluster file here (.json or YAML; - for stdout)")] = None,
+    pods_out: Annotated[str | None, typer.Option("--pods-out", help="write the Pending GPU pods here as a pods file")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Build the cluster model from what the cluster publishes: GFD labels, allocatable, pods, DRA slices, nvidia-smi."""
+
+    def body() -> int:
+        if as_json and output == "-":
+            raise ValueError("--json and -o - both want stdout: write the cluster file with -o FILE")
+        if kubeconfig and (nodes or pods or objects):
+            raise ValueError("--kubeconfig reads the cluster itself: drop --nodes, --pods and --objects")
+        if kubeconfig:
+            inputs = read_live(kubeconfig, context, topology or [])
+        elif nodes:
+            inputs = read_inputs(nodes, pods, objects or [], topology or [])
+        else:
+            raise ValueError("give --nodes (kubectl get nodes -o json) or --kubeconfig")
+        imported = build_cluster(inputs)
+        report = imported.report
+        if output:
+            _write(output, imported.cluster)
+            report.output = output
+        if pods_out:
+            _write(pods_out, imported.pending)
+        if as_json:
+            emit_json(report)
+        else:
+            render(Console(stderr=output == "-", highlight=False, soft_wrap=True, width=WIDTH), report)
+        return 1 if report.errors else 0
+
+    run(body)
+
+
+def _write(target: str, model: Cluster | object) -> None:
+    """JSON for a .json name, YAML otherwise; written whole, only after the import succeeded."""
+    data = model.model_dump(mode="json", exclude_defaults=True)  # type: ignore[attr-defined]
+    text = json.dumps(data, indent=2) + "\n" if target.endswith(".json") else yaml.safe_dump(data, sort_keys=False)
+    if target == "-":
+        sys.stdout.write(text)
+        return
+    path = Path(target)
+    partial = path.with_name(path.name + ".partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(path)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise ValueError(f"{target}: cannot write: {error.strerror or error}") from None
+
+
+def render(console: Console, report: ImportReport) -> None:
+    written = f" -> {report.output}" if report.output else " (not written: give -o FILE)"
+    console.print(
+        f"imported {len(report.nodes)} nodes ({report.gpu_nodes} with GPUs, {report.gpus} GPUs), "
+        f"{report.holders} pods holding GPUs, {report.nvlink_domains} NVLink domain(s), "
+        f"{len(report.pending)} Pending GPU pod(s){written}",
+        markup=False,
+    )
+    table = new_table("node", "GPUs", "model", "GiB", "sharing", "held", "islands", "from")
+    for node in report.nodes:
+        table.add_row(
+            node.node, str(node.gpus), node.model or "-", "-" if node.memory_gib is None else f"{node.memory_gib:g}",
+            node.sharing, str(node.holders), _islands(node.islands) if node.gpus else "-",
+            _short(node.sources.get("islands", "-")) if node.gpus > 1 else "-",
+        )  # fmt: skip
+    console.print(table)
+    for line in report.summary:
+        console.print(line, markup=False)
+
+
+def _islands(islands: list[list[int]]) -> str:
+    if not islands:
+        return "none"
+    return " ".join(f"[{i[0]}-{i[-1]}]" if i == list(range(i[0], i[-1] + 1)) else str(i) for i in islands)
+
+
+def _short(source: str) -> str:
+    """The kind of source without its details: `catalogue: AWS p4d.24xlarge`, `nvidia-smi topo -m`."""
+    return source.split(" (")[0]

@@ -1,0 +1,40 @@
+"""Import: gpusched's cluster model built from what a cluster and its GPUs publish.
+
+Sources, most exact first: NVIDIA DRA driver ResourceSlices and ResourceClaims; device plugin allocatable
+(nvidia.com/gpu, nvidia.com/gpu.shared, nvidia.com/mig-*); GPU Feature Discovery and GPU Operator labels;
+`nvidia-smi topo -m` and `nvidia-smi -q -x` captured on nodes; the catalogue of known servers and instance types.
+"""
+
+from __future__ import annotations
+
+from .build import Imported, build_cluster, pending_pods
+from .catalogue import Catalogue, catalogue
+from .inputs import (
+    DUMP_LAYOUT,
+    ImportInputs,
+    from_documents,
+    read_dump_dir,
+    read_inputs,
+)
+from .nvsmi import SmiLog, Topology, read_capture
+from .report import Finding, ImportReport, NodeImport
+
+__all__ = [
+    "DUMP_LAYOUT",
+    "Catalogue",
+    "Finding",
+    "ImportInputs",
+    "ImportReport",
+    "Imported",
+    "NodeImport",
+    "SmiLog",
+    "Topology",
+    "build_cluster",
+    "catalogue",
+    "from_documents",
+    "pending_pods",
+    "read_capture",
+    "read_dump_dir",
+    "read_inputs",
+]
+
