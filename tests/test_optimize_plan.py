@@ -178,3 +178,12 @@ def test_optimum_equals_exhaustive_search_and_beats_heuristics(case):
 def test_jobs_of_pods_files_and_job_files_combine():
     jobs = pending_jobs([Pod(name="p", gpus=2)], [Job(name="g", pods=3, gpus_per_pod=1, duration=1)])
     assert [(j.name, j.pods, j.gpus, j.pod_names()) for j in jobs] == [("p", 1, 2, ["p"]), ("g", 3, 1, ["g-0", "g-1", "g-2"])]
+
+
+def test_labels_split_node_classes_only_when_a_pending_pod_selects_on_them():
+    nodes = [{"name": f"n{i}", "labels": {"kubernetes.io/hostname": f"n{i}", "pool": "a" if i < 2 else "b"},
+              "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}} for i in range(4)]
+    cluster = Cluster.model_validate({"nodes": nodes})
+    assert plan(cluster, pending_jobs([Pod(name="p")], [])).node_classes == 1
+    selective = plan(cluster, pending_jobs([Pod(name="p", node_selector={"pool": "b"})], []))
+    assert selective.node_classes == 2 and selective.assignments[0].node in {"n2", "n3"}

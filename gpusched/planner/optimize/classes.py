@@ -90,21 +90,24 @@ def _profile_at(node: NodeState, where: tuple[int, int]) -> str:
     return next(slot.profile for slot in node.gpus[gpu].mig if slot.start == start)
 
 
-def _class_key(node: NodeState) -> tuple:
+def _class_key(node: NodeState, label_keys: frozenset[str]) -> tuple:
+    """Everything a filter reads, and of the labels only those some pending pod selects on (a hostname label
+    would otherwise make every node a class of its own)."""
     spec = node.spec.model_dump_json(
-        exclude={"name": True, "gpu": {"busy", "mig", "islands", "nvlink_gbps", "pcie_gbps"}}
+        exclude={"name": True, "labels": True, "gpu": {"busy", "mig", "islands", "nvlink_gbps", "pcie_gbps"}}
     )
+    labels = tuple(sorted((key, node.spec.labels.get(key)) for key in label_keys))
     whole, shared, mig = canonical_free(node)
     sliced = tuple((node.gpus[i].free_replicas, node.gpus[i].memory_gib - node.gpus[i].declared_gib) for i in shared)
     profiles = tuple(_profile_at(node, m) for m in mig)
     used = (node.cpu_requested, node.memory_requested)
-    return (spec, tuple(len(island) for island in whole), sliced, profiles, used)
+    return (spec, labels, tuple(len(island) for island in whole), sliced, profiles, used)
 
 
-def node_classes(nodes: list[NodeState]) -> list[NodeClass]:
+def node_classes(nodes: list[NodeState], label_keys: frozenset[str] = frozenset()) -> list[NodeClass]:
     classes: dict[tuple, NodeClass] = {}
     for node in nodes:
-        key = _class_key(node)
+        key = _class_key(node, label_keys)
         classes.setdefault(key, NodeClass(key)).nodes.append(node)
     return list(classes.values())
 

@@ -335,7 +335,7 @@ def plan(
 ) -> PlanReport:
     config = config or SolverConfig()
     state = ClusterState.from_cluster(cluster)
-    classes = node_classes(state.nodes)
+    classes = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector))
     types = _job_types(jobs, classes)
     largest = max((job.gpus for job in jobs if not job.needs.mig_profile and not job.needs.shared), default=1) or 1
     built, levels = _build(classes, types, largest)
