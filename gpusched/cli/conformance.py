@@ -1,0 +1,141 @@
+"""`gpusched cluster build|up|down` (the real control plane as processes) and `gpusched conformance` (differential)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+from rich.console import Console
+
+from ..conformance import differential
+from ..conformance.api import Rest
+from ..conformance.build import Binaries, HarnessError, cache_root, ensure_built
+from ..conformance.cluster import STATE_FILE, ControlPlane, start, stop_detached
+from .app import JsonFlag, app, run, show
+
+cluster_app = typer.Typer(help="A real kube-apiserver, kube-scheduler and etcd, built from Go modules, run locally.")
+app.add_typer(cluster_app, name="cluster")
+
+SourceOpt = Annotated[str | None, typer.Option("--source", help="the conformance Go module (default: ./conformance)")]
+DirOpt = Annotated[Path | None, typer.Option("--dir", help="where `up` keeps its files (default: in the cache)")]
+
+
+def _harness(body: Callable[[], int]) -> Callable[[], int]:
+    """Harness failures (no Go, a failed build, a component that will not start) are exit 2 with one message."""
+
+    def guarded() -> int:
+        try:
+            return body()
+        except (HarnessError, TimeoutError) as error:
+            raise ValueError(str(error)) from None
+
+    return guarded
+
+
+def _default_dir(folder: Path | None) -> Path:
+    return folder or cache_root() / "cluster"
+
+
+@cluster_app.command("build")
+def build_command(source: SourceOpt = None, as_json: JsonFlag = False) -> None:
+    """Build etcd, kube-apiserver, kube-scheduler and kube-controller-manager once for the pinned release."""
+
+    def body() -> int:
+        show(ensure_built(source), as_json, _render_build)
+        return 0
+
+    run(_harness(body))
+
+
+@cluster_app.command("up")
+def up_command(
+    folder: DirOpt = None,
+    controller_manager: Annotated[
+        bool, typer.Option("--controller-manager", help="also run kube-controller-manager (ResourceClaimTemplates)")
+    ] = False,
+    source: SourceOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Start a control plane in the background; prints its kubeconfig. `gpusched cluster down` stops it."""
+
+    def body() -> int:
+        workdir = _default_dir(folder)
+        if (workdir / STATE_FILE).exists():
+            raise ValueError(f"{workdir}: a cluster is already up here; `gpusched cluster down` first")
+        binaries = ensure_built(source)
+        cluster = start(binaries, workdir, controller_manager=controller_manager, attach=False)
+        show(cluster.info, as_json, _render_up)
+        return 0
+
+    run(_harness(body))
+
+
+@cluster_app.command("down")
+def down_command(folder: DirOpt = None, as_json: JsonFlag = False) -> None:
+    """Stop the control plane `up` started (only the processes it recorded) and remove its files."""
+
+    def body() -> int:
+        show(stop_detached(_default_dir(folder)), as_json, _render_down)
+        return 0
+
+    run(_harness(body))
+
+
+@app.command("conformance")
+def conformance_command(
+    scenarios: Annotated[int, typer.Option("--scenarios", min=1, help="how many random scenarios to play")] = 50,
+    seed: Annotated[int, typer.Option("--seed", help="the generator's seed: the same seed plays the same")] = 0,
+    source: SourceOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Play random scenarios on a fresh real control plane; compare every pod's outcome with gpusched's."""
+
+    def body() -> int:
+        binaries = ensure_built(source)
+        with start(binaries) as cluster:
+            rest = Rest(cluster.kubeconfig)
+            try:
+                report = differential.run(rest, binaries.pin, seed, scenarios)
+            finally:
+                rest.close()
+        show(report, as_json, _render_report)
+        return 0 if not report.disagreements else 1
+
+    run(_harness(body))
+
+
+# --- rendering ---------------------------------------------------------------------------------------------------
+
+
+def _render_build(console: Console, result: Binaries) -> None:
+    how = f"built in {result.seconds:.0f} s" if result.built else "cached"
+    console.print(f"{result.pin} ({how}): {result.bin_dir}", markup=False)
+
+
+def _render_up(console: Console, info: ControlPlane) -> None:
+    console.print(f"{info.version} up in {info.startup_seconds:.1f} s at {info.server}", markup=False)
+    for process in info.processes:
+        console.print(f"  {process.name} pid {process.pid} port {process.port} log {process.log}", markup=False)
+    console.print(f"export KUBECONFIG={info.kubeconfig}", markup=False)
+
+
+def _render_down(console: Console, info: ControlPlane) -> None:
+    console.print(f"stopped {', '.join(p.name for p in info.processes)}; removed {info.workdir}", markup=False)
+
+
+def _render_report(console: Console, report: differential.ConformanceReport) -> None:
+    console.print(
+        f"conformance against kube-scheduler {report.version}, seed {report.seed}: {report.scenarios} scenarios, "
+        f"{report.pods} pods, {report.agreed} agree ({report.rate:g}%) in {report.seconds:.0f} s",
+        markup=False,
+    )
+    for found in report.disagreements:
+        console.print(f"\ndisagreement in {found.scenario} on pod {found.outcome.pod}", markup=False)
+        console.print(f"  real:     {found.outcome.real()}", markup=False)
+        console.print(f"  gpusched: {found.outcome.gpusched()}", markup=False)
+        manifests = [*found.reproducer.nodes, *found.reproducer.pods]
+        console.print(yaml.safe_dump_all(manifests, sort_keys=False).rstrip(), markup=False)
+

@@ -1,0 +1,6 @@
+"""Conformance against the real Kubernetes: a control plane built from the published Go modules, run as processes.
+
+`build` compiles etcd, kube-apiserver, kube-scheduler and kube-controller-manager once into a cache outside git,
+`cluster` starts them on loopback ports with generated certificates and a kubeconfig and always stops them, and
+`differential` compares every pod's real outcome with gpusched's prediction.
+"""

@@ -1,0 +1,149 @@
+"""Read Nodes, Pods and DRA objects straight from an API server, as the JSON `kubectl get -o json` prints.
+
+The official kubernetes client loads the kubeconfig (certificates, tokens, exec plugins); responses are kept raw,
+so `gpusched k8s --kubeconfig` and `--nodes/--pods/--pod` files go through one parser. Every failure (a kubeconfig
+that does not parse, a missing context, an unreachable or refusing server) is one InputError: exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client
+from kubernetes.config import new_client_from_config
+from kubernetes.config.config_exception import ConfigException
+from urllib3.exceptions import HTTPError
+
+from .errors import InputError
+from .planner.dra.objects import DraObjects, objects_from
+from .planner.k8s import K8sPrediction, parse_version, predict
+
+__all__ = ["RestError", "connect", "fetch", "predict_live", "request", "split_name"]
+
+TIMEOUT = (5, 30)  # seconds: connect, read
+
+
+def _contexts(path: Path) -> tuple[list[str], str]:
+    """The kubeconfig's context names and current context, or an InputError naming the file."""
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise InputError(str(path), f"cannot read the kubeconfig: {error.strerror or error}") from None
+    except yaml.YAMLError as error:
+        raise InputError(str(path), f"not a kubeconfig: {error}".splitlines()[0]) from None
+    if not isinstance(doc, dict):
+        raise InputError(str(path), "not a kubeconfig: expected a YAML or JSON object")
+    entries = doc.get("contexts") or []
+    names = [entry.get("name", "") for entry in entries if isinstance(entry, dict)]
+    return names, str(doc.get("current-context") or "")
+
+
+def connect(kubeconfig: str | Path, context: str | None = None) -> client.ApiClient:
+    """An API client for the kubeconfig's context (its current one unless named)."""
+    path = Path(kubeconfig)
+    names, current = _contexts(path)
+    wanted = context or current
+    if not wanted:
+        raise InputError(str(path), "no current-context; name one with --context", "current-context")
+    if wanted not in names:
+        known = ", ".join(names) or "none"
+        raise InputError(str(path), f"context {wanted!r} not found (contexts: {known})", "contexts")
+    try:
+        return new_client_from_config(config_file=str(path), context=wanted, persist_config=False)
+    except (ConfigException, ValueError, TypeError, OSError) as error:
+        raise InputError(str(path), f"context {wanted!r}: {error}".splitlines()[0]) from None
+
+
+def split_name(name: str, default_namespace: str = "default") -> tuple[str, str]:
+    """`namespace/name` or `name` (in the default namespace)."""
+    namespace, _, pod = name.rpartition("/")
+    if not pod or name.count("/") > 1:
+        raise InputError("--pod", f"expected NAME or NAMESPACE/NAME, got {name!r}")
+    return namespace or default_namespace, pod
+
+
+class RestError(Exception):
+    """The API server answered with an error status: `status` and the server's own message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status, self.message = status, message
+        super().__init__(f"{status} {message}")
+
+
+def request(
+    api: client.ApiClient, method: str, path: str, body: Any = None, content_type: str = "application/json"
+) -> Any:
+    """One call with the kubeconfig's credentials; the JSON answer, RestError for an error status.
+
+    Unreachable servers raise urllib3's HTTPError, which callers turn into their own message.
+    """
+    headers = {"Accept": "application/json", "Content-Type": content_type}
+    method, url, headers, body, _ = api.param_serialize(
+        method, path, header_params=headers, body=body, auth_settings=["BearerToken"]
+    )
+    response = api.call_api(method, url, header_params=headers, body=body, _request_timeout=TIMEOUT)
+    data = response.read()
+    if not 200 <= response.status < 300:
+        raise RestError(response.status, _status_message(data, response.reason))
+    return json.loads(data) if data else None
+
+
+def _status_message(data: bytes, reason: str) -> str:
+    """The API server's own words (its Status message), else the HTTP reason."""
+    try:
+        return json.loads(data)["message"]
+    except (TypeError, ValueError, KeyError):
+        return str(reason)
+
+
+def _get(api: client.ApiClient, path: str) -> Any:
+    """A GET for `fetch`: any failure becomes one InputError naming the server."""
+    server = api.configuration.host
+    try:
+        return request(api, "GET", path)
+    except RestError as error:
+        raise InputError(server, f"GET {path}: {error}") from None
+    except HTTPError as error:
+        raise InputError(server, f"cannot reach the API server: {_root_cause(error)}") from None
+
+
+def _root_cause(error: BaseException) -> str:
+    """urllib3 wraps the socket error a few times; the innermost says what happened."""
+    while getattr(error, "reason", None) is not None and isinstance(error.reason, BaseException):
+        error = error.reason
+    return str(error).split(": ", 1)[-1] if isinstance(error, HTTPError) else str(error)
+
+
+DRA_COLLECTIONS = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
+
+
+def fetch(kubeconfig: str | Path, context: str | None, pod: str) -> tuple[Any, Any, Any, DraObjects | None]:
+    """Nodes, every pod, the one pod to predict, and, when it has claims, every DRA object: as the server has them."""
+    api = connect(kubeconfig, context)
+    with api:
+        namespace, name = split_name(pod)
+        nodes = _get(api, "/api/v1/nodes")
+        pods = _get(api, "/api/v1/pods")
+        target = _get(api, f"/api/v1/namespaces/{namespace}/pods/{name}")
+        objects = None
+        if (target.get("spec") or {}).get("resourceClaims"):
+            paths = [f"/apis/resource.k8s.io/v1/{collection}" for collection in DRA_COLLECTIONS]
+            objects = objects_from([(path, [_as_kubectl(_get(api, path))]) for path in paths], pods=False)
+    return nodes, pods, target, objects
+
+
+def _as_kubectl(listed: Any) -> Any:
+    """A typed list (`DeviceClassList`, items without kind) as `kubectl get -o json` prints it: a List of objects."""
+    kind, version = str(listed.get("kind", "")), listed.get("apiVersion")
+    items = [{"apiVersion": version, "kind": kind.removesuffix("List"), **item} for item in listed.get("items") or []]
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def predict_live(kubeconfig: str, context: str | None, pod: str, version: str) -> K8sPrediction:
+    """`gpusched k8s --kubeconfig`: the same prediction as from files, errors naming the server's paths."""
+    release = parse_version(version)
+    nodes, pods, target, objects = fetch(kubeconfig, context, pod)
+    return predict(nodes, pods, target, release, ("/api/v1/nodes", "/api/v1/pods", f"pod {pod}"), objects)

@@ -1,0 +1,37 @@
+"""The real control plane for the conformance tests: built once per pin (cached), started once per session.
+
+Every test here is marked `conformance` (deselect with `-m "not conformance"`); CI runs them. The fixture stops
+every process it started when the session ends, whatever the tests did.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpusched.conformance.api import Rest
+from gpusched.conformance.build import ensure_built
+from gpusched.conformance.cluster import Cluster, start
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/conformance/" in item.nodeid.replace("\\", "/"):
+            item.add_marker(pytest.mark.conformance)
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Cluster:
+    """etcd, kube-apiserver, kube-scheduler and kube-controller-manager on free loopback ports."""
+    binaries = ensure_built()
+    cluster = start(binaries, controller_manager=True)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def rest(control_plane: Cluster) -> Rest:
+    client = Rest(control_plane.kubeconfig)
+    yield client
+    client.close()
