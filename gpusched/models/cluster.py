@@ -251,6 +251,12 @@ class Cluster(Strict):
                 seen[name] = domain.name
         return self
 
+    def domain_of(self) -> dict[str, str]:
+        """GPU node -> the NVLink domain a gang with nvlink_domain may share with it: its rack-scale domain's name,
+        or for a node in no domain the node's own name (one node is always one domain)."""
+        members = {name: domain.name for domain in self.nvlink_domains for name in domain.nodes}
+        return {node.name: members.get(node.name, f"node:{node.name}") for node in self.nodes if node.gpu is not None}
+
     @field_validator("nodes")
     @classmethod
     def _unique_names(cls, nodes: list[Node]) -> list[Node]:

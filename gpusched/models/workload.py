@@ -71,6 +71,11 @@ class Job(GpuNeeds):
     gpus_per_pod: Positive
     duration: float = Field(gt=0, description="seconds from start to finish")
     arrival: float = Field(0.0, ge=0, description="seconds after the simulation starts")
+    nvlink_domain: bool = Field(
+        False,
+        description="all pods inside one NVLink domain of the cluster's nvlink_domains (a node in no domain is a "
+        "domain of its own): the gang's traffic never crosses the network",
+    )
 
 
 class JobList(BaseModel):

@@ -71,11 +71,20 @@ class _Run:
         return len(self.bound) * self.job.gpus_per_pod
 
 
+def _confined(job: Job) -> bool:
+    """A gang whose pods must share one NVLink domain (a lone pod is always in one)."""
+    return job.nvlink_domain and job.pods > 1
+
+
 class _Simulator:
     def __init__(self, cluster: Cluster, mode: Mode, timeout: float, policy: Policy) -> None:
         self.cluster = cluster
         self.placer = Placer(ClusterState.from_cluster(cluster), "gpu", policy)
         self.mode = mode
+        self.domain_of = cluster.domain_of()
+        self.domains: dict[str, set[str]] = {}
+        for node, domain in self.domain_of.items():
+            self.domains.setdefault(domain, set()).add(node)
         self.timeout = timeout
         self.events: list[tuple[float, int, str, _Run]] = []
         self.queue: list[_Run] = []
@@ -89,21 +98,62 @@ class _Simulator:
 
     def fits_empty(self, job: Job) -> bool:
         trial = Placer(ClusterState.from_cluster(self.cluster), "gpu", self.placer.policy)
-        for index in range(job.pods):
-            option = trial.best(job, job.gpus_per_pod)
+        if not _confined(job):
+            return self._fill(trial, job, []) == job.pods
+        for members in self.domains.values():
+            bound: list[tuple[str, Option]] = []
+            if self._fill(trial, job, bound, members) == job.pods:
+                return True
+            for name, option in bound:
+                trial.release(name, job, option.node)
+        return False
+
+    @staticmethod
+    def _fill(placer: Placer, job: Job, bound: list[tuple[str, Option]], within: set[str] | None = None) -> int:
+        """Bind the job's remaining pods while they fit (inside `within`); returns how many are bound."""
+        while len(bound) < job.pods:
+            option = placer.best(job, job.gpus_per_pod, within)
             if isinstance(option, Diagnosis):
-                return False
-            trial.bind(f"{job.name}-{index}", job, option)
-        return True
+                break
+            name = f"{job.name}-{len(bound)}"
+            placer.bind(name, job, option)
+            bound.append((name, option))
+        return len(bound)
+
+    def within(self, run: _Run) -> set[str] | None:
+        """Where the run's next pod may go: a domain job's pods follow its first pod's NVLink domain."""
+        if not _confined(run.job) or not run.bound:
+            return None
+        return self.domains[self.domain_of[run.bound[0][1].node.name]]
 
     def bind_next(self, run: _Run) -> bool:
-        option = self.placer.best(run.job, run.job.gpus_per_pod)
+        option = self.placer.best(run.job, run.job.gpus_per_pod, self.within(run))
         if isinstance(option, Diagnosis):
             return False
         name = f"{run.job.name}-{len(run.bound)}"
         self.placer.bind(name, run.job, option)
         run.bound.append((name, option))
         return True
+
+    def bind_gang(self, run: _Run) -> None:
+        """Bind as much of the gang as fits; a domain job with nothing bound yet tries each NVLink domain (the
+        policy's first choice first) and keeps the first that takes it whole, else the one that took most."""
+        if not _confined(run.job) or run.bound:
+            self._fill(self.placer, run.job, run.bound, self.within(run))
+            return
+        first = self.placer.best(run.job, run.job.gpus_per_pod)
+        if isinstance(first, Diagnosis):
+            return
+        preferred = self.domain_of[first.node.name]
+        order = [preferred] + [d for d in self.domains if d != preferred]
+        most: tuple[int, str] = (0, preferred)
+        for domain in order:
+            if self._fill(self.placer, run.job, run.bound, self.domains[domain]) == run.job.pods:
+                return
+            most = max(most, (len(run.bound), domain), key=lambda entry: entry[0])
+            self.release(run)
+        if self.timeout > 0:  # hold a partial reservation where most of the gang fitted
+            self._fill(self.placer, run.job, run.bound, self.domains[most[1]])
 
     def release(self, run: _Run) -> None:
         for name, option in run.bound:
@@ -127,8 +177,7 @@ class _Simulator:
                         progress = True
         else:
             for run in self.queue:
-                while not run.complete and self.bind_next(run):
-                    pass
+                self.bind_gang(run)
                 if run.bound and not run.complete:
                     if self.timeout <= 0:
                         self.release(run)

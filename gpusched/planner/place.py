@@ -105,8 +105,19 @@ class Placer:
         cache.seen = len(self._changes)
         return cache
 
-    def best(self, pod: GpuNeeds, gpus: int) -> Option | Diagnosis:
+    def best(self, pod: GpuNeeds, gpus: int, within: set[str] | None = None) -> Option | Diagnosis:
+        """The best node for the pod, or why none fits; `within` confines the choice to those nodes."""
         cache = self._refresh(pod, gpus)
+        if within is not None:
+            ranked = [
+                (rank(verdict, pod, gpus, self.policy, self.gpu_weight), cache.tokens[name], verdict)
+                for name, verdict in cache.verdicts.items()
+                if name in within and isinstance(verdict, Option)
+            ]
+            if ranked:
+                return min(ranked, key=lambda entry: entry[:2])[2]
+            statuses = {n: v for n, v in cache.verdicts.items() if n in within and isinstance(v, Status)}
+            return Diagnosis(len(statuses), statuses)
         heap = cache.heap
         while heap and cache.tokens[heap[0][2]] != heap[0][1]:
             heapq.heappop(heap)

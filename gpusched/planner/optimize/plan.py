@@ -36,13 +36,20 @@ class PendingJob:
     pods: int
     gpus: int
     needs: GpuNeeds
+    nvlink_domain: bool = False  # all pods inside one NVLink domain (Cluster.domain_of)
+
+    @property
+    def confined(self) -> bool:
+        return self.nvlink_domain and self.pods > 1
 
     def pod_names(self) -> list[str]:
         return [self.name] if self.pods == 1 else [f"{self.name}-{i}" for i in range(self.pods)]
 
 
 def pending_jobs(pods: list[Pod], jobs: list[Job]) -> list[PendingJob]:
-    found = [PendingJob(p.name, 1, p.gpus, p) for p in pods] + [PendingJob(j.name, j.pods, j.gpus_per_pod, j) for j in jobs]
+    found = [PendingJob(p.name, 1, p.gpus, p) for p in pods] + [
+        PendingJob(j.name, j.pods, j.gpus_per_pod, j, j.nvlink_domain) for j in jobs
+    ]
     names = [job.name for job in found]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
@@ -62,14 +69,15 @@ class PlanJob(BaseModel):
     pods: int
     gpus: int
     needs: GpuNeeds
+    nvlink_domain: bool = False
 
     @classmethod
     def of(cls, job: PendingJob) -> PlanJob:
         needs = GpuNeeds.model_validate(job.needs.model_dump(include=set(GpuNeeds.model_fields)))
-        return cls(name=job.name, pods=job.pods, gpus=job.gpus, needs=needs)
+        return cls(name=job.name, pods=job.pods, gpus=job.gpus, needs=needs, nvlink_domain=job.nvlink_domain)
 
     def pending(self) -> PendingJob:
-        return PendingJob(self.name, self.pods, self.gpus, self.needs)
+        return PendingJob(self.name, self.pods, self.gpus, self.needs, self.nvlink_domain)
 
 
 class PlannedPod(BaseModel):
@@ -118,6 +126,7 @@ class _JobType:
     shape: Shape
     weight: int
     classes: list[int]  # indices of compatible node classes
+    confined: bool = False  # its jobs' pods share one NVLink domain
 
     @property
     def sample(self) -> PendingJob:
@@ -128,13 +137,14 @@ def _job_types(jobs: list[PendingJob], classes: list[NodeClass]) -> list[_JobTyp
     lowest = min((job.needs.priority for job in jobs), default=0)
     grouped: dict[tuple, list[PendingJob]] = defaultdict(list)
     for job in jobs:
-        key = (job.pods, job.gpus, job.needs.priority, needs_key(job.needs))
+        key = (job.pods, job.gpus, job.needs.priority, needs_key(job.needs), job.confined)
         grouped[key].append(job)
     types = []
     for members in grouped.values():
         sample = members[0]
         usable = [i for i, c in enumerate(classes) if compatible(sample.needs, sample.gpus, c.representative)]
-        types.append(_JobType(members, Shape.of(sample.needs, sample.gpus), weight_of(sample.needs.priority, lowest), usable))
+        shape = Shape.of(sample.needs, sample.gpus)
+        types.append(_JobType(members, shape, weight_of(sample.needs.priority, lowest), usable, sample.confined))
     return types
 
 
@@ -142,21 +152,24 @@ def _job_types(jobs: list[PendingJob], classes: list[NodeClass]) -> list[_JobTyp
 class _Model:
     model: cp_model.CpModel
     counts: dict[tuple[int, int], cp_model.IntVar]  # (class, pattern) -> nodes taking it
-    groups: dict[tuple[Shape, tuple[int, ...]], list[int]]  # (shape, usable classes) -> job types
+    groups: dict[tuple, list[int]]  # (shape, usable classes, confined type or None) -> job types
     supply: dict[tuple[tuple, int], cp_model.IntVar]  # (group, class) -> its pods there, where groups share a class
     placed: list[cp_model.IntVar]  # per job type: jobs placed
+    placed_in: dict[tuple[int, str], cp_model.IntVar]  # (confined job type, NVLink domain) -> its jobs there
+    tags: list[str | None]  # per class: its NVLink domain, where a pending job is confined to one
     class_patterns: list[list[tuple[tuple[Shape, ...], Arrangement]]]
 
 
-def _link_supply(model, classes, types, class_patterns, shapes_by_class, counts, placed) -> dict:
+def _link_supply(model, classes, types, class_patterns, shapes_by_class, counts, placed) -> tuple[dict, dict]:
     """Pods of each shape placed = pods of that shape the chosen patterns offer.
 
     Job types of one shape that may use the same node classes form a group, and a group needs no per-class
-    split; only when groups of one shape overlap on a class does a variable say how the class is shared.
+    split; only when groups of one shape overlap on a class does a variable say how the class is shared. A job
+    type confined to one NVLink domain is a group of its own and always gets the per-class split.
     """
-    groups: dict[tuple[Shape, tuple[int, ...]], list[int]] = defaultdict(list)
+    groups: dict[tuple, list[int]] = defaultdict(list)
     for j, t in enumerate(types):
-        groups[(t.shape, tuple(t.classes))].append(j)
+        groups[(t.shape, tuple(t.classes), j if t.confined else None)].append(j)
     supply: dict[tuple[tuple, int], cp_model.IntVar] = {}
     for shape in {t.shape for t in types}:
         shape_groups = {key: members for key, members in groups.items() if key[0] == shape}
@@ -164,7 +177,7 @@ def _link_supply(model, classes, types, class_patterns, shapes_by_class, counts,
             c: sum(counts[(c, k)] * pattern.count(shape) for k, (pattern, _) in enumerate(class_patterns[c]) if shape in pattern)
             for c in {c for key in shape_groups for c in key[1]}
         }
-        if len(shape_groups) == 1:
+        if len(shape_groups) == 1 and next(iter(shape_groups))[2] is None:
             (key, members), = shape_groups.items()
             model.add(sum(types[j].sample.pods * placed[j] for j in members) == sum(offered.values()))
             continue
@@ -177,7 +190,19 @@ def _link_supply(model, classes, types, class_patterns, shapes_by_class, counts,
     return groups, supply
 
 
-def _build(classes: list[NodeClass], types: list[_JobType], largest: int) -> tuple[_Model, list]:
+def _confine(model, classes, types, tags, groups, supply, placed) -> dict:
+    """A confined job type's jobs, counted per NVLink domain: each job's pods all come from one domain's classes."""
+    placed_in: dict[tuple[int, str], cp_model.IntVar] = {}
+    for key, (j,) in ((key, members) for key, members in groups.items() if key[2] is not None):
+        t = types[j]
+        for domain in dict.fromkeys(tags[c] for c in t.classes):
+            placed_in[(j, domain)] = var = model.new_int_var(0, len(t.jobs), f"n{j}_{domain}")
+            model.add(sum(supply[(key, c)] for c in t.classes if tags[c] == domain) == t.sample.pods * var)
+        model.add(sum(v for (i, _), v in placed_in.items() if i == j) == placed[j])
+    return placed_in
+
+
+def _build(classes: list[NodeClass], types: list[_JobType], largest: int, tags: list[str | None]) -> tuple[_Model, list]:
     model = cp_model.CpModel()
     shapes_by_class: dict[int, list[Shape]] = defaultdict(list)
     for t in types:
@@ -193,6 +218,7 @@ def _build(classes: list[NodeClass], types: list[_JobType], largest: int) -> tup
         counts.update({(c, k): var for k, var in enumerate(row)})
     placed = [model.new_int_var(0, len(t.jobs), f"n{j}") for j, t in enumerate(types)]
     groups, supply = _link_supply(model, classes, types, class_patterns, shapes_by_class, counts, placed)
+    placed_in = _confine(model, classes, types, tags, groups, supply, placed)
     levels = [
         ("priority-weighted GPUs placed", "maximize",
          sum(t.weight * t.sample.pods * t.sample.gpus * placed[j] for j, t in enumerate(types))),
@@ -203,7 +229,7 @@ def _build(classes: list[NodeClass], types: list[_JobType], largest: int) -> tup
         ("pods split across NVLink islands", "minimize",
          sum(counts[(c, k)] * a.splits for c, found in enumerate(class_patterns) for k, (_, a) in enumerate(found))),
     ]
-    return _Model(model, counts, groups, supply, placed, class_patterns), levels
+    return _Model(model, counts, groups, supply, placed, placed_in, tags, class_patterns), levels
 
 
 # --- disaggregation ------------------------------------------------------------------------------------------
@@ -242,15 +268,27 @@ def _extract(solver: cp_model.CpSolver, built: _Model, classes: list[NodeClass],
     assignments: list[PlannedPod] = []
     unplaced: list[str] = []
     for key, members in built.groups.items():
-        shape, usable = key
-        pods = []
-        for j in members:
-            chosen = types[j].jobs[: solver.value(built.placed[j])]
-            unplaced += [job.name for job in types[j].jobs[len(chosen):]]
-            pods += [(job, name) for job in chosen for name in job.pod_names()]
-        free = [slot for c in usable for slot in _quota(solver, built, key, c, slots[(c, shape)])]
-        for (job, name), (node, gpus, mig, split) in zip(pods, free, strict=False):
-            assignments.append(PlannedPod(pod=name, job=job.name, node=node.name, gpus=gpus, mig=mig, split=split))
+        shape, usable, confined = key
+        quotas = {c: _quota(solver, built, key, c, slots[(c, shape)]) for c in usable}
+        if confined is None:
+            pods = []
+            for j in members:
+                chosen = types[j].jobs[: solver.value(built.placed[j])]
+                unplaced += [job.name for job in types[j].jobs[len(chosen):]]
+                pods += [(job, name) for job in chosen for name in job.pod_names()]
+            portions = [(pods, [slot for c in usable for slot in quotas[c]])]
+        else:  # each domain's jobs take that domain's slots
+            waiting = list(types[confined].jobs)
+            portions = []
+            for (j, domain), var in built.placed_in.items():
+                if j == confined:
+                    chosen, waiting = waiting[: solver.value(var)], waiting[solver.value(var):]
+                    free = [slot for c in usable if built.tags[c] == domain for slot in quotas[c]]
+                    portions.append(([(job, name) for job in chosen for name in job.pod_names()], free))
+            unplaced += [job.name for job in waiting]
+        for pods, free in portions:
+            for (job, name), (node, gpus, mig, split) in zip(pods, free, strict=False):
+                assignments.append(PlannedPod(pod=name, job=job.name, node=node.name, gpus=gpus, mig=mig, split=split))
     return assignments, unplaced
 
 
@@ -269,10 +307,15 @@ def greedy(cluster: Cluster, jobs: list[PendingJob], policy: str, mode: str, siz
     lowest = min((job.needs.priority for job in jobs), default=0)
     complete: list[PendingJob] = []
     partial_gpus = 0
+    domain_of = cluster.domain_of()
     for job in jobs:
         bound = []
         for name in job.pod_names():
-            option = placer.best(job.needs, job.gpus)
+            within = None  # a confined job's pods follow its first pod's domain, as pod affinity would
+            if job.confined and bound:
+                first = domain_of[bound[0][1].node.name]
+                within = {node for node, domain in domain_of.items() if domain == first}
+            option = placer.best(job.needs, job.gpus, within)
             if isinstance(option, Diagnosis):
                 break
             placer.bind(name, job.needs, option)
@@ -320,10 +363,29 @@ def check_plan(cluster: Cluster, jobs: list[PendingJob], assignments: list[Plann
     for a in assignments:
         bound[a.job] += 1
     problems += [f"job {name}: {n} of {needs[name].pods} pods placed" for name, n in bound.items() if n != needs[name].pods]
+    domain_of = cluster.domain_of()
+    domains: dict[str, set[str]] = defaultdict(set)
+    for a in assignments:
+        if needs[a.job].confined:
+            domains[a.job].add(domain_of.get(a.node, a.node))
+    problems += [
+        f"job {name}: pods span NVLink domains {', '.join(sorted(found))}, but it needs one (nvlink_domain)"
+        for name, found in domains.items() if len(found) > 1
+    ]
     return problems
 
 
 # --- entry point ---------------------------------------------------------------------------------------------
+
+
+def _by_domain(classes: list[NodeClass], domain_of: dict[str, str]) -> tuple[list[NodeClass], list[str | None]]:
+    """Split classes so that each lies in one NVLink domain (a node in none is a domain, so a class, of its own)."""
+    split: dict[tuple, NodeClass] = {}
+    for c in classes:
+        for node in c.nodes:
+            tag = domain_of.get(node.name)
+            split.setdefault((c.key, tag), NodeClass(c.key + (tag,))).nodes.append(node)
+    return list(split.values()), [tag for _, tag in split]
 
 
 def plan(
@@ -336,9 +398,12 @@ def plan(
     config = config or SolverConfig()
     state = ClusterState.from_cluster(cluster)
     classes = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector))
+    tags: list[str | None] = [None] * len(classes)
+    if any(job.confined for job in jobs):
+        classes, tags = _by_domain(classes, cluster.domain_of())
     types = _job_types(jobs, classes)
     largest = max((job.gpus for job in jobs if not job.needs.mig_profile and not job.needs.shared), default=1) or 1
-    built, levels = _build(classes, types, largest)
+    built, levels = _build(classes, types, largest, tags)
     solver, report = solve_lexicographic(built.model, levels, config)
     if report.levels[0].objective is None:
         raise Infeasible(f"no plan found within the time limit of {config.time_limit:g} s; give more time")
