@@ -16,7 +16,7 @@ from ..errors import InputError
 from .quantity import milli, to_int
 from .scheduling import NodeSelectorTerm, Taint, Toleration
 
-__all__ = ["KubeNode", "KubePod", "PodClaim", "parse_nodes", "parse_pods", "parse_pod", "add", "is_scalar"]
+__all__ = ["KubeNode", "KubePod", "PodClaim", "ContainerRequests", "parse_nodes", "parse_pods", "parse_pod", "add", "is_scalar"]
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 _TOLERATION_KEYS = ("key", "operator", "value", "effect")  # tolerationSeconds does not affect scheduling
@@ -43,6 +43,16 @@ class PodClaim:
 
 
 @dataclass(frozen=True)
+class ContainerRequests:
+    """One container's requests (each missing one defaulted to its limit), for DRA extended-resource request names."""
+
+    name: str
+    requests: Requests
+    init: bool = False  # an initContainers entry
+    sidecar: bool = False  # an init container with restartPolicy Always
+
+
+@dataclass(frozen=True)
 class KubePod:
     name: str
     namespace: str
@@ -57,6 +67,7 @@ class KubePod:
     start_time: datetime | None = None
     claims: tuple[PodClaim, ...] = ()  # spec.resourceClaims, in order
     labels: dict[str, str] = field(default_factory=dict)
+    containers: tuple[ContainerRequests, ...] = ()  # initContainers, then containers (their index order)
 
     @property
     def key(self) -> str:
@@ -235,7 +246,16 @@ def _pod(item: _Value) -> KubePod:
         start_time=_time(status.get("startTime")),
         claims=_pod_claims(spec, status),
         labels=meta.get("labels").strings(),
+        containers=_containers(spec),
     )
+
+
+def _containers(spec: _Value) -> tuple[ContainerRequests, ...]:
+    found = [ContainerRequests(c.get("name").text(), _container_requests(c.get("resources")), True,
+                               c.get("restartPolicy").text() == "Always") for c in spec.get("initContainers").items()]
+    found += [ContainerRequests(c.get("name").text(), _container_requests(c.get("resources")))
+              for c in spec.get("containers").items()]
+    return tuple(found)
 
 
 def _pod_claims(spec: _Value, status: _Value) -> tuple[PodClaim, ...]:

@@ -8,12 +8,13 @@ The wording and the version differences follow /work/notes/k8s-research.md.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
 
 from ..errors import InputError
+from ..models.dra import DeviceClass, ResourceClaim
 from ..models.kube import (
     KubeNode,
     KubePod,
@@ -28,6 +29,14 @@ from ..models.quantity import format_quantity
 from ..models.scheduling import NodeSelectorTerm, selector_matches, terms_match
 from ..scenarios import read_document
 from .dra.allocator import DraError, Inventory, NodeRef
+from .dra.extended import (
+    SPECIAL_NAME,
+    class_mapping,
+    dra_served,
+    extended_claim,
+    uses_extended,
+)
+from .dra.extended import enabled as extended_enabled
 from .dra.objects import DraObjects, load_objects
 from .dra.plugin import (
     NOT_AVAILABLE,
@@ -129,6 +138,9 @@ class K8sPrediction(BaseModel):
     event: str | None = Field(None, description="the FailedScheduling event note (the message cut to 1024 bytes)")
     nomination: Nomination | None = Field(None, description="where preemption would make room, and whom it evicts")
     claims: list[ClaimPrediction] = Field(default_factory=list, description="the pod's ResourceClaims (with --objects)")
+    extended_resource_claim_status: dict | None = Field(
+        None, description="status.extendedResourceClaimStatus when DRA serves an extended resource (DRAExtendedResource); "
+        "resourceClaimName is the generateName, the API server appends 5 random characters")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -160,29 +172,36 @@ class _NodeInfo:
     node: KubeNode
     pods: tuple[KubePod, ...]
     requested: Requests
+    dra_mapped: frozenset[str] = frozenset()  # resource names a DeviceClass maps (DRAExtendedResource)
 
     @classmethod
-    def of(cls, node: KubeNode, pods: list[KubePod] | tuple[KubePod, ...]) -> _NodeInfo:
+    def of(cls, node: KubeNode, pods: list[KubePod] | tuple[KubePod, ...],
+           dra_mapped: frozenset[str] = frozenset()) -> _NodeInfo:
         requested: Requests = {}
         for pod in pods:
             requested = add(requested, pod.requests)
-        return cls(node, tuple(pods), requested)
+        return cls(node, tuple(pods), requested, dra_mapped)
 
     def without(self, gone: list[KubePod]) -> _NodeInfo:
         ids = {id(pod) for pod in gone}
-        return _NodeInfo.of(self.node, [pod for pod in self.pods if id(pod) not in ids])
+        return _NodeInfo.of(self.node, [pod for pod in self.pods if id(pod) not in ids], self.dra_mapped)
 
     def plus(self, pod: KubePod) -> _NodeInfo:
-        return _NodeInfo.of(self.node, [*self.pods, pod])
+        return _NodeInfo.of(self.node, [*self.pods, pod], self.dra_mapped)
+
+    def delegated(self, name: str) -> bool:
+        """shouldDelegateResourceToDRA: a class maps the resource and no device plugin offers it here."""
+        return name in self.dra_mapped and self.node.allocatable.get(name, 0) <= 0
 
 
-def _snapshot(nodes: list[KubeNode], pods: list[KubePod], target: KubePod) -> list[_NodeInfo]:
+def _snapshot(nodes: list[KubeNode], pods: list[KubePod], target: KubePod,
+              dra_mapped: frozenset[str] = frozenset()) -> list[_NodeInfo]:
     """Bound, non-terminal pods per node; the pod being predicted never counts against itself."""
     bound: dict[str, list[KubePod]] = {node.name: [] for node in nodes}
     for pod in pods:
         if pod.node_name in bound and not pod.terminal and pod.key != target.key:
             bound[pod.node_name].append(pod)
-    return [_NodeInfo.of(node, bound[node.name]) for node in nodes]
+    return [_NodeInfo.of(node, bound[node.name], dra_mapped) for node in nodes]
 
 
 # --- Filter ---------------------------------------------------------------------------------------------------
@@ -198,6 +217,8 @@ def _shortfalls(pod: KubePod, info: _NodeInfo) -> list[Shortfall]:
         )
     scalars = sorted(name for name in pod.requests if is_scalar(name))
     for name in (*_NATIVE, *scalars):
+        if info.delegated(name):
+            continue  # DynamicResources allocates it from the DeviceClass's devices
         need = pod.requests.get(name, 0)
         total = info.node.allocatable.get(name, 0)
         free = total - info.requested.get(name, 0)
@@ -253,26 +274,55 @@ def _filters(version: Version) -> tuple[Filter, ...]:
 
 
 class _Dra:
-    """DynamicResources for a pod with claims: the last filter, its verdict per node cached (pods do not change it)."""
+    """DynamicResources: the last filter, its verdict per node cached (pods do not change it).
 
-    def __init__(self, inventory: Inventory, nodes: list[KubeNode], unit: Unit, objects: DraObjects) -> None:
+    With DRAExtendedResource, a node whose device plugin does not offer a resource a DeviceClass maps gets the pod's
+    special claim (see dra/extended.py) allocated after the pod's own claims.
+    """
+
+    def __init__(self, inventory: Inventory, nodes: list[KubeNode], unit: Unit, objects: DraObjects,
+                 pod: KubePod | None = None, mapping: dict[str, DeviceClass] | None = None) -> None:
         self.inventory, self.unit, self.objects = inventory, unit, objects
+        self.pod, self.mapping = pod, mapping or {}
         self.nodes = {node.name: NodeRef(node.name, node.labels) for node in nodes}
         self.cycle = Cycle(prefilter=prefilter(unit, inventory))
+        self.units: dict[str, Unit | None] = {}
+        self.request_mappings: dict[str, list[dict]] = {}
+
+    def _unit(self, node: KubeNode) -> Unit | None:
+        """The node's claims: the pod's own, plus the special claim when DRA serves an extended resource here."""
+        if node.name not in self.units:
+            served = dra_served(self.pod, node, self.mapping) if self.pod is not None and self.mapping else {}
+            if not served or self.pod is None:
+                self.units[node.name] = self.unit if self.unit.claims or self.unit.missing else None
+            else:
+                claim, mappings = extended_claim(self.pod, served, self.mapping)
+                self.units[node.name] = replace(self.unit, claims=[*self.unit.claims, claim])
+                self.request_mappings[node.name] = mappings
+        return self.units[node.name]
 
     def __call__(self, pod: KubePod, info: _NodeInfo, version: Version) -> Status:
         name = info.node.name
         if name not in self.cycle.reasons:
+            unit = self._unit(info.node)
+            if unit is None:  # every extended resource comes from a device plugin here, and no claims
+                return SUCCESS
             try:
-                reason, results = filter_node(self.inventory, self.nodes[name], self.unit)
+                reason, results = filter_node(self.inventory, self.nodes[name], unit)
             except DraError as error:
                 raise error_to_input(error, self.objects) from None
             self.cycle.reasons[name] = reason
             if not reason:
                 self.cycle.allocations[name] = results
-                self.cycle.scores[name] = score(self.unit.claims, results)
+                self.cycle.scores[name] = score(unit.claims, results)
         reason = self.cycle.reasons[name]
         return unresolvable("DynamicResources", reason) if reason else SUCCESS
+
+    def _label(self, claim: ResourceClaim) -> str:
+        """The special claim is created as `<pod>-extended-resources-<random>`; shown by that generateName."""
+        if claim.metadata.name == SPECIAL_NAME:
+            return f"{claim.metadata.namespace}/{claim.metadata.generate_name}"
+        return claim.key
 
     def predictions(self, feasible: list[str]) -> list[ClaimPrediction]:
         """The claims on the best feasible node (DRA score, then name), or what ruled each node out."""
@@ -281,15 +331,26 @@ class _Dra:
             best = min(feasible, key=lambda node: (-scores[node], node))
             fresh = iter(self.cycle.allocations.get(best, []))
             found = []
-            for claim in self.unit.claims:
+            unit = self.units.get(best) or self.unit
+            for claim in unit.claims:
                 allocation = claim.status.allocation if claim.status and claim.status.allocation else next(fresh)
-                found.append(ClaimPrediction(claim=claim.key, node=best, allocation=allocation.wire(),
+                found.append(ClaimPrediction(claim=self._label(claim), node=best, allocation=allocation.wire(),
                                              devices=[f"{r.pool}/{r.device}" for r in allocation.devices.results]))
             return found
         refused = sorted(name for name, reason in self.cycle.reasons.items() if reason and reason != NOT_AVAILABLE)
-        per_node = {name: explain(self.inventory, self.nodes[name], self.unit.claims) for name in refused}
+        per_node = {name: explain(self.inventory, self.nodes[name], self.units[name].claims)  # type: ignore[union-attr]
+                    for name in refused}
         text = summarize(per_node) if per_node else self.cycle.prefilter or None
-        return [ClaimPrediction(claim=claim.key, diagnosis=text) for claim in self.unit.claims]
+        claims = next((self.units[name].claims for name in refused), self.unit.claims)  # type: ignore[union-attr]
+        return [ClaimPrediction(claim=self._label(claim), diagnosis=text) for claim in claims]
+
+    def extended_status(self, node: str) -> dict | None:
+        """pod.status.extendedResourceClaimStatus as PreBind writes it, when the node uses the special claim."""
+        mappings = self.request_mappings.get(node)
+        if not mappings or self.pod is None:
+            return None
+        return {"requestMappings": mappings,
+                "resourceClaimName": f"{self.pod.name}-extended-resources-"}  # the API server appends 5 characters
 
 
 def _run_filters(pod: KubePod, info: _NodeInfo, version: Version, dra: _Dra | None = None) -> Status:
@@ -463,6 +524,8 @@ def _schedule(pod: KubePod, infos: list[_NodeInfo], version: Version, dra: _Dra 
     result.feasible = [name for name, status in statuses.items() if status.ok]
     if dra is not None:
         result.claims = dra.predictions(result.feasible)
+        chosen = next((c.node for c in result.claims if c.node), None)
+        result.extended_resource_claim_status = dra.extended_status(chosen) if chosen else None
     if result.feasible:
         return result
     post, best = _postfilter(pod, infos, statuses, version, dra)
@@ -490,14 +553,16 @@ def predict(
     pods = parse_pods(pods_doc, sources[1]) if pods_doc is not None else []
     pod = parse_pod(pod_doc, sources[2])
     dra = None
-    if pod.claims:
+    mapping = class_mapping(objects.classes) if objects is not None and extended_enabled(release) else {}
+    if pod.claims or uses_extended(pod, mapping):
         if objects is None:
             raise InputError(sources[2], "ResourceClaims need --objects: the DeviceClasses, ResourceSlices and "
                              "ResourceClaims or templates, as kubectl get -o json prints them", "spec.resourceClaims")
         held = {(r.driver, r.pool, r.device) for claim in objects.claims if claim.status and claim.status.allocation
                 for r in claim.status.allocation.devices.results}
-        dra = _Dra(Inventory(objects.slices, objects.classes, held), nodes, pod_unit(pod, objects), objects)
-    return _schedule(pod, _snapshot(nodes, pods, pod), release, dra)
+        dra = _Dra(Inventory(objects.slices, objects.classes, held), nodes, pod_unit(pod, objects), objects, pod,
+                   mapping)
+    return _schedule(pod, _snapshot(nodes, pods, pod, frozenset(mapping)), release, dra)
 
 
 def predict_files(
