@@ -1,0 +1,183 @@
+"""`bench openb`: every (trace, policy, seed) run of the FGD protocol and the offline bound per (trace, seed), fanned
+out, then summarised per trace beside the published numbers, and written as CSV, JSON and a plot on request.
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from ..scenarios.openb import NODE_FILE, trace_path
+from .bound import BoundResult, offline_bound
+from .fanout import executor_name, fan_out
+from .openb import CURVE_POINTS, DEFAULT_RATIO, RunResult, RunSpec, prepare, run
+from .published import published
+
+__all__ = ["BOUND", "OpenbBench", "PolicySummary", "TraceSummary", "bench_openb", "write_outputs"]
+
+BOUND = "offline-bound"  # the pseudo-policy of a bound task
+
+
+class PolicySummary(BaseModel):
+    policy: str
+    runs: int
+    allocation_pct: float = Field(description="GPU allocation at the last arrived percentage, mean over seeds")
+    std_pct: float
+    published_pct: float | None = Field(description="the FGD paper's number (full cluster at 130% only)")
+    difference_pp: float | None
+    gap_to_lp_pp: float | None = Field(description="LP upper bound minus the allocation: at least the true gap")
+    dropped: float = Field(description="pods that fitted nowhere, mean over seeds")
+    decision_us: float = Field(description="CPU time per decision, microseconds, mean over seeds")
+    curve: list[float | None] = Field(description="mean allocation % per arrived % 0..130")
+
+
+class TraceSummary(BaseModel):
+    trace: str
+    file: str
+    nodes: int
+    gpus: int
+    pods: int = Field(description="rows in the trace")
+    arrivals: float = Field(description="pods that arrive (trace tuned to the ratio), mean over seeds")
+    ratio: float
+    published: bool = Field(description="the full cluster at 130%: the paper's numbers apply")
+    seeds: list[int]
+    policies: list[PolicySummary]
+    lp_pct: float | None = Field(description="LP upper bound on the allocation, mean over seeds")
+    offline_pct: float | None = Field(description="an offline greedy placement of the arrived pods, mean")
+
+
+class OpenbBench(BaseModel):
+    traces: list[TraceSummary]
+    runs: list[RunResult]
+    bounds: list[BoundResult]
+    executor: str
+    seconds: float
+    outputs: list[str] = Field(default_factory=list)
+
+
+def _execute(spec: RunSpec) -> RunResult | BoundResult:
+    """One task, in whichever process or Ray worker it lands."""
+    return offline_bound(spec) if spec.policy == BOUND else run(spec)
+
+
+def _mean(values: list[float]) -> float:
+    return round(float(np.mean(values)), 4)
+
+
+def _mean_curve(runs: list[RunResult]) -> list[float | None]:
+    curve: list[float | None] = []
+    for x in range(CURVE_POINTS):
+        points = [y for r in runs if (y := r.curve[x]) is not None]
+        curve.append(round(float(np.mean(points)), 4) if points else None)
+    return curve
+
+
+def _summary(policy: str, runs: list[RunResult], full: bool, lp: float | None) -> PolicySummary:
+    allocation = _mean([r.allocation_pct for r in runs])
+    paper = published(runs[0].trace, policy) if full else None
+    return PolicySummary(
+        policy=policy,
+        runs=len(runs),
+        allocation_pct=allocation,
+        std_pct=round(float(np.std([r.allocation_pct for r in runs])), 4),
+        published_pct=paper,
+        difference_pp=None if paper is None else round(allocation - paper, 2),
+        gap_to_lp_pp=None if lp is None else round(lp - allocation, 2),
+        dropped=_mean([r.dropped for r in runs]),
+        decision_us=round(float(np.mean([r.decision_us for r in runs])), 1),
+        curve=_mean_curve(runs),
+    )
+
+
+def bench_openb(
+    traces: list[str],
+    policies: list[str],
+    seeds: list[int],
+    data_dir: str,
+    nodes_file: str | None = None,
+    node_count: int | None = None,
+    ratio: float = DEFAULT_RATIO,
+    bound: bool = True,
+    workers: int = 1,
+    ray: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> OpenbBench:
+    """The protocol for every trace × policy × seed (plus the bound per trace × seed), summarised per trace."""
+    nodes = nodes_file or str(Path(data_dir) / NODE_FILE)
+    files = [str(trace_path(trace, data_dir)) for trace in traces]
+    for file in files:  # fail on bad input here, with the file and field, before any worker starts
+        prepare(file, nodes, node_count)
+    kinds = policies + ([BOUND] if bound else [])
+    tasks = [
+        RunSpec(trace=file, nodes=nodes, node_count=node_count, policy=kind, seed=seed, ratio=ratio)
+        for file in files
+        for kind in kinds
+        for seed in seeds
+    ]
+    began = time.perf_counter()
+    results = fan_out(_execute, tasks, workers, ray, progress)
+    seconds = time.perf_counter() - began
+    runs = [r for r in results if isinstance(r, RunResult)]
+    bounds = [r for r in results if isinstance(r, BoundResult)]
+    full = node_count is None and nodes_file is None and ratio == DEFAULT_RATIO
+    summaries = []
+    for file in files:
+        prepared = prepare(file, nodes, node_count)
+        mine = [r for r in runs if r.trace == prepared.name]
+        limits = [b for b in bounds if b.trace == prepared.name]
+        lp = _mean([b.lp_pct for b in limits]) if limits else None
+        summaries.append(
+            TraceSummary(
+                trace=prepared.name,
+                file=file,
+                nodes=len(prepared.cluster.nodes),
+                gpus=sum(node.gpu.count for node in prepared.cluster.nodes if node.gpu),
+                pods=len(prepared.table.pods),
+                arrivals=_mean([r.arrivals for r in mine]),
+                ratio=ratio,
+                published=full,
+                seeds=seeds,
+                policies=[_summary(p, [r for r in mine if r.policy == p], full, lp) for p in policies],
+                lp_pct=lp,
+                offline_pct=_mean([b.offline_pct for b in limits]) if limits else None,
+            )
+        )
+    return OpenbBench(
+        traces=summaries, runs=runs, bounds=bounds, executor=executor_name(workers, ray), seconds=round(seconds, 2)
+    )
+
+
+def write_outputs(result: OpenbBench, out: Path, plot: Callable[[OpenbBench, Path], None]) -> list[str]:
+    """openb.csv (one row per run), openb.json (everything) and openb.png (the curves) in `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows = out / "openb.csv"
+    with rows.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(
+            ["trace", "policy", "seed", "arrivals", "placed", "dropped", "arrived_pct", "allocation_pct", "decision_us"]
+        )
+        for r in result.runs:
+            writer.writerow(
+                [
+                    r.trace,
+                    r.policy,
+                    r.seed,
+                    r.arrivals,
+                    r.placed,
+                    r.dropped,
+                    r.arrived_pct,
+                    r.allocation_pct,
+                    r.decision_us,
+                ]
+            )
+    figure = out / "openb.png"
+    plot(result, figure)
+    document = out / "openb.json"
+    written = [str(rows), str(document), str(figure)]
+    document.write_text(result.model_copy(update={"outputs": written}).model_dump_json(indent=2))
+    return written

@@ -1,0 +1,330 @@
+"""Placement policies on the milli model, behind one interface: score the feasible nodes, pick the GPUs.
+
+The FGD paper's six are implemented from their definitions in the paper and its simulator
+(hkust-adsl/kubernetes-scheduler-simulator), integer scores included: kube-scheduler scores are integers 0..100,
+and the simulator's scheduler gives a tie to the smallest node name, names it prefixes with a random permutation
+once per run. So ties go to a random but fixed node order, which packs (every tied pod lands on the same node),
+and the truncation is part of each policy's behaviour. gpusched's binpack, spread and topology rank as they do
+in `place`, ties to the node name; here a node has no NVLink islands, so topology keeps whole GPUs whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+import numpy as np
+
+from ...scenarios.openb import MILLI
+from .frag import TargetWorkload
+from .state import PodTable, SharePod, ShareState
+
+__all__ = ["FGD_POLICIES", "GPUSCHED_POLICIES", "POLICIES", "Choice", "SharePolicy", "policy_named"]
+
+MAX_SPEC_CPU = 128000  # the simulator's normalisers: the largest node's cpu and GPU milli
+MAX_SPEC_GPU = 8 * MILLI
+MAX_SCORE = 100
+
+Choice = tuple[int, tuple[int, ...]]  # node, GPUs
+
+
+def _tightest(state: ShareState, pod: SharePod, node: int) -> tuple[int, ...]:
+    """Best fit: a sharing pod goes to the fitting GPU with the least milli left (lowest index on ties)."""
+    if pod.shares:
+        left = state.gpu_left[node]
+        return (int(np.argmin(np.where(left >= pod.milli, left, MILLI + 1))),)
+    return state.whole_gpus(node, pod.gpus)
+
+
+def _loosest(state: ShareState, pod: SharePod, node: int) -> tuple[int, ...]:
+    """Worst fit: a sharing pod goes to the GPU with the most milli left."""
+    if pod.shares:
+        return (int(np.argmax(state.gpu_left[node])),)
+    return state.whole_gpus(node, pod.gpus)
+
+
+class SharePolicy:
+    """Scores feasible nodes (higher is better); the best wins, ties to the node first in `order`."""
+
+    name: ClassVar[str]
+    shuffled_ties: ClassVar[bool] = True  # ties in a random node order drawn per run (else by node name)
+
+    def __init__(self, state: ShareState, table: PodTable, target: TargetWorkload, rng: np.random.Generator) -> None:
+        self.state = state
+        self.table = table
+        self.target = target
+        self.order = rng.permutation(state.size) if self.shuffled_ties else np.arange(state.size)
+
+    def scores(self, pod: SharePod, nodes: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def gpus(self, pod: SharePod, node: int, rng: np.random.Generator) -> tuple[int, ...]:
+        return _tightest(self.state, pod, node)
+
+    def choose(self, pod: SharePod, rng: np.random.Generator) -> Choice | None:
+        nodes = np.flatnonzero(self.state.feasible(pod))
+        if not nodes.size:
+            return None
+        scores = self.scores(pod, nodes)
+        best = nodes[scores == scores.max()]
+        node = int(best[np.argmin(self.order[best])])
+        return node, self.gpus(pod, node, rng)
+
+
+class Random(SharePolicy):
+    """A random feasible node; a sharing pod takes a random GPU with room."""
+
+    name = "Random"
+
+    def choose(self, pod: SharePod, rng: np.random.Generator) -> Choice | None:
+        nodes = np.flatnonzero(self.state.feasible(pod))
+        if not nodes.size:
+            return None
+        node = int(nodes[rng.integers(nodes.size)])
+        return node, self.gpus(pod, node, rng)
+
+    def gpus(self, pod: SharePod, node: int, rng: np.random.Generator) -> tuple[int, ...]:
+        if pod.shares:
+            fitting = np.flatnonzero(self.state.gpu_left[node] >= pod.milli)
+            return (int(fitting[rng.integers(fitting.size)]),)
+        return self.state.whole_gpus(node, pod.gpus)
+
+
+class DotProd(SharePolicy):
+    """Tetris' alignment score on (cpu, GPU milli), normalised by the largest node; the smaller product wins."""
+
+    name = "DotProd"
+
+    def scores(self, pod: SharePod, nodes: np.ndarray) -> np.ndarray:
+        s = self.state
+        dot = (s.cpu_left[nodes] / MAX_SPEC_CPU) * (pod.cpu / MAX_SPEC_CPU)
+        dot += (s.gpu_total_left[nodes] / MAX_SPEC_GPU) * (pod.total_milli / MAX_SPEC_GPU)
+        return np.floor(MAX_SCORE * (1 - dot / 2))
+
+
+class GpuClustering(SharePolicy):
+    """Pods of one sharing class together: nodes holding only that class, then mixed, then empty, then others."""
+
+    name = "GpuClustering"
+
+    def scores(self, pod: SharePod, nodes: np.ndarray) -> np.ndarray:
+        if pod.gpus == 0:
+            return np.zeros(nodes.size)
+        s = self.state
+        present = s.affinity[nodes, 1:] > 0  # column 0 counts CPU-only pods, which carry no affinity
+        classes = present.sum(axis=1)
+        mine = present[:, pod.tag - 1]
+        base = (MAX_SCORE // 4) * (MAX_SPEC_GPU - s.gpu_total_left[nodes]) // MAX_SPEC_GPU
+        tier = np.where(mine, np.where(classes == 1, 3, 2), np.where(classes == 0, 1, 0))
+        return base + tier * (MAX_SCORE // 4)
+
+
+class GpuPacking(SharePolicy):
+    """Already-shared GPUs first, then free GPUs of used nodes, then empty nodes."""
+
+    name = "GpuPacking"
+
+    def scores(self, pod: SharePod, nodes: np.ndarray) -> np.ndarray:
+        if pod.gpus == 0:
+            return np.zeros(nodes.size)
+        s = self.state
+        free = s.gpu_free_whole[nodes]
+        empty = np.maximum(MAX_SCORE // 3 - free, free)
+        if pod.shares:
+            left = s.gpu_left[nodes]
+            tightest = np.where(left >= pod.milli, left, MILLI + 1).min(axis=1)
+            shared = np.maximum(MAX_SCORE - (tightest * 100 // MILLI) // 10, MAX_SCORE // 2)
+            used = np.where(tightest == MILLI, np.maximum(MAX_SCORE // 2 - 1, MAX_SCORE // 3), shared)
+        else:
+            used = np.full(nodes.size, max(MAX_SCORE // 2 - pod.gpus, MAX_SCORE // 3))
+        return np.where(free == s.gpus[nodes], empty, used)
+
+
+class BestFit(SharePolicy):
+    """The least cpu and GPU milli left over, weighted ½ each, normalised by the largest node."""
+
+    name = "BestFit"
+
+    def scores(self, pod: SharePod, nodes: np.ndarray) -> np.ndarray:
+        s = self.state
+        waste = 0.5 * (s.cpu_left[nodes] - pod.cpu) / MAX_SPEC_CPU
+        waste += 0.5 * (s.gpu_total_left[nodes] - pod.total_milli) / MAX_SPEC_GPU
+        return np.floor((1.0 - waste) * MAX_SCORE)
+
+
+Judge = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (F now (B,), F after per GPU (B, G)) -> scores (B, G)
+
+
+class FragmentationCache:
+    """The best score (and GPU) of each node for each pod class, judged from the fragmentation before and after,
+    kept until the node changes.
+
+    A node's fragmentation changes only when a pod lands on it, so a decision recomputes only the feasible nodes
+    that changed since its pod class was last scored, all of them in one vectorised batch.
+    """
+
+    def __init__(self, state: ShareState, table: PodTable, target: TargetWorkload, judge: Judge) -> None:
+        self.state = state
+        self.target = target
+        self.judge = judge
+        self.current = target.frag(state.gpu_left, state.cpu_left, np.arange(state.size))
+        shape = (len(table.classes), state.size)
+        self.score = np.zeros(shape)
+        self.gpu = np.zeros(shape, dtype=np.int64)
+        self.valid = np.zeros(shape, dtype=bool)
+        self.seen = 0
+
+    def _sync(self) -> None:
+        changed = self.state.changed[self.seen :]
+        if changed:
+            nodes = np.unique(changed)
+            self.valid[:, nodes] = False
+            s = self.state
+            self.current[nodes] = self.target.frag(s.gpu_left[nodes], s.cpu_left[nodes], nodes)
+            self.seen = len(self.state.changed)
+
+    def best(self, pod: SharePod, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per node: the best score for the pod, and the GPU a sharing pod would take for it."""
+        self._sync()
+        stale = nodes[~self.valid[pod.klass, nodes]]
+        if stale.size:
+            scores = self.judge(self.current[stale], self._after(pod, stale))
+            first = scores.argmax(axis=1)
+            self.score[pod.klass, stale] = scores[np.arange(stale.size), first]
+            self.gpu[pod.klass, stale] = first
+            self.valid[pod.klass, stale] = True
+        return self.score[pod.klass, nodes], self.gpu[pod.klass, nodes]
+
+    def _after(self, pod: SharePod, nodes: np.ndarray) -> np.ndarray:
+        """(nodes, G): fragmentation after placing the pod; a sharing pod per GPU (inf where it has no room)."""
+        s = self.state
+        left = s.gpu_left[nodes]
+        width = left.shape[1]
+        cpu = s.cpu_left[nodes] - pod.cpu
+        if not pod.shares:
+            free = left == MILLI
+            taken = free & (np.cumsum(free, axis=1) <= pod.gpus) if pod.gpus else np.zeros_like(free)
+            after = self.target.frag(np.where(taken, 0, left), cpu, nodes)
+            return after[:, None]
+        options = np.repeat(left[:, None, :], width, axis=1)
+        diagonal = np.arange(width)
+        options[:, diagonal, diagonal] -= pod.milli
+        after = self.target.frag(options.reshape(-1, width), np.repeat(cpu, width), np.repeat(nodes, width))
+        return np.where(left >= pod.milli, after.reshape(-1, width), np.inf)
+
+
+def fgd_score(current: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """⌊100·sigmoid((F_before − F_after)/1000)⌋, as the simulator scores; −1 where the pod has no room."""
+    with np.errstate(over="ignore"):
+        score = np.floor(1.0 / (1.0 + np.exp((after - current[:, None]) / 1000)) * MAX_SCORE)
+    return np.where(np.isinf(after), -1.0, score)
+
+
+class Fgd(SharePolicy):
+    """Fragmentation Gradient Descent: the node (and GPU) where the expected fragmentation grows least.
+
+    A sharing pod takes the first GPU with the node's best score.
+    """
+
+    name = "FGD"
+
+    def __init__(self, state: ShareState, table: PodTable, target: TargetWorkload, rng: np.random.Generator) -> None:
+        super().__init__(state, table, target, rng)
+        self.cache = FragmentationCache(state, table, target, fgd_score)
+        self._gpus = np.zeros(0, dtype=np.int64)
+        self._nodes = np.zeros(0, dtype=np.int64)
+
+    def scores(self, pod: SharePod, nodes: np.ndarray) -> np.ndarray:
+        scores, self._gpus = self.cache.best(pod, nodes)
+        self._nodes = nodes
+        return scores
+
+    def gpus(self, pod: SharePod, node: int, rng: np.random.Generator) -> tuple[int, ...]:
+        if pod.shares:
+            return (int(self._gpus[np.searchsorted(self._nodes, node)]),)
+        return self.state.whole_gpus(node, pod.gpus)
+
+
+class Balanced(Fgd):
+    """gpusched's own: FGD's fragmentation score, then a look-ahead on each node's balance of CPU and GPU.
+
+    Among the nodes FGD rates best, a GPU pod takes the node whose CPU left afterwards best matches what its GPUs
+    left will need: |cpu_left − r·gpu_milli_left| / cpu capacity smallest, r the workload's CPU per GPU milli.
+    A CPU-only pod takes the node with the most CPU to spare beyond that: cpu_left − r·gpu_milli_left largest. Neither CPU nor GPUs get stranded: FGD
+    alone leaves such ties to a random node order, and a bad order costs up to ten points of allocation.
+    """
+
+    name = "gpusched"
+
+    def __init__(self, state: ShareState, table: PodTable, target: TargetWorkload, rng: np.random.Generator) -> None:
+        super().__init__(state, table, target, rng)
+        gpu_pods = [pod for pod in table.pods if pod.gpus]
+        self.cpu_per_milli = sum(p.cpu for p in gpu_pods) / max(1, sum(p.total_milli for p in gpu_pods))
+
+    def choose(self, pod: SharePod, rng: np.random.Generator) -> Choice | None:
+        nodes = np.flatnonzero(self.state.feasible(pod))
+        if not nodes.size:
+            return None
+        scores = self.scores(pod, nodes)
+        best = nodes[scores == scores.max()]
+        if best.size > 1:
+            s = self.state
+            spare = s.cpu_left[best] - pod.cpu - self.cpu_per_milli * (s.gpu_total_left[best] - pod.total_milli)
+            imbalance = np.abs(spare) / s.cpu_capacity[best] if pod.gpus else -spare
+            best = best[imbalance == imbalance.min()]
+        node = int(best[np.argmin(self.order[best])])
+        return node, self.gpus(pod, node, rng)
+
+
+class Binpack(SharePolicy):
+    """gpusched's binpack: the least GPU milli left on the node afterwards."""
+
+    name = "binpack"
+    shuffled_ties = False
+
+    def scores(self, pod: SharePod, nodes: np.ndarray) -> np.ndarray:
+        return -(self.state.gpu_total_left[nodes] - pod.total_milli).astype(np.float64)
+
+
+class Spread(SharePolicy):
+    """gpusched's spread: the most GPU milli left afterwards; a sharing pod takes the emptiest GPU."""
+
+    name = "spread"
+    shuffled_ties = False
+
+    def scores(self, pod: SharePod, nodes: np.ndarray) -> np.ndarray:
+        return (self.state.gpu_total_left[nodes] - pod.total_milli).astype(np.float64)
+
+    def gpus(self, pod: SharePod, node: int, rng: np.random.Generator) -> tuple[int, ...]:
+        return _loosest(self.state, pod, node)
+
+
+class Topology(SharePolicy):
+    """gpusched's topology without islands: the fewest whole GPUs left free on the node, then the least milli."""
+
+    name = "topology"
+    shuffled_ties = False
+
+    def scores(self, pod: SharePod, nodes: np.ndarray) -> np.ndarray:
+        s = self.state
+        whole = s.gpu_free_whole[nodes]
+        if pod.shares:
+            left = s.gpu_left[nodes]
+            breaks = np.where(left >= pod.milli, left, MILLI + 1).min(axis=1) == MILLI
+            whole = whole - breaks
+        else:
+            whole = whole - pod.gpus
+        return -(whole * (MAX_SPEC_GPU + MILLI) + s.gpu_total_left[nodes] - pod.total_milli).astype(np.float64)
+
+
+FGD_POLICIES: tuple[type[SharePolicy], ...] = (Random, DotProd, GpuClustering, GpuPacking, BestFit, Fgd)
+GPUSCHED_POLICIES: tuple[type[SharePolicy], ...] = (Binpack, Spread, Topology, Balanced)
+POLICIES: dict[str, type[SharePolicy]] = {p.name: p for p in FGD_POLICIES + GPUSCHED_POLICIES}
+
+
+def policy_named(name: str) -> type[SharePolicy]:
+    """A policy by its name, case-insensitively."""
+    found = {key.lower(): policy for key, policy in POLICIES.items()}.get(name.lower())
+    if found is None:
+        raise ValueError(f"unknown policy {name!r}: expected one of {', '.join(POLICIES)}")
+    return found

@@ -1,0 +1,32 @@
+"""`--ray`: the same runs on a local Ray instance as in this process.
+
+Starting Ray takes tens of seconds, so this runs only when asked: GPUSCHED_RAY_TESTS=1 (and Ray installed:
+pip install 'gpusched[ray]').
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "openb"
+pytestmark = [
+    pytest.mark.skipif(not os.environ.get("GPUSCHED_RAY_TESTS"), reason="starts Ray (slow): set GPUSCHED_RAY_TESTS=1"),
+    pytest.mark.skipif(not (DATA / "openb_pod_list_default.csv").exists(), reason=f"openb trace not at {DATA}"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
+
+
+def test_ray_runs_match_local_runs(gpusched):
+    pytest.importorskip("ray")
+    args = ("bench", "openb", "--data", DATA, "--nodes", 40, "--seeds", "42,43", "--policies", "binpack,FGD", "--json")
+    local = gpusched(*args, "--workers", 1).json()
+    remote = gpusched(*args, "--ray")
+    assert remote.exit_code == 0, remote.stderr
+    assert remote.json()["executor"] == "ray"
+    key = lambda run: (run["policy"], run["seed"], run["allocation_pct"], run["curve"])
+    assert [key(r) for r in remote.json()["runs"]] == [key(r) for r in local["runs"]]
+    assert remote.json()["bounds"] == local["bounds"]

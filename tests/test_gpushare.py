@@ -1,0 +1,169 @@
+"""The milli-GPU model: the FGD fragmentation measure against its definition, the policies' choices, the loaders."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpusched.bench.bound import lp_bound, offline_greedy
+from gpusched.errors import InputError
+from gpusched.planner.gpushare import PodTable, ShareState, policy_named, target_workload
+from gpusched.planner.gpushare.policies import POLICIES
+from gpusched.scenarios.openb import OpenbNode, OpenbPod, load_openb_nodes, load_openb_pods, openb_cluster
+
+NODES = [
+    OpenbNode(name="n-a", cpu_milli=16000, memory_mib=65536, gpu=4, model="T4"),
+    OpenbNode(name="n-b", cpu_milli=8000, memory_mib=65536, gpu=2, model="P100"),
+    OpenbNode(name="n-c", cpu_milli=64000, memory_mib=262144, gpu=8, model="G2"),
+]
+PODS = [
+    OpenbPod(name="share-5", cpu_milli=4000, num_gpu=1, gpu_milli=500),
+    OpenbPod(name="share-5b", cpu_milli=4000, num_gpu=1, gpu_milli=500),
+    OpenbPod(name="share-3", cpu_milli=2000, num_gpu=1, gpu_milli=300, models=("T4",)),
+    OpenbPod(name="one", cpu_milli=8000, num_gpu=1, gpu_milli=1000),
+    OpenbPod(name="two", cpu_milli=12000, num_gpu=2, gpu_milli=1000, models=("G2", "P100")),
+    OpenbPod(name="cpu", cpu_milli=6000, num_gpu=0, gpu_milli=0),
+]
+
+
+def _setup():
+    table = PodTable.of(PODS)
+    state = ShareState(openb_cluster(NODES), table)
+    return table, state, target_workload(table, state, coverage=1.0)
+
+
+def _frag_by_definition(left: list[int], cpu: int, model: str, table: PodTable) -> float:
+    """fgd.md, literally: per task class m with popularity p_m, the free milli no task of m can use."""
+    counts: dict[int, int] = {}
+    for pod in table.pods:
+        counts[pod.klass] = counts.get(pod.klass, 0) + 1
+    total = 0.0
+    for klass, n in counts.items():
+        cpu_m, gpus_m, milli_m, spec = table.classes[klass]
+        allowed = table.specs[spec]
+        if gpus_m == 0 or (allowed and model not in allowed):
+            frag = sum(left)
+        elif sum(g >= milli_m for g in left) >= gpus_m and cpu >= cpu_m:
+            frag = sum(g for g in left if g < milli_m)
+        else:
+            frag = sum(left)
+        total += n / len(table.pods) * frag
+    return total
+
+
+def test_fragmentation_matches_the_definition():
+    table, state, target = _setup()
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        node = int(rng.integers(state.size))
+        width = int(state.gpus[node])
+        left = np.zeros(state.gpu_left.shape[1], dtype=np.int64)
+        left[:width] = rng.choice([0, 100, 300, 499, 500, 700, 1000], size=width)
+        cpu = int(rng.integers(0, 20000))
+        got = target.frag(left[None, :], np.array([cpu]), np.array([node]))[0]
+        model = state.models[state.model[node]]
+        assert got == pytest.approx(_frag_by_definition(left[:width].tolist(), cpu, model, table))
+
+
+def test_target_workload_covers_the_popular_classes_first():
+    table, state, _ = _setup()
+    partial = target_workload(table, state, coverage=0.5)  # share-5 (2 of 6) then one more class reach 50%
+    assert partial.popularity.sum() + partial.cpu_only == pytest.approx(1.0)
+    assert partial.milli.tolist()[0] == 500 and partial.popularity.max() == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("name", list(POLICIES))
+def test_every_policy_places_only_where_the_pod_fits(name):
+    table, state, target = _setup()
+    rng = np.random.default_rng(1)
+    policy = policy_named(name)(state, table, target, rng)
+    for pod in table.pods * 4:
+        fitting = set(np.flatnonzero(state.feasible(pod)).tolist())
+        choice = policy.choose(pod, rng)
+        if not fitting:
+            assert choice is None
+            continue
+        node, gpus = choice
+        assert node in fitting
+        assert len(gpus) == pod.gpus and len(set(gpus)) == len(gpus)
+        assert all(state.gpu_left[node, g] >= pod.milli for g in gpus)
+        state.bind(pod, node, gpus)
+    assert (state.gpu_left >= 0).all() and (state.cpu_left >= 0).all()
+    assert state.allocated_milli == state.capacity_milli - int(state.gpu_left.sum())
+
+
+def test_sharing_pods_choose_a_gpu():
+    table, state, target = _setup()
+    rng = np.random.default_rng(3)
+    best_fit = policy_named("binpack")(state, table, target, rng)
+    half = table.pods[0]
+    node, first = best_fit.choose(half, rng)
+    state.bind(half, node, first)
+    assert best_fit.choose(half, rng) == (node, first)  # the half-used GPU before a fresh one
+    worst = policy_named("spread")(state, table, target, rng)
+    other, (gpu,) = worst.choose(half, rng)
+    assert state.gpu_left[other, gpu] == 1000  # spread: the emptiest node, a fresh GPU
+
+
+def test_release_restores_the_node():
+    table, state, _ = _setup()
+    before = (state.gpu_left.copy(), state.cpu_left.copy(), state.affinity.copy())
+    pod = table.pods[4]
+    node = int(np.flatnonzero(state.feasible(pod))[0])
+    gpus = state.whole_gpus(node, pod.gpus)
+    state.bind(pod, node, gpus)
+    state.release(pod, node, gpus)
+    assert all((a == b).all() for a, b in zip(before, (state.gpu_left, state.cpu_left, state.affinity)))
+    assert state.allocated_milli == 0
+
+
+def test_loaders_accept_the_column_variants(tmp_path):
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_text("sn,cpu,memory_mib,gpu,model\nn-0,32,1024,2,T4\nn-1,16,1024,0,nan\n")
+    found = load_openb_nodes(nodes)
+    assert [(n.name, n.cpu_milli, n.gpu, n.model) for n in found] == [("n-0", 32000, 2, "T4"), ("n-1", 16000, 0, "")]
+    pods = tmp_path / "pods.csv"
+    pods.write_text("job_id,num_cpu,num_gpu\n7,4,2\n8,2,0\n")
+    loaded = load_openb_pods(pods)
+    assert [(p.name, p.cpu_milli, p.num_gpu, p.gpu_milli, p.memory_mib) for p in loaded] == [
+        ("7", 4000, 2, 1000, 0),
+        ("8", 2000, 0, 0, 0),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "message"),
+    [
+        (
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1,1,1500\n",
+            "line 2 (p).gpu_milli",
+            "less than or equal to 1000",
+        ),
+        ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,x,1,1,500\n", "line 2 (p).cpu_milli", "valid integer"),
+        ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,0,500\n", "line 2 (p)", "gpu_milli must be 0"),
+        ("name,memory_mib,num_gpu,gpu_milli\np,1,1,500\n", "header", "no cpu_milli or cpu or num_cpu column"),
+    ],
+)
+def test_bad_rows_name_the_line_and_field(tmp_path, text, field, message):
+    path = tmp_path / "pods.csv"
+    path.write_text(text)
+    with pytest.raises(InputError) as caught:
+        load_openb_pods(path)
+    assert caught.value.field == field and message in caught.value.message
+
+
+def test_lp_bound_counts_cpu_memory_and_models():
+    nodes = [OpenbNode(name="t4", cpu_milli=8000, memory_mib=1000, gpu=2, model="T4")]
+    pods = [
+        OpenbPod(name="a", cpu_milli=6000, num_gpu=1, gpu_milli=1000),
+        OpenbPod(name="b", cpu_milli=6000, num_gpu=1, gpu_milli=1000),
+        OpenbPod(name="v", cpu_milli=1000, num_gpu=1, gpu_milli=1000, models=("V100M16",)),
+        OpenbPod(name="m", cpu_milli=1000, memory_mib=2000, num_gpu=1, gpu_milli=500),
+    ]
+    table = PodTable.of(pods)
+    state = ShareState(openb_cluster(nodes), table)
+    upper, status = lp_bound(state, table.pods)
+    assert status == "OPTIMAL"
+    assert upper == pytest.approx(8000 / 6000 * 1000)  # cpu binds; v needs a V100, m more memory than the node has
+    placed = offline_greedy(state, table, table.pods)
+    assert placed == 1000  # one whole pod: the second has no cpu left
