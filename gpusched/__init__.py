@@ -3,17 +3,41 @@
 The library API; the `gpusched` command (gpusched.cli) is a thin layer over it and the library never prints.
 """
 
-from .errors import InputError
-from .models.cluster import BusyGpu, Cluster, GpuBlock, MigInstance, Node
-from .models.graph import build_graph
-from .models.workload import Job, JobList, Pod, PodList
-from .planner.frag import FragReport, fragmentation
-from .planner.gang import GangReport, simulate
-from .planner.k8s import K8sPrediction, predict
-from .planner.place import PlaceReport, place
-from .planner.state import ClusterState, advertised
-from .planner.validate import Assignment, violations
-from .scenarios import load_cluster, load_jobs, load_pods, load_scenario, scenario_names
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Assignment": ".planner.validate",
+    "BusyGpu": ".models.cluster",
+    "Cluster": ".models.cluster",
+    "ClusterState": ".planner.state",
+    "FragReport": ".planner.frag",
+    "GangReport": ".planner.gang",
+    "GpuBlock": ".models.cluster",
+    "InputError": ".errors",
+    "Job": ".models.workload",
+    "JobList": ".models.workload",
+    "K8sPrediction": ".planner.k8s",
+    "MigInstance": ".models.cluster",
+    "Node": ".models.cluster",
+    "PlaceReport": ".planner.place",
+    "Pod": ".models.workload",
+    "PodList": ".models.workload",
+    "advertised": ".planner.state",
+    "build_graph": ".models.graph",
+    "fragmentation": ".planner.frag",
+    "load_cluster": ".scenarios",
+    "load_jobs": ".scenarios",
+    "load_pods": ".scenarios",
+    "load_scenario": ".scenarios",
+    "place": ".planner.place",
+    "predict": ".planner.k8s",
+    "scenario_names": ".scenarios",
+    "simulate": ".planner.gang",
+    "violations": ".planner.validate",
+}
 
 __all__ = [
     "Assignment",
@@ -45,3 +69,10 @@ __all__ = [
     "simulate",
     "violations",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Exports load on first use: the CLI imports this package, and need not pay for every solver."""
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    raise AttributeError(f"module 'gpusched' has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["InputError"]
+__all__ = ["InputError", "Infeasible"]
 
 
 class InputError(Exception):
@@ -14,3 +14,7 @@ class InputError(Exception):
         self.message = message
         where = f"{source}: {field}" if field else source
         super().__init__(f"{where}: {message}")
+
+
+class Infeasible(Exception):
+    """A well-formed request with no answer, or none found in the time limit: the CLI prints it and exits 1."""

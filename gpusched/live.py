@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from kubernetes import client
-from kubernetes.config import new_client_from_config
-from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError
 
 from .errors import InputError
 from .planner.dra.objects import DraObjects, objects_from
 from .planner.k8s import K8sPrediction, parse_version, predict
+
+if TYPE_CHECKING:  # the client is imported when a kubeconfig is used, not at every CLI start
+    from kubernetes import client
 
 __all__ = ["RestError", "connect", "fetch", "predict_live", "request", "split_name"]
 
@@ -51,6 +51,9 @@ def connect(kubeconfig: str | Path, context: str | None = None) -> client.ApiCli
     if wanted not in names:
         known = ", ".join(names) or "none"
         raise InputError(str(path), f"context {wanted!r} not found (contexts: {known})", "contexts")
+    from kubernetes.config import new_client_from_config
+    from kubernetes.config.config_exception import ConfigException
+
     try:
         return new_client_from_config(config_file=str(path), context=wanted, persist_config=False)
     except (ConfigException, ValueError, TypeError, OSError) as error:

@@ -17,3 +17,14 @@ def test_library_round_trip():
     cluster = gpusched.load_cluster("monday")
     report = gpusched.place(cluster, gpusched.load_pods("monday").pods, policy="spread")
     assert [r.pod for r in report.pending] == ["train-8"]
+
+
+def test_every_command_is_mapped_to_the_module_that_registers_it():
+    from gpusched.cli import COMMAND_MODULES, app
+
+    registered = {(c.name or c.callback.__name__): c.callback.__module__ for c in app.registered_commands}
+    registered.update({g.name: None for g in app.registered_groups if g.name == "bench"})
+    registered.update({g.name: g.typer_instance.registered_commands[0].callback.__module__
+                       for g in app.registered_groups if g.name != "bench"})
+    expected = {name: module and f"gpusched.cli.{module}" for name, module in COMMAND_MODULES.items()}
+    assert registered == expected

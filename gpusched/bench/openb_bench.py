@@ -8,6 +8,7 @@ import csv
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -18,7 +19,17 @@ from .fanout import executor_name, fan_out
 from .openb import CURVE_POINTS, DEFAULT_RATIO, RunResult, RunSpec, prepare, run
 from .published import published
 
-__all__ = ["BOUND", "OpenbBench", "PolicySummary", "TraceSummary", "bench_openb", "write_outputs"]
+__all__ = [
+    "BOUND",
+    "OpenbBench",
+    "PolicySummary",
+    "TraceSummary",
+    "bench_openb",
+    "write_outputs",
+    "write_plot_and_document",
+]
+
+R = TypeVar("R", bound=BaseModel)
 
 BOUND = "offline-bound"  # the pseudo-policy of a bound task
 
@@ -175,9 +186,14 @@ def write_outputs(result: OpenbBench, out: Path, plot: Callable[[OpenbBench, Pat
                     r.decision_us,
                 ]
             )
-    figure = out / "openb.png"
+    return write_plot_and_document(result, out, "openb", rows, plot)
+
+
+def write_plot_and_document(result: R, out: Path, name: str, rows: Path, plot: Callable[[R, Path], None]) -> list[str]:
+    """After a bench's CSV `rows`: NAME.png (the plot) and NAME.json (the result, listing what was written)."""
+    figure = out / f"{name}.png"
     plot(result, figure)
-    document = out / "openb.json"
+    document = out / f"{name}.json"
     written = [str(rows), str(document), str(figure)]
     document.write_text(result.model_copy(update={"outputs": written}).model_dump_json(indent=2))
     return written

@@ -13,8 +13,8 @@ from pydantic import BaseModel
 
 from ..models.cluster import Cluster
 from ..models.workload import Job
-from ..planner.optimize.defrag import defrag, parse_shape
-from ..planner.optimize.preempt import preempt
+from ..planner.optimize.defrag import DefragReport, defrag, parse_shape
+from ..planner.optimize.preempt import PreemptReport, preempt
 from ..planner.optimize.solver import SolverConfig
 from ..planner.place import place
 from ..scenarios.synthetic import synthetic_cluster, synthetic_pods
@@ -68,6 +68,23 @@ def busy_cluster(nodes: int, seed: int = 42, fill: float = FILL) -> Cluster:
     return Cluster.model_validate(data)
 
 
+def _result(
+    command: str, nodes: int, cluster: Cluster, report: PreemptReport | DefragReport, objective: str, seconds: float
+) -> RepairBench:
+    """One timed run of preempt or defrag, as a benchmark row."""
+    return RepairBench(
+        command=command,
+        nodes=nodes,
+        running=len(cluster.running),
+        kinds=report.kinds,
+        feasible=report.feasible,
+        status=report.solve.status if report.solve else "-",
+        objective=objective,
+        solve_seconds=round(report.solve.seconds, 3) if report.solve else 0.0,
+        seconds=round(seconds, 3),
+    )
+
+
 def bench_preempt(
     nodes: int, seed: int = 42, pods: int = 2, gpus: int = 8, config: SolverConfig | None = None, fill: float = FILL
 ) -> RepairBench:
@@ -81,17 +98,7 @@ def bench_preempt(
     objective = (
         "-" if cost is None else f"top priority {cost.highest_priority}, GPUs {cost.units}, victims {cost.victims}"
     )
-    return RepairBench(
-        command=f"preempt {pods}x{gpus} NVLink job",
-        nodes=nodes,
-        running=len(cluster.running),
-        kinds=report.kinds,
-        feasible=report.feasible,
-        status=report.solve.status if report.solve else "-",
-        objective=objective,
-        solve_seconds=round(report.solve.seconds, 3) if report.solve else 0.0,
-        seconds=round(seconds, 3),
-    )
+    return _result(f"preempt {pods}x{gpus} NVLink job", nodes, cluster, report, objective, seconds)
 
 
 def bench_defrag(
@@ -108,14 +115,4 @@ def bench_defrag(
     report = defrag(cluster, parse_shape(shape), max_moves, config)
     seconds = time.perf_counter() - began
     objective = f"moves {len(report.moves)}, GPUs moved {report.gpus_moved}, target pods {len(report.targets)}"
-    return RepairBench(
-        command=f"defrag --for {shape}",
-        nodes=nodes,
-        running=len(cluster.running),
-        kinds=report.kinds,
-        feasible=report.feasible,
-        status=report.solve.status if report.solve else "-",
-        objective=objective,
-        solve_seconds=round(report.solve.seconds, 3) if report.solve else 0.0,
-        seconds=round(seconds, 3),
-    )
+    return _result(f"defrag --for {shape}", nodes, cluster, report, objective, seconds)

@@ -20,6 +20,7 @@ from ..planner.optimize.solver import SolverConfig
 from ..planner.policies import POLICIES
 from ..scenarios.synthetic import synthetic_cluster, synthetic_workload
 from .fanout import executor_name, fan_out
+from .openb_bench import write_plot_and_document
 
 __all__ = ["HeuristicRow", "SyntheticBench", "SyntheticRow", "SyntheticSpec", "bench_synthetic", "write_synthetic"]
 
@@ -200,9 +201,4 @@ def write_synthetic(result: SyntheticBench, out: Path, plot: Callable[[Synthetic
                         h.seconds,
                     ]
                 )
-    figure = out / "synthetic.png"
-    plot(result, figure)
-    document = out / "synthetic.json"
-    written = [str(rows), str(document), str(figure)]
-    document.write_text(result.model_copy(update={"outputs": written}).model_dump_json(indent=2))
-    return written
+    return write_plot_and_document(result, out, "synthetic", rows, plot)

@@ -1,16 +1,52 @@
 """The `gpusched` command: parse, load, call one library function, render (rich text or --json).
 
-Each module here registers its commands on the one Typer app; rendering lives beside the commands.
+Each module here registers its commands on the one Typer app; rendering lives beside the commands. The console
+script imports only the module of the command it runs (the solvers, the CEL library and the kubernetes client are
+heavy); `gpusched.cli.app` as an attribute loads them all.
 """
 
-from . import bench  # noqa: F401
-from . import conformance  # noqa: F401
-from . import core  # noqa: F401  (registers the core commands)
-from . import dra  # noqa: F401
-from . import importer  # noqa: F401
-from . import mig  # noqa: F401
-from . import plan  # noqa: F401
-from . import repair  # noqa: F401
-from .app import app, main
+from __future__ import annotations
 
-__all__ = ["app", "main"]
+import importlib
+import sys
+from typing import Any
+
+from . import common as _common
+
+__all__ = ["app", "main", "COMMAND_MODULES", "load"]
+
+# top-level command or group -> the module that registers it (None: every module, e.g. the shared bench group)
+COMMAND_MODULES: dict[str, str | None] = {
+    **dict.fromkeys(("scenarios", "schema", "advertised", "place", "frag", "allreduce", "gang", "k8s"), "core"),
+    "conformance": "conformance",
+    "cluster": "conformance",
+    "slices": "dra",
+    "dra": "dra",
+    "import": "importer",
+    "plan": "plan",
+    "validate": "plan",
+    "mig": "mig",
+    "preempt": "repair",
+    "defrag": "repair",
+    "bench": None,
+}
+MODULES = ("core", "bench", "conformance", "dra", "importer", "mig", "plan", "repair")
+
+
+def load(module: str | None = None) -> Any:
+    """Register the commands of one module (or all) on the app, and return the app."""
+    for name in MODULES if module is None else (module,):
+        importlib.import_module(f"{__name__}.{name}")
+    return _common.app
+
+
+def main() -> Any:
+    """The console script: `--help` or an unknown command loads everything, so Typer can list or refuse it."""
+    command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), "")
+    return load(COMMAND_MODULES[command] if command in COMMAND_MODULES else None)()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return load()
+    raise AttributeError(name)

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -22,7 +22,7 @@ from ..bench.replay import ReplayBench, bench_replay, write_replay
 from ..bench.synthetic_bench import SyntheticBench, bench_synthetic, write_synthetic
 from ..planner.gpushare import POLICIES, policy_named
 from ..scenarios.openb import OPENB_TRACES
-from .app import JsonFlag, err, run, show
+from .common import JsonFlag, err, run, show
 from .core import bench_app
 from .render import new_table
 
@@ -89,6 +89,24 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
         yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
+def _write_and_show(
+    result: Any,
+    out: Path | None,
+    write: Callable[[Any, Path, Callable], list[str]],
+    plot: str,
+    as_json: bool,
+    render: Callable[[Console, Any, bool], None],
+    timing: bool,
+) -> int:
+    """A bench's outputs (CSV, JSON and the plot named `plot`) written when --out asks, then its result shown."""
+    if out is not None:
+        from ..bench import plots  # matplotlib only when a plot is wanted
+
+        result.outputs = write(result, out, getattr(plots, plot))
+    show(result, as_json, lambda console, r: render(console, r, timing))
+    return 0
+
+
 @bench_app.command("openb")
 def bench_openb_command(
     trace: Annotated[
@@ -136,12 +154,7 @@ def bench_openb_command(
                 ray_target(ray, ray_address),
                 progress,
             )
-        if out is not None:
-            from ..bench.plots import plot_openb  # matplotlib only when a plot is wanted
-
-            result.outputs = write_outputs(result, out, plot_openb)
-        show(result, as_json, lambda console, r: render_openb(console, r, timing))
-        return 0
+        return _write_and_show(result, out, write_outputs, "plot_openb", as_json, render_openb, timing)
 
     run(body)
 
@@ -225,12 +238,7 @@ def bench_synthetic_command(
             result = bench_synthetic(
                 sizes, jobs_per_node, busy, _mix(mix), seed, time_limit, workers, ray_target(ray, ray_address), progress
             )
-        if out is not None:
-            from ..bench.plots import plot_synthetic
-
-            result.outputs = write_synthetic(result, out, plot_synthetic)
-        show(result, as_json, lambda console, r: render_synthetic(console, r, timing))
-        return 0
+        return _write_and_show(result, out, write_synthetic, "plot_synthetic", as_json, render_synthetic, timing)
 
     run(body)
 
@@ -322,12 +330,7 @@ def bench_replay_command(
                 ray_target(ray, ray_address),
                 progress,
             )
-        if out is not None:
-            from ..bench.plots import plot_replay
-
-            result.outputs = write_replay(result, out, plot_replay)
-        show(result, as_json, lambda console, r: render_replay(console, r, timing))
-        return 0
+        return _write_and_show(result, out, write_replay, "plot_replay", as_json, render_replay, timing)
 
     run(body)
 

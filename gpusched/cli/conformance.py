@@ -14,7 +14,7 @@ from ..conformance import differential
 from ..conformance.api import Rest
 from ..conformance.build import Binaries, HarnessError, cache_root, ensure_built
 from ..conformance.cluster import STATE_FILE, ControlPlane, start, stop_detached
-from .app import JsonFlag, app, run, show
+from .common import JsonFlag, app, run, show
 
 cluster_app = typer.Typer(help="A real kube-apiserver, kube-scheduler and etcd, built from Go modules, run locally.")
 app.add_typer(cluster_app, name="cluster")

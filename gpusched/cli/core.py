@@ -27,7 +27,7 @@ from ..scenarios import (
     scenario_names,
 )
 from . import render
-from .app import (
+from .common import (
     POLICY_CHOICES,
     VIEW_CHOICES,
     ClusterArg,
@@ -40,7 +40,7 @@ from .app import (
     run,
     show,
 )
-from .app import (
+from .common import (
     sizes as parse_sizes,
 )
 

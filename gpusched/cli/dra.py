@@ -15,7 +15,7 @@ from ..planner.dra.run import DraReport, run_dra
 from ..planner.dra.slices import DRIVERS, EXAMPLE, cluster_slices, driver_classes
 from ..planner.k8s import parse_version
 from ..scenarios import load_cluster
-from .app import ClusterArg, JsonFlag, app, emit_json, run, show
+from .common import ClusterArg, JsonFlag, app, emit_json, run, show
 from .core import bench_app
 
 DriverOpt = Annotated[str, typer.Option("--driver", help=" | ".join(DRIVERS))]

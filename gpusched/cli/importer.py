@@ -14,7 +14,7 @@ from rich.console import Console
 from ..models.cluster import Cluster
 from ..scenarios.importer import ImportReport, build_cluster, read_inputs
 from ..scenarios.importer.live import read_live
-from .app import JsonFlag, app, emit_json, run
+from .common import JsonFlag, app, emit_json, run
 from .render import new_table
 
 WIDTH = 160  # a row per node with its model and sources: wider than a terminal rather than folded

@@ -21,7 +21,7 @@ from ..planner.mig_repartition import (
 from ..planner.optimize.mig import InstanceOut, MigPlan, plan_mig
 from ..planner.optimize.solver import Infeasible, SolverConfig, SolveReport
 from ..scenarios import load_cluster, load_pods
-from .app import ClusterArg, JsonFlag, app, err, run, show
+from .common import ClusterArg, JsonFlag, app, err, run, show
 from .core import bench_app
 
 mig_app = typer.Typer(help="MIG repartitioning: layouts that serve a demand for MIG instances.", no_args_is_help=True)

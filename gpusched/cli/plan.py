@@ -19,8 +19,8 @@ from ..planner.optimize.plan import (
 )
 from ..planner.optimize.solver import SolverConfig, SolveReport
 from ..scenarios import load_cluster, load_pending, read_document, validate
-from .app import ClusterArg, JsonFlag, SizesOpt, app, run, show
-from .app import sizes as parse_sizes
+from .common import ClusterArg, JsonFlag, SizesOpt, app, run, show
+from .common import sizes as parse_sizes
 from .core import bench_app
 from .render import new_table
 

@@ -19,12 +19,15 @@ from ..planner.optimize.defrag import DefragReport, defrag, parse_shape
 from ..planner.optimize.preempt import Alternative, PreemptReport, preempt
 from ..planner.optimize.solver import SolverConfig, SolveReport
 from ..scenarios import load_cluster, load_jobs, load_pods, load_scenario, read_document, scenario_names, validate
-from .app import ClusterArg, JsonFlag, app, run, show
+from .common import ClusterArg, JsonFlag, app, run, show
 from .core import bench_app
 
 TimeLimit = Annotated[float, typer.Option("--time-limit", help="seconds for the whole solve (> 0)")]
 Workers = Annotated[int, typer.Option("--workers", help="CP-SAT search workers (>= 1)")]
 Seed = Annotated[int, typer.Option("--seed", help="CP-SAT random seed, for repeatable runs")]
+BusyNodes = Annotated[int, typer.Option(min=1, help="generated nodes, made busy by placing generated pods")]
+GeneratorSeed = Annotated[int, typer.Option(help="generator seed")]
+Fill = Annotated[float, typer.Option(min=0.0, help="generated pods ask for this many times the exclusive GPUs")]
 
 
 def _config(time_limit: float, workers: int, seed: int) -> SolverConfig:
@@ -281,13 +284,11 @@ def defrag_command(
 
 @bench_app.command("preempt")
 def bench_preempt_command(
-    nodes: Annotated[int, typer.Option(min=1, help="generated nodes, made busy by placing generated pods")] = 1000,
+    nodes: BusyNodes = 1000,
     pods: Annotated[int, typer.Option(min=1, help="pods of the pending priority-100 NVLink job")] = 2,
     gpus: Annotated[int, typer.Option(min=1, help="GPUs per pod of the pending job")] = 8,
-    seed: Annotated[int, typer.Option(help="generator seed")] = 42,
-    fill: Annotated[
-        float, typer.Option(min=0.0, help="generated pods ask for this many times the exclusive GPUs")
-    ] = FILL,
+    seed: GeneratorSeed = 42,
+    fill: Fill = FILL,
     time_limit: TimeLimit = 10.0,
     workers: Workers = 2,
     as_json: JsonFlag = False,
@@ -304,13 +305,11 @@ def bench_preempt_command(
 
 @bench_app.command("defrag")
 def bench_defrag_command(
-    nodes: Annotated[int, typer.Option(min=1, help="generated nodes, made busy by placing generated pods")] = 1000,
+    nodes: BusyNodes = 1000,
     shape: Annotated[str, typer.Option("--for", help="the target shape")] = "8x2@island",
     max_moves: Annotated[int | None, typer.Option("--max-moves", help="at most this many moves")] = None,
-    seed: Annotated[int, typer.Option(help="generator seed")] = 42,
-    fill: Annotated[
-        float, typer.Option(min=0.0, help="generated pods ask for this many times the exclusive GPUs")
-    ] = FILL,
+    seed: GeneratorSeed = 42,
+    fill: Fill = FILL,
     time_limit: TimeLimit = 10.0,
     workers: Workers = 2,
     as_json: JsonFlag = False,

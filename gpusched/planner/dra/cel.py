@@ -30,8 +30,6 @@ from decimal import Decimal, InvalidOperation
 from functools import cache
 from typing import Any
 
-import cel
-from cel.stdlib import EXTENSIONS
 
 from ...models.dra import DeviceAttribute, DeviceCapacity
 
@@ -226,7 +224,6 @@ def _less(left: Any, right: Any) -> bool:
 
 
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
-    **EXTENSIONS["strings"],
     "quantity": _quantity,
     "isQuantity": _is_quantity,
     "sign": lambda q: (_amount(q) > 0) - (_amount(q) < 0),
@@ -244,8 +241,23 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "isGreaterThan": _greater,
     "isLessThan": _less,
 }
-_CONTEXT = cel.Context(functions={name: _guard(function) for name, function in _FUNCTIONS.items()})
-_bound: list[DeviceView | None] = [None]  # the device bound as `device` in _CONTEXT
+_bound: list[DeviceView | None] = [None]  # the device bound as `device` in _context()
+
+
+@cache
+def _functions() -> dict[str, Callable[..., Any]]:
+    """Kubernetes' library functions plus CEL's string extensions (imported on first use, not at CLI start)."""
+    from cel.stdlib import EXTENSIONS
+
+    return {**EXTENSIONS["strings"], **_FUNCTIONS}
+
+
+@cache
+def _context() -> Any:
+    """The CEL environment, built on first use: importing the library costs ~0.15 s every CLI start otherwise."""
+    import cel
+
+    return cel.Context(functions={name: _guard(function) for name, function in _functions().items()})
 
 
 # --- devices ------------------------------------------------------------------------------------------------------
@@ -303,11 +315,11 @@ class Selector:
         """True or False; any runtime error (a missing attribute, a non-bool result) raises CelError."""
         while True:
             if _bound[0] is not device:  # binding converts the maps: once per device, not per selector
-                _CONTEXT.add_variable("device", device.variable())
+                _context().add_variable("device", device.variable())
                 _bound[0] = device
             _failure.clear()
             try:
-                result = self.program.execute(_CONTEXT)
+                result = self.program.execute(_context())
             except KeyError as error:
                 missing = str(error.args[0]) if error.args else ""
                 if missing and missing not in device.attributes and missing not in device.capacity:
@@ -333,6 +345,8 @@ def _runtime_text(error: Exception) -> str:
 @cache
 def compile_selector(expression: str) -> Selector:
     """Compile once per expression; CelError says why it does not compile, in cel-go's form where possible."""
+    import cel
+
     try:
         program = cel.compile(expression)
     except ValueError as error:
@@ -345,7 +359,7 @@ def compile_selector(expression: str) -> Selector:
 def _static_checks(expression: str, program: Any) -> None:
     """What cel-go's type checker would refuse and the parser lets through: unknown functions and device fields."""
     for name in program.functions():
-        if name[0] not in "_@!-" and name not in _BUILTINS and name not in _FUNCTIONS:
+        if name[0] not in "_@!-" and name not in _BUILTINS and name not in _functions():
             raise CelError(f"compilation failed: ERROR: <input>: undeclared reference to '{name}' (in container '')")
     code = _STRING_LITERAL.sub('""', expression)
     for field in _DEVICE_FIELD.findall(code):

@@ -33,8 +33,17 @@ from ..fit import Option, evaluate, mismatch, node_filters
 from ..place import Placer
 from ..state import NodeState
 from ..validate import Assignment
-from .disrupt import Budgets, counts_per_kind, problems, running_pods, running_state, spread_over_kinds
-from .solver import Infeasible, SolverConfig, SolveReport, solve_lexicographic
+from .disrupt import (
+    Budgets,
+    choices_per_kind,
+    out_of_time,
+    problems,
+    running_pods,
+    running_state,
+    solve_counts,
+    spread_over_kinds,
+)
+from .solver import Infeasible, SolverConfig, SolveReport
 
 __all__ = ["Shape", "parse_shape", "Move", "Step", "TargetPlacement", "Greedy", "DefragReport", "defrag"]
 
@@ -461,12 +470,7 @@ def _solve(
 ) -> tuple[list[list[int]] | None, SolveReport]:
     """How many nodes of each kind take each option; None when the time ran out before any plan was found."""
     model = cp_model.CpModel()
-    take = counts_per_kind(model, [len(k.nodes) for k in kinds], [len(k.options) for k in kinds], "take")
-    flat = [
-        (option, var)
-        for kind, row in zip(kinds, take, strict=True)
-        for option, var in zip(kind.options, row, strict=True)
-    ]
+    take, flat = choices_per_kind(model, [k.nodes for k in kinds], [k.options for k in kinds])
     for index in range(len(world.classes)):
         leaving = [option.out[index] * var for option, var in flat if option.out[index]]
         if leaving:
@@ -483,12 +487,8 @@ def _solve(
     levels += [
         ("moves", "minimize", moves),
         ("GPUs moved", "minimize", sum(option.gpus * var for option, var in flat)),
-        ("earliest nodes by name", "minimize", sum(rank * var for rank, (_, var) in enumerate(flat))),
     ]
-    solver, report = solve_lexicographic(model, levels, config)
-    if report.status == "UNKNOWN":
-        return None, report
-    return [[solver.value(var) for var in row] for row in take], report
+    return solve_counts(model, take, flat, levels, config)
 
 
 # --- extract: where each pod lands, and in which order -----------------------------------------------------------
@@ -827,13 +827,7 @@ def defrag(
     except Infeasible:
         return report.model_copy(update={"reason": _why(world, max_moves)})
     if counts is None:
-        return report.model_copy(
-            update={
-                "solve": solve,
-                "reason": f"no plan found within the time limit of {config.time_limit:g} s "
-                "(not proven impossible either)",
-            }
-        )
+        return out_of_time(report, solve, config)
     plan = _extract(world, kinds, counts)
     steps = _order(plan.moves)
     _validate(world, plan, steps)

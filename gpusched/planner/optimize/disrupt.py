@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ortools.sat.python import cp_model
+from pydantic import BaseModel
 
 from ...models.cluster import Cluster, RunningPod
 from ...models.scheduling import selector_matches
@@ -19,11 +21,15 @@ from ...models.workload import GpuNeeds
 from ..place import Placer
 from ..state import ClusterState, GpuState, MigSlot, NodeState
 from ..validate import Assignment, violations
+from .solver import SolverConfig, SolveReport, solve_lexicographic
 
 __all__ = [
     "Budgets",
     "running_pods",
     "counts_per_kind",
+    "choices_per_kind",
+    "solve_counts",
+    "out_of_time",
     "problems",
     "running_state",
     "scratch",
@@ -167,6 +173,52 @@ def counts_per_kind(
             model.add(sum(row) <= size)
         chosen.append(row)
     return chosen
+
+
+_T = TypeVar("_T")
+
+
+def choices_per_kind(
+    model: cp_model.CpModel, nodes: Sequence[Sequence[str]], choices: Sequence[Sequence[_T]]
+) -> tuple[list[list[cp_model.IntVar]], list[tuple[_T, cp_model.IntVar]]]:
+    """counts_per_kind for kinds of `nodes` with their `choices`, and every (choice, count) pair in kind order."""
+    take = counts_per_kind(model, [len(n) for n in nodes], [len(c) for c in choices], "take")
+    flat = [
+        (choice, var)
+        for row_choices, row in zip(choices, take, strict=True)
+        for choice, var in zip(row_choices, row, strict=True)
+    ]
+    return take, flat
+
+
+def solve_counts(
+    model: cp_model.CpModel,
+    take: list[list[cp_model.IntVar]],
+    flat: Sequence[tuple[object, cp_model.IntVar]],
+    levels: list,
+    config: SolverConfig,
+) -> tuple[list[list[int]] | None, SolveReport]:
+    """Solve `levels`, then the earliest nodes by name (so that runs repeat): how many nodes of each kind take
+    each choice; None when the time ran out before any plan was found."""
+    levels = [*levels, ("earliest nodes by name", "minimize", sum(rank * var for rank, (_, var) in enumerate(flat)))]
+    solver, report = solve_lexicographic(model, levels, config)
+    if report.status == "UNKNOWN":
+        return None, report
+    return [[solver.value(var) for var in row] for row in take], report
+
+
+_R = TypeVar("_R", bound=BaseModel)
+
+
+def out_of_time(report: _R, solve: SolveReport, config: SolverConfig) -> _R:
+    """The report of a solve that ran out of time before it found any plan."""
+    return report.model_copy(
+        update={
+            "solve": solve,
+            "reason": f"no plan found within the time limit of {config.time_limit:g} s "
+            "(not proven impossible either)",
+        }
+    )
 
 
 def spread_over_kinds(nodes: Sequence[Sequence[str]], counts: Sequence[Sequence[int]]) -> list[tuple[int, str, int]]:

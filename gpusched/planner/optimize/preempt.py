@@ -33,14 +33,16 @@ from ..state import ClusterState, NodeState
 from ..validate import Assignment
 from .disrupt import (
     Budgets,
-    counts_per_kind,
+    choices_per_kind,
+    out_of_time,
     problems,
     running_pods,
     running_state,
     scratch,
+    solve_counts,
     spread_over_kinds,
 )
-from .solver import Infeasible, SolverConfig, SolveReport, solve_lexicographic
+from .solver import Infeasible, SolverConfig, SolveReport
 
 __all__ = ["Alternative", "Cost", "Pending", "Placement", "PreemptReport", "Victim", "preempt"]
 
@@ -320,12 +322,7 @@ def _solve(
 ) -> tuple[list[list[int]] | None, SolveReport]:
     """How many nodes of each kind take each choice; None when the time ran out before any plan was found."""
     model = cp_model.CpModel()
-    take = counts_per_kind(model, [len(k.nodes) for k in kinds], [len(k.choices) for k in kinds], "take")
-    flat = [
-        (choice, var)
-        for kind, row in zip(kinds, take, strict=True)
-        for choice, var in zip(kind.choices, row, strict=True)
-    ]
+    take, flat = choices_per_kind(model, [k.nodes for k in kinds], [k.choices for k in kinds])
     model.add(sum(choice.pods * var for choice, var in flat) >= pending.pods)
     for index, allowed in enumerate(budgets.allowed):
         model.add(sum(choice.budgets[index] * var for choice, var in flat) <= allowed)
@@ -343,12 +340,8 @@ def _solve(
         ("highest victim priority", "minimize", top),
         ("victims' GPUs", "minimize", sum(choice.units * var for choice, var in flat)),
         ("victims", "minimize", sum(choice.victims * var for choice, var in flat)),
-        ("earliest nodes by name", "minimize", sum(rank * var for rank, (_, var) in enumerate(flat))),
     ]
-    solver, report = solve_lexicographic(model, levels, config)
-    if report.status == "UNKNOWN":
-        return None, report
-    return [[solver.value(var) for var in row] for row in take], report
+    return solve_counts(model, take, flat, levels, config)
 
 
 def _placement(name: str, option: Option) -> Placement:
@@ -583,13 +576,7 @@ def preempt(cluster: Cluster, item: Pod | Job, config: SolverConfig | None = Non
             update={"reason": f"the evictions it needs would break disruption budgets: {', '.join(names)}"}
         )
     if counts is None:
-        return report.model_copy(
-            update={
-                "solve": solve,
-                "reason": f"no plan found within the time limit of {config.time_limit:g} s "
-                "(not proven impossible either)",
-            }
-        )
+        return out_of_time(report, solve, config)
     victims, placed = _extract(kinds, counts, state, pending)
     assignments = _assignments(pending, placed)
     _validate(cluster, pending, victims, assignments, budgets)

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from ortools.sat.python import cp_model
 from pydantic import BaseModel, Field
 
+from ...errors import Infeasible
+
 __all__ = ["SolverConfig", "LevelReport", "SolveReport", "solve_lexicographic", "Infeasible"]
 
 
@@ -42,10 +44,6 @@ class SolveReport(BaseModel):
     @property
     def optimal(self) -> bool:
         return self.status == "OPTIMAL"
-
-
-class Infeasible(Exception):
-    """The model has no solution (a well-formed request that cannot be met: exit 1)."""
 
 
 Level = tuple[str, str, cp_model.LinearExprT]  # (name, "maximize" | "minimize", expression)

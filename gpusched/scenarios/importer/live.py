@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubernetes.client import ApiClient
 from urllib3.exceptions import HTTPError
 
 from ...errors import InputError
 from ...live import RestError, connect, request
 from .inputs import ImportInputs, from_documents, read_topology_args
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
 
 __all__ = ["DRA_PATHS", "read_live"]
 

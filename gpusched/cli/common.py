@@ -14,9 +14,8 @@ import typer
 from pydantic_core import to_jsonable_python
 from rich.console import Console
 
-from ..errors import InputError
+from ..errors import Infeasible, InputError
 from ..planner.frag import DEFAULT_SIZES
-from ..planner.optimize.solver import Infeasible
 
 app = typer.Typer(
     name="gpusched",
@@ -89,6 +88,3 @@ def sizes(text: str) -> tuple[int, ...]:
 
 
 
-
-def main() -> Any:
-    return app()
