@@ -87,4 +87,17 @@ def sizes(text: str) -> tuple[int, ...]:
     return tuple(sorted(set(DEFAULT_SIZES) | set(counts("--sizes", text))))
 
 
+TimeLimit = Annotated[float, typer.Option("--time-limit", help="seconds for the whole solve, all levels (> 0)")]
+SolverWorkers = Annotated[int, typer.Option("--workers", help="CP-SAT search workers (>= 1)")]
+Seed = Annotated[int, typer.Option("--seed", help="CP-SAT random seed, for repeatable runs")]
 
+
+def solver_config(time_limit: float, workers: int, seed: int) -> Any:
+    """The CP-SAT settings, checked here so that a bad one is one clear line (exit 2)."""
+    from ..planner.optimize.solver import SolverConfig  # CP-SAT loads only for the commands that solve
+
+    if not time_limit > 0:
+        raise ValueError(f"--time-limit: must be more than 0 seconds, got {time_limit:g}")
+    if workers < 1:
+        raise ValueError(f"--workers: must be at least 1, got {workers}")
+    return SolverConfig(time_limit=time_limit, workers=workers, seed=seed)

@@ -8,6 +8,7 @@ import typer
 from pydantic import BaseModel
 
 from ..bench import bench_place
+from ..live import predict_live
 from ..models.cluster import Cluster
 from ..models.dra import ClaimList
 from ..models.graph import build_graph
@@ -15,7 +16,6 @@ from ..models.workload import JobList, PodList
 from ..planner.allreduce import ring_allreduce
 from ..planner.frag import fragmentation
 from ..planner.gang import simulate
-from ..live import predict_live
 from ..planner.k8s import predict_files
 from ..planner.place import DEFAULT_GRADIENT_GB, place
 from ..planner.state import ClusterState, advertised

@@ -19,26 +19,24 @@ from ..planner.mig_repartition import (
     parse_demand,
 )
 from ..planner.optimize.mig import InstanceOut, MigPlan, plan_mig
-from ..planner.optimize.solver import Infeasible, SolverConfig, SolveReport
+from ..planner.optimize.solver import Infeasible, SolveReport
 from ..scenarios import load_cluster, load_pods
-from .common import ClusterArg, JsonFlag, app, err, run, show
+from .common import (
+    ClusterArg,
+    JsonFlag,
+    Seed,
+    SolverWorkers,
+    TimeLimit,
+    app,
+    err,
+    run,
+    show,
+    solver_config,
+)
 from .core import bench_app
 
 mig_app = typer.Typer(help="MIG repartitioning: layouts that serve a demand for MIG instances.", no_args_is_help=True)
 app.add_typer(mig_app, name="mig")
-
-TimeLimitOpt = Annotated[float, typer.Option("--time-limit", help="seconds for the whole solve (all levels)")]
-WorkersOpt = Annotated[int, typer.Option("--workers", help="CP-SAT search workers")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="CP-SAT random seed")]
-
-
-def solver_config(time_limit: float, workers: int, seed: int) -> SolverConfig:
-    """The solver options, checked here so that a bad one is one clear line (exit 2)."""
-    if not time_limit > 0:
-        raise ValueError(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
-    if workers < 1:
-        raise ValueError(f"--workers: must be at least 1, got {workers}")
-    return SolverConfig(time_limit=time_limit, workers=workers, seed=seed)
 
 
 @mig_app.command("plan")
@@ -48,9 +46,9 @@ def plan_command(
     pending: Annotated[
         str | None, typer.Option("--pending", help="pods file (or scenario): the demand is mig_profile × gpus of its pods")
     ] = None,
-    time_limit: TimeLimitOpt = 10.0,
-    workers: WorkersOpt = 2,
-    seed: SeedOpt = 0,
+    time_limit: TimeLimit = 10.0,
+    workers: SolverWorkers = 2,
+    seed: Seed = 0,
     as_json: JsonFlag = False,
 ) -> None:
     """New MIG layouts that serve the demand, reconfiguring the fewest GPUs; busy instances stay where they are."""
@@ -181,8 +179,8 @@ def bench_mig_command(
     random_layouts: Annotated[
         bool, typer.Option("--random-layouts", help="random instances on every GPU (few identical GPUs) instead of common layouts")
     ] = False,
-    time_limit: TimeLimitOpt = 10.0,
-    workers: WorkersOpt = 2,
+    time_limit: TimeLimit = 10.0,
+    workers: SolverWorkers = 2,
     as_json: JsonFlag = False,
 ) -> None:
     """Time `mig plan` on a generated cluster of MIG GPUs (half their instances busy) against a demand."""

@@ -17,22 +17,23 @@ from ..planner.optimize.plan import (
     pending_jobs,
     plan,
 )
-from ..planner.optimize.solver import SolverConfig, SolveReport
+from ..planner.optimize.solver import SolveReport
 from ..scenarios import load_cluster, load_pending, read_document, validate
-from .common import ClusterArg, JsonFlag, SizesOpt, app, run, show
+from .common import (
+    ClusterArg,
+    JsonFlag,
+    Seed,
+    SizesOpt,
+    SolverWorkers,
+    TimeLimit,
+    app,
+    run,
+    show,
+    solver_config,
+)
 from .common import sizes as parse_sizes
 from .core import bench_app
 from .render import new_table
-
-TimeLimit = Annotated[float, typer.Option("--time-limit", help="seconds for the solver (> 0)")]
-Workers = Annotated[int, typer.Option("--workers", min=1, help="CP-SAT search workers")]
-Seed = Annotated[int, typer.Option("--seed", help="CP-SAT random seed")]
-
-
-def solver_config(time_limit: float, workers: int, seed: int) -> SolverConfig:
-    if time_limit <= 0:
-        raise ValueError(f"--time-limit: must be more than 0 seconds, got {time_limit:g}")
-    return SolverConfig(time_limit=time_limit, workers=workers, seed=seed)
 
 
 @app.command("plan")
@@ -42,7 +43,7 @@ def plan_command(
         str | None, typer.Argument(help="pending pods and/or jobs (file or scenario; default: the scenario's own)")
     ] = None,
     time_limit: TimeLimit = 10.0,
-    workers: Workers = 2,
+    workers: SolverWorkers = 2,
     seed: Seed = 0,
     sizes: SizesOpt = "",
     as_json: JsonFlag = False,

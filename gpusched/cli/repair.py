@@ -17,25 +17,32 @@ from ..errors import InputError
 from ..models.workload import Job, JobList, Pod, PodList
 from ..planner.optimize.defrag import DefragReport, defrag, parse_shape
 from ..planner.optimize.preempt import Alternative, PreemptReport, preempt
-from ..planner.optimize.solver import SolverConfig, SolveReport
-from ..scenarios import load_cluster, load_jobs, load_pods, load_scenario, read_document, scenario_names, validate
-from .common import ClusterArg, JsonFlag, app, run, show
+from ..planner.optimize.solver import SolveReport
+from ..scenarios import (
+    load_cluster,
+    load_jobs,
+    load_pods,
+    load_scenario,
+    read_document,
+    scenario_names,
+    validate,
+)
+from .common import (
+    ClusterArg,
+    JsonFlag,
+    Seed,
+    SolverWorkers,
+    TimeLimit,
+    app,
+    run,
+    show,
+    solver_config,
+)
 from .core import bench_app
 
-TimeLimit = Annotated[float, typer.Option("--time-limit", help="seconds for the whole solve (> 0)")]
-Workers = Annotated[int, typer.Option("--workers", help="CP-SAT search workers (>= 1)")]
-Seed = Annotated[int, typer.Option("--seed", help="CP-SAT random seed, for repeatable runs")]
 BusyNodes = Annotated[int, typer.Option(min=1, help="generated nodes, made busy by placing generated pods")]
 GeneratorSeed = Annotated[int, typer.Option(help="generator seed")]
 Fill = Annotated[float, typer.Option(min=0.0, help="generated pods ask for this many times the exclusive GPUs")]
-
-
-def _config(time_limit: float, workers: int, seed: int) -> SolverConfig:
-    if time_limit <= 0:
-        raise ValueError(f"--time-limit: must be more than 0 seconds, got {time_limit:g}")
-    if workers < 1:
-        raise ValueError(f"--workers: must be at least 1, got {workers}")
-    return SolverConfig(time_limit=time_limit, workers=workers, seed=seed)
 
 
 # --- loading what waits ------------------------------------------------------------------------------------------
@@ -240,14 +247,14 @@ def preempt_command(
         ),
     ] = None,
     time_limit: TimeLimit = 10.0,
-    workers: Workers = 2,
+    workers: SolverWorkers = 2,
     seed: Seed = 0,
     as_json: JsonFlag = False,
 ) -> None:
     """The fewest, least important evictions that let a pending pod or job run (only lower priorities go)."""
 
     def body() -> int:
-        config = _config(time_limit, workers, seed)
+        config = solver_config(time_limit, workers, seed)
         model = load_cluster(cluster)
         report = preempt(model, _pick(source or cluster, name), config)
         show(report, as_json, render_preempt)
@@ -266,14 +273,14 @@ def defrag_command(
         int | None, typer.Option("--max-moves", help="at most this many moves (needed with xmax)")
     ] = None,
     time_limit: TimeLimit = 10.0,
-    workers: Workers = 2,
+    workers: SolverWorkers = 2,
     seed: Seed = 0,
     as_json: JsonFlag = False,
 ) -> None:
     """The fewest pod moves that make room for a shape, in an order where every step is valid."""
 
     def body() -> int:
-        config = _config(time_limit, workers, seed)
+        config = solver_config(time_limit, workers, seed)
         target = parse_shape(shape)
         report = defrag(load_cluster(cluster), target, max_moves, config)
         show(report, as_json, render_defrag)
@@ -290,13 +297,13 @@ def bench_preempt_command(
     seed: GeneratorSeed = 42,
     fill: Fill = FILL,
     time_limit: TimeLimit = 10.0,
-    workers: Workers = 2,
+    workers: SolverWorkers = 2,
     as_json: JsonFlag = False,
 ) -> None:
     """Time `preempt` on a busy generated cluster."""
 
     def body() -> int:
-        result = bench_preempt(nodes, seed, pods, gpus, _config(time_limit, workers, 0), fill)
+        result = bench_preempt(nodes, seed, pods, gpus, solver_config(time_limit, workers, 0), fill)
         show(result, as_json, render_bench)
         return 0
 
@@ -311,14 +318,14 @@ def bench_defrag_command(
     seed: GeneratorSeed = 42,
     fill: Fill = FILL,
     time_limit: TimeLimit = 10.0,
-    workers: Workers = 2,
+    workers: SolverWorkers = 2,
     as_json: JsonFlag = False,
 ) -> None:
     """Time `defrag` on a busy generated cluster."""
 
     def body() -> int:
         parse_shape(shape)
-        result = bench_defrag(nodes, seed, shape, max_moves, _config(time_limit, workers, 0), fill)
+        result = bench_defrag(nodes, seed, shape, max_moves, solver_config(time_limit, workers, 0), fill)
         show(result, as_json, render_bench)
         return 0
 
