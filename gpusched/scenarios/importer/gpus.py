@@ -190,8 +190,8 @@ def _single(ctx: NodeContext) -> Gpus | None:
     return gpus
 
 
-def _single_memory(ctx: NodeContext, model: str, profile: str) -> float | None:
-    """Under `single` the memory label is one instance's: the GPU's comes from nvidia-smi or the catalogue."""
+def _memory_of_gpu(ctx: NodeContext, model: str | None) -> float | None:
+    """A whole GPU's memory from nvidia-smi, else the catalogue (recording which); None when neither knows."""
     smi = ctx.smi
     if smi and smi.gpus[0].memory_mib:
         ctx.sources["memory"] = f"nvidia-smi -q -x ({smi.source})"
@@ -200,6 +200,14 @@ def _single_memory(ctx: NodeContext, model: str, profile: str) -> float | None:
     if spec:
         ctx.sources["memory"] = f"catalogue: {spec.sources['memory']}"
         return spec.memory_gib
+    return None
+
+
+def _single_memory(ctx: NodeContext, model: str, profile: str) -> float | None:
+    """Under `single` the memory label is one instance's: the GPU's comes from nvidia-smi or the catalogue."""
+    found = _memory_of_gpu(ctx, model)
+    if found is not None:
+        return found
     ctx.note("error", "memory-unknown", f"memory of {model} unknown (under MIG single the label is one {profile} instance's)")
     return None
 
@@ -298,14 +306,9 @@ def _memory(ctx: NodeContext, mib: int | None, model: str | None) -> float | Non
     if mib:
         ctx.sources["memory"] = f"label nvidia.com/gpu.memory={mib} (MiB)"
         return _gib(mib)
-    smi = ctx.smi
-    if smi and smi.gpus[0].memory_mib:
-        ctx.sources["memory"] = f"nvidia-smi -q -x ({smi.source})"
-        return _gib(smi.gpus[0].memory_mib)
-    spec = ctx.catalogue.gpu(model)
-    if spec:
-        ctx.sources["memory"] = f"catalogue: {spec.sources['memory']}"
-        return spec.memory_gib
+    found = _memory_of_gpu(ctx, model)
+    if found is not None:
+        return found
     ctx.note("error", "memory-unknown", "GPU memory unknown (no nvidia.com/gpu.memory, nvidia-smi or catalogue entry): GPUs not modelled")
     return None
 
