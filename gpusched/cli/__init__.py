@@ -22,6 +22,7 @@ COMMAND_MODULES: dict[str, str | None] = {
     "cluster": "conformance",
     "slices": "dra",
     "dra": "dra",
+    "explain": "explain",
     "import": "importer",
     "plan": "plan",
     "validate": "plan",
@@ -30,7 +31,7 @@ COMMAND_MODULES: dict[str, str | None] = {
     "defrag": "repair",
     "bench": None,
 }
-MODULES = ("core", "bench", "conformance", "dra", "importer", "mig", "plan", "repair")
+MODULES = ("core", "bench", "conformance", "dra", "explain", "importer", "mig", "plan", "repair")
 
 
 def load(module: str | None = None) -> Any:

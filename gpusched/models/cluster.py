@@ -93,8 +93,10 @@ class GpuBlock(Strict):
     @field_validator("mig_profiles")
     @classmethod
     def _mig_profiles(cls, names: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        if names is None:  # `mig_profiles: null` is the default, on any model
+            return names
         profiles = _mig_table(info)
-        for name in names or []:
+        for name in names:
             if name not in profiles:
                 raise ValueError(f"unknown MIG profile {name!r} for {info.data['model']} (known: {', '.join(profiles)})")
         return names

@@ -74,6 +74,10 @@ class MigProfile:
     def slices(self, start: int) -> frozenset[int]:
         return frozenset(range(start, start + self.shape.memory_slices))
 
+    def memory_gib(self, gpu_memory_gib: float) -> float:
+        """An instance's memory: its share of the GPU's memory slices."""
+        return gpu_memory_gib * self.shape.memory_slices / MEMORY_SLICES
+
 
 _PROFILES = {
     family: {name: MigProfile(name, shape) for name, shape in zip(names, _SHAPES, strict=True)}

@@ -37,7 +37,7 @@ from ...models.dra import (
     ResourceSlice,
     ResourceSliceSpec,
 )
-from ...models.mig import MEMORY_SLICES, MigProfile, profiles_for
+from ...models.mig import MigProfile, profiles_for
 from ...models.quantity import format_quantity
 
 __all__ = ["EXAMPLE", "NVIDIA", "DRIVERS", "NVLINK_ATTRIBUTE", "cluster_slices", "driver_classes", "held_devices"]
@@ -71,10 +71,6 @@ def _memory(gib: float) -> DeviceCapacity:
     return DeviceCapacity(value=format_quantity("memory", round(gib * GIB)))
 
 
-def _mig_memory_gib(gpu: GpuBlock, profile: MigProfile) -> float:
-    return gpu.memory_gib * profile.memory_slices / MEMORY_SLICES
-
-
 # --- the example driver -------------------------------------------------------------------------------------------
 
 
@@ -92,7 +88,7 @@ def _example_devices(node: Node, gpu: GpuBlock) -> list[Device]:
             attributes = {"type": _string("mig"), **common, "profile": _string(profile.name),
                           "placementStart": _int(instance.start), "timeSliced": DeviceAttribute(bool_value=False)}
             devices.append(Device(name=_example_mig_name(index, profile.name, instance.start), attributes=attributes,
-                                  capacity={"memory": _memory(_mig_memory_gib(gpu, profile))}))
+                                  capacity={"memory": _memory(profile.memory_gib(gpu.memory_gib))}))
     return devices
 
 
@@ -150,7 +146,7 @@ def _nvidia_devices(node: Node, gpu: GpuBlock) -> list[Device]:
                           "parentUUID": _string(parent), "profile": _string(profile.name), **common}
             engines = _ENGINES[profile.shape.profile_id]
             capacity = {name: DeviceCapacity(value=str(count)) for name, count in zip(_ENGINE_NAMES, engines, strict=True)}
-            capacity["memory"] = _memory(_mig_memory_gib(gpu, profile))
+            capacity["memory"] = _memory(profile.memory_gib(gpu.memory_gib))
             for memory_slice in profile.slices(instance.start):
                 capacity[f"memorySlice{memory_slice}"] = DeviceCapacity(value="1")
             devices.append(Device(name=_nvidia_mig_name(index, profile, instance.start), attributes=attributes,

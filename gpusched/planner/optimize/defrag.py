@@ -60,10 +60,11 @@ class Shape:
     gpus: int
     pods: int | None  # None: as many as possible
     island: bool
+    target: GpuNeeds | None = field(default=None, compare=False)  # the real pod's needs (model, taints...), if known
 
     @property
     def needs(self) -> GpuNeeds:
-        return GpuNeeds(nvlink=self.island)
+        return self.target or GpuNeeds(nvlink=self.island)
 
     def describe(self) -> str:
         size = f"{self.gpus} GPU{'s' if self.gpus != 1 else ''}"

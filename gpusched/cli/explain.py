@@ -1,0 +1,174 @@
+"""explain: why a GPU pod or job is Pending, and the one change that schedules it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+from rich.console import Console
+
+from ..models.workload import Job, Pod
+from ..planner.dra.slices import DRIVERS, NVIDIA
+from ..planner.explain import (
+    Explanation,
+    check_claim,
+    claim_for,
+    explain_job,
+    explain_pod,
+)
+from ..planner.place import DEFAULT_GRADIENT_GB
+from ..scenarios import load_cluster, load_jobs, load_pending, load_pods
+from .common import (
+    JsonFlag,
+    Seed,
+    SolverWorkers,
+    TimeLimit,
+    app,
+    emit_json,
+    out,
+    run,
+    solver_config,
+)
+
+
+def _cluster_source(cluster: str | None, kubeconfig: str | None, context: str | None) -> str:
+    if (cluster is None) == (kubeconfig is None):
+        raise ValueError("give the cluster: --cluster (a file, scenario or kubectl dump directory) or --kubeconfig")
+    if context and not kubeconfig:
+        raise ValueError("--context goes with --kubeconfig")
+    return cluster if cluster is not None else f"{kubeconfig}#{context}" if context else str(kubeconfig)
+
+
+def _target(source: str, pods: str | None, jobs: str | None, name: str) -> Pod | Job:
+    """The pending pod (or job) by name: from --pods/--jobs, else from the cluster's own scenario or dump."""
+    pod_list, job_list = load_pending(source) if pods is None and jobs is None else (None, None)
+    found_pods = load_pods(pods).pods if pods else (pod_list.pods if pod_list else [])
+    found_jobs = load_jobs(jobs).jobs if jobs else (job_list.jobs if job_list else [])
+    for item in [*found_pods, *found_jobs]:
+        if item.name == name:
+            return item
+    known = ", ".join(item.name for item in [*found_pods, *found_jobs]) or "none"
+    raise ValueError(f"no pending pod or job named {name!r} (known: {known})")
+
+
+def _write_claim(claim: dict, target: str) -> None:
+    text = yaml.safe_dump(claim, sort_keys=False)
+    if target == "-":
+        out.print(text, end="", markup=False)
+        return
+    path = Path(target)
+    if not path.parent.is_dir():
+        raise ValueError(f"--emit-claim: folder {path.parent} does not exist")
+    path.write_text(text, encoding="utf-8")
+
+
+@app.command("explain")
+def explain_command(
+    target: Annotated[str, typer.Argument(help="the Pending pod or job, by name (namespace/name for imported pods)")],
+    cluster: Annotated[str | None, typer.Option("--cluster", help="cluster or scenario file, built-in scenario, or kubectl dump directory")] = None,
+    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="read the cluster from this API server")] = None,
+    context: Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: current)")] = None,
+    pods: Annotated[str | None, typer.Option("--pods", help="pods file holding the target (default: the cluster's Pending pods)")] = None,
+    jobs: Annotated[str | None, typer.Option("--jobs", help="jobs file holding the target (default: the scenario's jobs)")] = None,
+    emit_claim: Annotated[
+        str | None, typer.Option("--emit-claim", help="write a DRA ResourceClaim for the pod's needs to FILE (- for stdout)")
+    ] = None,
+    driver: Annotated[str, typer.Option("--driver", help=f"DRA driver of the claim: {' | '.join(DRIVERS)}")] = NVIDIA,
+    gradient_gb: Annotated[float, typer.Option("--gradient-gb", min=0, help="gradient size for the all-reduce cost")] = DEFAULT_GRADIENT_GB,
+    time_limit: TimeLimit = 10.0,
+    workers: SolverWorkers = 8,
+    seed: Seed = 0,
+    as_json: JsonFlag = False,
+) -> None:
+    """Why a pod or job is Pending, in the scheduler's words and the hardware's, and the one change that schedules it."""
+
+    def body() -> int:
+        config = solver_config(time_limit, workers, seed)
+        if driver not in DRIVERS:
+            raise ValueError(f"--driver: expected {' or '.join(DRIVERS)}, got {driver!r}")
+        source = _cluster_source(cluster, kubeconfig, context)
+        model = load_cluster(source)
+        item = _target(source, pods, jobs, target)
+        if isinstance(item, Job):
+            if emit_claim:
+                raise ValueError("--emit-claim writes a claim for one pod; a job's pods each need their own")
+            result = explain_job(model, load_jobs(jobs).jobs if jobs else _scenario_jobs(source), target)
+        else:
+            claim = claim_for(item.name, item, item.gpus, driver) if emit_claim else None
+            result = explain_pod(model, item, config, gradient_gb)
+            if claim is not None and emit_claim:
+                result.claim = check_claim(model, claim, driver)
+                _write_claim(claim, emit_claim)
+                if emit_claim == "-":
+                    return 0 if result.fits else 1
+        if as_json:
+            emit_json(result)
+        else:
+            render(out, result, emit_claim)
+        return 0 if result.fits else 1
+
+    run(body)
+
+
+def _scenario_jobs(source: str) -> list[Job]:
+    return load_pending(source)[1].jobs
+
+
+def render(console: Console, result: Explanation, claim_file: str | None = None) -> None:
+    print_ = lambda text="": console.print(text, markup=False)
+    if result.kind == "job":
+        starts = result.gang.starts_at if result.gang else None
+        print_(f"{result.target} starts at t={starts:g}" if starts is not None else f"{result.target} never starts (gang simulator, default scheduler)")
+    elif result.fits:
+        print_(f"{result.target} fits on {result.node} (gpusched's hardware view, as the cluster is now)")
+    else:
+        print_(f"{result.target} is Pending (gpusched's hardware view, as the cluster is now)")
+    if result.scheduler is not None:
+        view = result.scheduler
+        if view.node:
+            print_(f"kube-scheduler (extended resources) would bind it to {view.node}")
+            for warning in view.warnings:
+                print_(f"  ! {warning}")
+        else:
+            print_(f"kube-scheduler: {view.message}")
+    if result.reasons:
+        print_("why, in hardware terms:")
+        for reason in result.reasons:
+            print_(f"  {reason.reason} ({len(reason.nodes)}): {reason.hardware}")
+    if result.capacity is not None and not result.fits:
+        print_(f"GPUs: {result.capacity.summary}")
+    if result.gang is not None:
+        print_(f"gang: {result.gang.summary}")
+    if result.claim is not None:
+        claim = result.claim
+        where = f"allocates on {claim.node}: {', '.join(claim.devices)}" if claim.allocated else f"{claim.reason}: {claim.diagnosis}"
+        print_(f"DRA claim {claim.claim} (written to {claim_file}): {where}")
+    _changes(print_, result)
+
+
+def _changes(print_, result: Explanation) -> None:
+    if result.changes:
+        first, *others = result.changes
+        print_("the one change that schedules it:")
+        _change(print_, first, "  ")
+        if others:
+            print_("other changes, by cost:")
+            for change in others:
+                _change(print_, change, "  - ")
+    elif not result.fits:
+        print_("no single change found that schedules it")
+    if result.will_not_help:
+        print_("what will not help:")
+        for item in result.will_not_help:
+            print_(f"  - {item.change}: {item.why}")
+
+
+def _change(print_, change, prefix: str) -> None:
+    print_(f"{prefix}{change.summary}")
+    indent = " " * len(prefix) + "  "
+    for detail in change.details:
+        print_(f"{indent}{detail}")
+    if change.lands_on:
+        print_(f"{indent}then it runs on {change.lands_on}")
