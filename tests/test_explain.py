@@ -255,3 +255,27 @@ def test_cli_emit_claim_into_a_missing_folder_writes_nothing(gpusched, tmp_path)
     result = gpusched("explain", "train-8", "--cluster", "monday", "--emit-claim", target)
     assert result.exit_code == 2 and "does not exist" in result.stderr
     assert not target.parent.exists()
+
+
+def test_a_claim_names_the_constraint_and_dropping_it_allocates(gpusched):
+    result = gpusched("explain", "ml/nvlink-pair", "--objects", "seed-claims", "--cluster", "fragmented",
+                      "--driver", "gpu.example.com", "--json")
+    assert result.exit_code == 1
+    report = result.json()
+    assert "no combination satisfies matchAttribute gpu.example.com/nvlinkIsland" in report["claim"]["diagnosis"]
+    first = report["changes"][0]
+    assert first["summary"] == "drop the constraint matchAttribute gpu.example.com/nvlinkIsland"
+    assert first["edit"]["claim"]["spec"]["devices"]["constraints"] == []
+    again = gpusched("dra", "--cluster", "fragmented", "--driver", "gpu.example.com", "--objects", "seed-claims", "--json")
+    assert next(c for c in again.json()["claims"] if c["claim"] == "ml/nvlink-pair")["allocated"] is False
+    allocated = gpusched("explain", "ml/big-sxm", "--objects", "seed-claims", "--cluster", "monday", "--driver", "gpu.example.com")
+    assert allocated.exit_code == 0 and allocated.lines[0] == "claim ml/big-sxm allocates on dgx-a"
+
+
+def test_a_pod_group_timeout_is_the_other_admission():
+    found = load_scenario("training")
+    result = explain_job(found.cluster, found.jobs.jobs, "llm-a")
+    kueue, pod_group = result.changes
+    assert "llm-a starts at t=1200, when blocker finishes" in kueue.summary
+    assert pod_group.edit.timeout == 300 and "llm-a starts at t=3000" in pod_group.summary
+    assert job_outcome(found.cluster, found.jobs.jobs, "llm-a", pod_group.edit).start == 3000

@@ -15,6 +15,7 @@ from ..planner.explain import (
     Explanation,
     check_claim,
     claim_for,
+    explain_claim,
     explain_job,
     explain_pod,
 )
@@ -29,6 +30,7 @@ from .common import (
     emit_json,
     out,
     run,
+    show,
     solver_config,
 )
 
@@ -54,7 +56,7 @@ def _target(source: str, pods: str | None, jobs: str | None, name: str) -> Pod |
 
 
 def _write_claim(claim: dict, target: str) -> None:
-    text = yaml.safe_dump(claim, sort_keys=False)
+    text = yaml.safe_dump(claim, sort_keys=False, width=1000)
     if target == "-":
         out.print(text, end="", markup=False)
         return
@@ -75,7 +77,11 @@ def explain_command(
     emit_claim: Annotated[
         str | None, typer.Option("--emit-claim", help="write a DRA ResourceClaim for the pod's needs to FILE (- for stdout)")
     ] = None,
-    driver: Annotated[str, typer.Option("--driver", help=f"DRA driver of the claim: {' | '.join(DRIVERS)}")] = NVIDIA,
+    objects: Annotated[
+        list[str] | None,
+        typer.Option("--objects", help="DRA objects (as for `gpusched dra`): explain a ResourceClaim by namespace/name"),
+    ] = None,
+    driver: Annotated[str, typer.Option("--driver", help=f"DRA driver of the cluster's slices: {' | '.join(DRIVERS)}")] = NVIDIA,
     gradient_gb: Annotated[float, typer.Option("--gradient-gb", min=0, help="gradient size for the all-reduce cost")] = DEFAULT_GRADIENT_GB,
     time_limit: TimeLimit = 10.0,
     workers: SolverWorkers = 8,
@@ -88,6 +94,11 @@ def explain_command(
         config = solver_config(time_limit, workers, seed)
         if driver not in DRIVERS:
             raise ValueError(f"--driver: expected {' or '.join(DRIVERS)}, got {driver!r}")
+        if objects:
+            claim = _claim(cluster, objects, driver, target)
+            if claim is not None:
+                show(claim, as_json, render)
+                return 0 if claim.fits else 1
         source = _cluster_source(cluster, kubeconfig, context)
         model = load_cluster(source)
         item = _target(source, pods, jobs, target)
@@ -112,13 +123,24 @@ def explain_command(
     run(body)
 
 
+def _claim(cluster: str | None, objects: list[str], driver: str, target: str) -> Explanation | None:
+    """The claim named `target` among the objects, explained; None when there is none (the target is a pod)."""
+    from ..planner.dra.objects import (
+        load_objects,  # the CEL library loads only when claims are read
+    )
+
+    return explain_claim(load_cluster(cluster) if cluster else None, load_objects(objects), driver, target)
+
+
 def _scenario_jobs(source: str) -> list[Job]:
     return load_pending(source)[1].jobs
 
 
 def render(console: Console, result: Explanation, claim_file: str | None = None) -> None:
     print_ = lambda text="": console.print(text, markup=False)
-    if result.kind == "job":
+    if result.kind == "claim":
+        print_(f"claim {result.target} allocates on {result.node}" if result.fits else f"claim {result.target} does not allocate")
+    elif result.kind == "job":
         starts = result.gang.starts_at if result.gang else None
         print_(f"{result.target} starts at t={starts:g}" if starts is not None else f"{result.target} never starts (gang simulator, default scheduler)")
     elif result.fits:
@@ -144,7 +166,8 @@ def render(console: Console, result: Explanation, claim_file: str | None = None)
     if result.claim is not None:
         claim = result.claim
         where = f"allocates on {claim.node}: {', '.join(claim.devices)}" if claim.allocated else f"{claim.reason}: {claim.diagnosis}"
-        print_(f"DRA claim {claim.claim} (written to {claim_file}): {where}")
+        written = f" (written to {claim_file})" if claim_file else ""
+        print_(f"DRA claim {claim.claim}{written}: {where}")
     _changes(print_, result)
 
 

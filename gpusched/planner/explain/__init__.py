@@ -14,13 +14,13 @@ from ..optimize.disrupt import running_state
 from ..optimize.solver import SolverConfig
 from ..place import DEFAULT_GRADIENT_GB
 from .changes import Context, candidates
-from .claim import check_claim, claim_for
+from .claim import check_claim, claim_for, explain_claim
 from .edit import Edit, apply_edit, place_one
 from .gang import explain_job, job_outcome
 from .reasons import capacity, restate, scheduler_view
 from .report import Change, Explanation, NotHelp
 
-__all__ = ["Change", "Edit", "Explanation", "NotHelp", "apply_edit", "check_claim", "claim_for", "explain_job", "explain_pod", "job_outcome", "place_one"]
+__all__ = ["Change", "Edit", "Explanation", "NotHelp", "apply_edit", "check_claim", "claim_for", "explain_claim", "explain_job", "explain_pod", "job_outcome", "place_one"]
 
 
 def explain_pod(

@@ -18,8 +18,9 @@ __all__ = ["explain_job", "job_outcome"]
 
 def job_outcome(cluster: Cluster, jobs: list[Job], name: str, edit: Edit | None = None) -> JobOutcome:
     """The job's outcome under the default scheduler, or under the admission an edit asks for."""
-    mode = edit.admission if edit and edit.admission else "pod"
-    return _outcome(simulate(cluster, jobs, mode), name)
+    if edit is None or edit.admission is None:
+        return _outcome(simulate(cluster, jobs, "pod"), name)
+    return _outcome(simulate(cluster, jobs, edit.admission, edit.timeout), name)
 
 
 def _outcome(report: GangReport, name: str) -> JobOutcome:
@@ -52,12 +53,19 @@ def _gang_info(job: Job, report: GangReport, outcome: JobOutcome) -> GangInfo:
     )
 
 
-def _admission(cluster: Cluster, jobs: list[Job], job: Job) -> Change | NotHelp:
-    """Kueue-style all-or-nothing admission: does it start, and behind which job does it wait?"""
-    edit = Edit(admission="gang")
-    report = simulate(cluster, jobs, "gang")
+POD_GROUP_TIMEOUT = 300.0  # scheduleTimeoutSeconds of the PodGroup suggested (the gang command's --timeout)
+
+
+def _admission(cluster: Cluster, jobs: list[Job], job: Job, timeout: float) -> Change | NotHelp:
+    """All-or-nothing admission (Kueue; or a PodGroup that may hold a partial reservation for `timeout` seconds):
+    does the job start, and behind which job does it wait?"""
+    edit = Edit(admission="gang", timeout=timeout)
+    report = simulate(cluster, jobs, "gang", timeout)
     outcome = _outcome(report, job.name)
-    summary = "admit the jobs all-or-nothing (Kueue; `gpusched gang --emit-kueue`)"
+    if timeout:
+        summary = f"a coscheduling PodGroup (minMember {job.pods}, scheduleTimeoutSeconds {timeout:g})"
+    else:
+        summary = "admit the jobs all-or-nothing (Kueue; `gpusched gang --emit-kueue`)"
     if outcome.start is None:
         return NotHelp(change=summary, why=f"{job.name} still never starts: it does not fit even alone")
     waited = outcome.start - job.arrival
@@ -67,7 +75,7 @@ def _admission(cluster: Cluster, jobs: list[Job], job: Job) -> Change | NotHelp:
     return Change(
         kind="gang",
         summary=f"{summary}: {job.name} starts at t={outcome.start:g}{after}",
-        details=[*details, f"GPU-hours held idle: {report.idle_gpu_hours:g}"],
+        details=[*details, f"GPU-hours held idle: {report.idle_gpu_hours:.2f}"],
         cost=Cost(wait_s=waited, edits=1),
         edit=edit,
     )
@@ -87,11 +95,9 @@ def explain_job(cluster: Cluster, jobs: list[Job], name: str) -> Explanation:
             explanation.reasons = restate(found, state, job, job.gpus_per_pod)
     if explanation.fits:
         return explanation
-    found_change = _admission(cluster, jobs, job)
-    if isinstance(found_change, Change):
-        explanation.changes = [found_change]
-    else:
-        explanation.will_not_help.append(found_change)
+    for timeout in (0.0, POD_GROUP_TIMEOUT):
+        found = _admission(cluster, jobs, job, timeout)
+        (explanation.changes if isinstance(found, Change) else explanation.will_not_help).append(found)  # type: ignore[arg-type]
     if report.deadlock is not None:
         explanation.will_not_help.append(
             NotHelp(change="waiting", why=f"nothing runs and nothing finishes: {report.deadlock.gpus_held} GPUs stay held until a job is deleted")
