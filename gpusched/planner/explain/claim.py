@@ -59,15 +59,12 @@ def check_claim(cluster: Cluster, claim: dict, driver: str = NVIDIA) -> ClaimInf
     """Allocate the claim with gpusched's DRA allocator against the cluster's slices, as the scheduler would."""
     documents = [*(c.wire() for c in driver_classes(driver)), claim]
     report = run_dra(cluster, objects_from([("the emitted claim", documents)]), driver)
-    outcome = report.claims[0]
-    return ClaimInfo(
-        claim=outcome.claim,
-        allocated=outcome.allocated,
-        node=outcome.node,
-        devices=outcome.devices,
-        reason=outcome.reason,
-        diagnosis=outcome.diagnosis,
-    )
+    return _info(report.claims[0])
+
+
+def _info(outcome: ClaimOutcome) -> ClaimInfo:
+    return ClaimInfo(claim=outcome.claim, allocated=outcome.allocated, node=outcome.node, devices=outcome.devices,
+                     reason=outcome.reason, diagnosis=outcome.diagnosis)
 
 
 def _relaxations(claim: dict) -> Iterator[tuple[str, dict]]:
@@ -99,9 +96,7 @@ def explain_claim(cluster: Cluster | None, objects: DraObjects, driver: str, tar
     if claim is None:
         return None
     outcome = _allocate(cluster, objects, driver, claim)
-    info = ClaimInfo(claim=claim.key, allocated=outcome.allocated, node=outcome.node, devices=outcome.devices,
-                     reason=outcome.reason, diagnosis=outcome.diagnosis)
-    explanation = Explanation(target=claim.key, kind="claim", fits=outcome.allocated, node=outcome.node, claim=info)
+    explanation = Explanation(target=claim.key, kind="claim", fits=outcome.allocated, node=outcome.node, claim=_info(outcome))
     if outcome.allocated:
         return explanation
     for summary, relaxed in _relaxations(claim.wire()):
