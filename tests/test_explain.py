@@ -5,6 +5,8 @@ from __future__ import annotations
 import kubernetes.client as k8s_models
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gpusched.models.cluster import Cluster
 from gpusched.models.workload import Pod
@@ -17,7 +19,9 @@ from gpusched.planner.explain import (
     place_one,
 )
 from gpusched.planner.fit import Option
+from gpusched.planner.optimize.solver import SolverConfig
 from gpusched.scenarios import load_scenario, scenario_names
+from gpusched.scenarios.synthetic import synthetic_cluster
 
 
 def _pod(scenario: str, name: str) -> tuple[Cluster, Pod]:
@@ -279,3 +283,46 @@ def test_a_pod_group_timeout_is_the_other_admission():
     assert "llm-a starts at t=1200, when blocker finishes" in kueue.summary
     assert pod_group.edit.timeout == 300 and "llm-a starts at t=3000" in pod_group.summary
     assert job_outcome(found.cluster, found.jobs.jobs, "llm-a", pod_group.edit).start == 3000
+
+
+# --- property: on random clusters, explain never fails and every change it offers works ---------------------------
+
+
+@st.composite
+def _cases(draw):
+    mix = {kind: draw(st.integers(0, 2)) for kind in ("dgx", "pcie", "l4", "mig")}
+    if not any(mix.values()):
+        mix["dgx"] = 1
+    cluster = synthetic_cluster(draw(st.integers(1, 4)), draw(st.integers(0, 10_000)), draw(st.sampled_from([0.3, 0.6, 0.9])), mix)
+    data = cluster.model_dump()
+    for node in data["nodes"]:
+        if draw(st.booleans()):
+            node["taints"] = [{"key": "team", "value": "a", "effect": "NoSchedule"}]
+        node["unschedulable"] = draw(st.integers(0, 4)) == 0
+    holders = [pod.name for pod in cluster.running_pods()]
+    data["running"] = {name: {"priority": draw(st.sampled_from([0, 50, 200]))} for name in holders}
+    mig = draw(st.booleans())
+    pod = Pod(
+        name="p",
+        gpus=1 if mig else draw(st.sampled_from([1, 2, 4, 8])),
+        mig_profile=draw(st.sampled_from(["1g.10gb", "3g.40gb"])) if mig else None,
+        nvlink=draw(st.booleans()),
+        model=draw(st.sampled_from([None, "A100-SXM4-80GB", "H100-SXM5-80GB"])),
+        memory_gib=draw(st.sampled_from([None, 20.0, 40.0])),
+        shared=not mig and draw(st.integers(0, 3)) == 0,
+        priority=draw(st.sampled_from([0, 100])),
+    )
+    return Cluster.model_validate(data), pod
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_cases())
+def test_explain_on_random_clusters_offers_only_changes_that_work(case):
+    cluster, pod = case
+    result = explain_pod(cluster, pod, SolverConfig(time_limit=5, workers=1))
+    assert result.fits == isinstance(place_one(cluster, pod, pod.gpus), Option)
+    assert result.fits or result.reasons
+    for change in result.changes:
+        _schedules(cluster, pod, change)
+    keys = [change.cost.key() for change in result.changes]
+    assert keys == sorted(keys)

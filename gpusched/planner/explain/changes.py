@@ -23,6 +23,7 @@ from ...models.workload import GpuNeeds, Pod
 from ..allreduce import allreduce_for
 from ..fit import Option
 from ..framework import Diagnosis
+from ..mig_repartition import inventory
 from ..optimize.defrag import Shape, defrag
 from ..optimize.mig import plan_mig
 from ..optimize.preempt import preempt
@@ -160,6 +161,8 @@ def _as_mig(ctx: Context) -> Iterator[Found]:
 
 def _mig_layouts(ctx: Context, profile: str, count: int) -> tuple[list[MigLayout], list[str]] | None:
     """The optimal repartition serving `count` free instances of the profile (busy instances untouched)."""
+    if not any(profile in gpu.allowed for gpu in inventory(ctx.cluster)):
+        return None
     try:
         plan = plan_mig(ctx.cluster, {profile: count}, ctx.config)
     except Infeasible:
