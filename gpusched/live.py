@@ -21,7 +21,7 @@ from .planner.k8s import K8sPrediction, parse_version, predict
 if TYPE_CHECKING:  # the client is imported when a kubeconfig is used, not at every CLI start
     from kubernetes import client
 
-__all__ = ["RestError", "connect", "fetch", "predict_live", "request", "split_name"]
+__all__ = ["RestError", "call", "connect", "fetch", "predict_live", "request", "split_name"]
 
 TIMEOUT = (5, 30)  # seconds: connect, read
 
@@ -102,15 +102,24 @@ def _status_message(data: bytes, reason: str) -> str:
         return str(reason)
 
 
-def _get(api: client.ApiClient, path: str) -> Any:
-    """A GET for `fetch`: any failure becomes one InputError naming the server."""
+def call(
+    api: client.ApiClient, method: str, path: str, body: Any = None, content_type: str = "application/json",
+    missing_ok: bool = False,
+) -> Any:  # fmt: skip
+    """`request` for the CLI: any failure becomes one InputError naming the server; `missing_ok`: None for a 404."""
     server = api.configuration.host
     try:
-        return request(api, "GET", path)
+        return request(api, method, path, body, content_type)
     except RestError as error:
-        raise InputError(server, f"GET {path}: {error}") from None
+        if missing_ok and error.status == 404:
+            return None
+        raise InputError(server, f"{method} {path.split('?')[0]}: {error}") from None
     except HTTPError as error:
         raise InputError(server, f"cannot reach the API server: {_root_cause(error)}") from None
+
+
+def _get(api: client.ApiClient, path: str) -> Any:
+    return call(api, "GET", path)
 
 
 def _root_cause(error: BaseException) -> str:

@@ -27,11 +27,12 @@ COMMAND_MODULES: dict[str, str | None] = {
     "plan": "plan",
     "validate": "plan",
     "mig": "mig",
+    "map": "gpumap",
     "preempt": "repair",
     "defrag": "repair",
     "bench": None,
 }
-MODULES = ("core", "bench", "conformance", "dra", "explain", "importer", "mig", "plan", "repair")
+MODULES = ("core", "bench", "conformance", "dra", "explain", "gpumap", "importer", "mig", "plan", "repair")
 
 
 def load(module: str | None = None) -> Any:

@@ -5,20 +5,12 @@ CP-SAT optimum on generated clusters) and `bench replay` (the openb trace with i
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from ..bench.fanout import LOCAL_RAY
 from ..bench.openb import DEFAULT_RATIO
@@ -28,8 +20,9 @@ from ..bench.replay import ReplayBench, bench_replay, write_replay
 from ..bench.synthetic_bench import SyntheticBench, bench_synthetic, write_synthetic
 from ..planner.gpushare import POLICIES, policy_named
 from ..scenarios.openb import OPENB_TRACES
-from .common import JsonFlag, err, run, show
+from .common import JsonFlag, run, show
 from .core import bench_app
+from .progress import progress_bar
 from .render import new_table
 
 DATA_DIR = "../shared/data/openb"  # beside the repository, where the project keeps the trace (never in it)
@@ -77,22 +70,6 @@ def trace_list(text: str) -> list[str]:
 
 def ray_target(flag: bool, address: str | None) -> str | None:
     return address or (LOCAL_RAY if flag else None)
-
-
-@contextmanager
-def progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr while tasks finish (only on a terminal: logs and pipes stay clean)."""
-    with Progress(
-        TextColumn(label),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as bar:
-        task = bar.add_task(label, total=None)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 def _write_and_show(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -24,6 +25,14 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _group() -> None:
+    """Keep `gpusched COMMAND` a group when the console script loaded one module with a single command (import,
+    map): Typer would otherwise run that command as the whole program and read COMMAND as its argument."""
+
+
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -101,3 +110,45 @@ def solver_config(time_limit: float, workers: int, seed: int) -> Any:
     if workers < 1:
         raise ValueError(f"--workers: must be at least 1, got {workers}")
     return SolverConfig(time_limit=time_limit, workers=workers, seed=seed)
+
+
+def emit_target(option: str, target: str | None, as_json: bool) -> Console:
+    """Where the report goes when a file is emitted: stderr if the file takes stdout (`-`), which --json cannot share."""
+    if target == "-" and as_json:
+        raise ValueError(f"--json and {option} - both want stdout: give {option} FILE")
+    if target is not None and not target.strip():
+        raise ValueError(f"{option}: expected a file name or - for stdout")
+    return err if target == "-" else out
+
+
+def write_output(target: str, text: str) -> None:
+    """Write an emitted file whole (`-`: stdout), only once the command has succeeded; a failure is exit 2."""
+    if target == "-":
+        sys.stdout.write(text)
+        return
+    path = Path(target)
+    partial = path.with_name(path.name + ".partial")
+    try:
+        if path.exists() and not path.is_file():  # /dev/stdout, a pipe: written through, never replaced
+            path.write_text(text, encoding="utf-8")
+            return
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(path)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise ValueError(f"{target}: cannot write: {error.strerror or error}") from None
+
+
+def show_emitted(
+    result: Any, emitted: Any, target: str | None, key: str, as_json: bool, console: Console,
+    renderers: tuple[Callable[[Console, Any], None], Callable[[Console, Any, str], None]],
+) -> None:  # fmt: skip
+    """Write the emitted file, then the result: --json adds the emitted objects under `key`, text a note on them."""
+    assert target is not None
+    write_output(target, emitted.text())
+    if as_json:
+        emit_json({**to_jsonable_python(result), key: emitted})
+    else:
+        render_result, render_note = renderers
+        render_result(console, result)
+        render_note(console, emitted, target)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from pydantic import BaseModel
 
 from ..bench import bench_place
+from ..emit import DEFAULT_GPU_WEIGHT, kueue_setup, scheduler_config
 from ..live import predict_live
 from ..models.cluster import Cluster
 from ..models.dra import ClaimList
@@ -37,12 +39,15 @@ from .common import (
     choice,
     counts,
     emit_json,
+    emit_target,
     run,
     show,
+    show_emitted,
 )
 from .common import (
     sizes as parse_sizes,
 )
+from .figures import png_target, save_figure, wrote
 
 
 @app.command()
@@ -103,6 +108,12 @@ def place_command(
     ] = None,
     gradient_gb: Annotated[float, typer.Option("--gradient-gb", min=0, help="gradient size for the all-reduce bound")] = DEFAULT_GRADIENT_GB,
     sizes: SizesOpt = "",
+    emit_scheduler: Annotated[
+        str | None,
+        typer.Option("--emit-scheduler-config", metavar="FILE|-",
+                     help="write the KubeSchedulerConfiguration whose profile scores as --view extended --gpu-weight "
+                          f"(default {DEFAULT_GPU_WEIGHT}) with this --policy does; - for stdout"),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Place pods one after another with a policy and a view, then report fragmentation."""
@@ -110,22 +121,39 @@ def place_command(
     def body() -> int:
         choice("--policy", policy, POLICY_CHOICES)
         choice("--view", view, VIEW_CHOICES)
+        console = emit_target("--emit-scheduler-config", emit_scheduler, as_json)
         model = load_cluster(cluster)
         pod_list = load_pods(pods or cluster)
+        config = scheduler_config(model, policy, gpu_weight) if emit_scheduler else None
         report = place(model, pod_list.pods, view, policy, gpu_weight, gradient_gb, parse_sizes(sizes))  # type: ignore[arg-type]
-        show(report, as_json, render.placement)
+        if config is None:
+            show(report, as_json, render.placement)
+        else:
+            show_emitted(report, config, emit_scheduler, "scheduler_config", as_json, console,
+                         (render.placement, render.scheduler_config))
         return 1 if report.pending else 0
 
     run(body)
 
 
 @app.command("frag")
-def frag_command(cluster: ClusterArg, sizes: SizesOpt = "", as_json: JsonFlag = False) -> None:
+def frag_command(
+    cluster: ClusterArg,
+    sizes: SizesOpt = "",
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="also draw it as a PNG: free GPUs per node by NVLink island, stranded % per job size"),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
     """Fragmentation per job size, largest free blocks, and what each MIG GPU could still offer."""
 
     def body() -> int:
+        target = png_target("--plot", plot)
         report = fragmentation(ClusterState.from_cluster(load_cluster(cluster)), parse_sizes(sizes))
+        save_figure("--plot", target, "frag_figure", report)
         show(report, as_json, render.frag)
+        wrote(target, as_json)
         return 0
 
     run(body)
@@ -156,6 +184,13 @@ def gang_command(
     mode: Annotated[str, typer.Option(help="pod (default scheduler) | gang (all or nothing)")] = "gang",
     timeout: Annotated[float, typer.Option(min=0, help="gang mode: seconds a partial reservation may be held")] = 0.0,
     policy: Annotated[str, typer.Option(help="binpack | spread | topology")] = "binpack",
+    emit_kueue: Annotated[
+        str | None,
+        typer.Option("--emit-kueue", metavar="FILE|-",
+                     help="write Kueue ResourceFlavors, a ClusterQueue sized from the cluster and a LocalQueue; - for stdout"),
+    ] = None,
+    queue: Annotated[str, typer.Option("--queue", help="--emit-kueue: the ClusterQueue and LocalQueue name")] = "training",
+    namespace: Annotated[str, typer.Option("--namespace", help="--emit-kueue: the LocalQueue's namespace")] = "default",
     as_json: JsonFlag = False,
 ) -> None:
     """Simulate training jobs on a virtual clock: starts, finishes, idle reservations, deadlock."""
@@ -163,10 +198,15 @@ def gang_command(
     def body() -> int:
         choice("--mode", mode, ("pod", "gang"))
         choice("--policy", policy, POLICY_CHOICES)
+        console = emit_target("--emit-kueue", emit_kueue, as_json)
         model = load_cluster(cluster)
         job_list = load_jobs(jobs or cluster)
+        setup = kueue_setup(model, job_list.jobs, queue, namespace) if emit_kueue else None
         report = simulate(model, job_list.jobs, mode, timeout, policy)  # type: ignore[arg-type]
-        show(report, as_json, render.gang)
+        if setup is None:
+            show(report, as_json, render.gang)
+        else:
+            show_emitted(report, setup, emit_kueue, "kueue", as_json, console, (render.gang, render.kueue))
         stuck = report.deadlock is not None or any(job.never_fits for job in report.jobs)
         return 1 if stuck else 0
 

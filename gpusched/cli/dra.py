@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from typing import Annotated
 
 import typer
 import yaml
 from rich.console import Console
 
+from ..apply import ApplyReport, apply_objects
 from ..bench.dra_bench import DraBench, bench_dra
 from ..planner.dra.objects import load_objects
 from ..planner.dra.run import DraReport, run_dra
@@ -27,20 +29,54 @@ def slices_command(
     driver: DriverOpt = EXAMPLE,
     classes: Annotated[bool, typer.Option("--classes", help="also print the driver's DeviceClasses")] = False,
     as_yaml: Annotated[bool, typer.Option("--yaml", help="multi-document YAML instead of a JSON List")] = False,
+    apply: Annotated[
+        bool, typer.Option("--apply", help="publish them with server-side apply (field manager gpusched); a dry run unless --yes")
+    ] = False,
+    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="--apply: the cluster to publish to")] = None,
+    context: Annotated[str | None, typer.Option("--context", help="--apply: kubeconfig context (default: current)")] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="--apply: write for real (default: dryRun=All, nothing stored)")] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """The ResourceSlices (resource.k8s.io/v1) a DRA driver would publish for the cluster: `kubectl apply -f` them."""
 
     def body() -> int:
+        _check_apply(apply, kubeconfig, context, yes, as_yaml)
         objects = [*(driver_classes(driver) if classes else []), *cluster_slices(load_cluster(cluster), driver)]
         wire = [obj.wire() for obj in objects]
-        if as_yaml and not as_json:
+        if apply:
+            show(apply_objects(str(kubeconfig), context, wire, write=yes), as_json, render_apply)
+        elif as_yaml and not as_json:
             sys.stdout.write(yaml.safe_dump_all(wire, sort_keys=False))
         else:
             emit_json({"apiVersion": "v1", "kind": "List", "items": wire})
         return 0
 
     run(body)
+
+
+def _check_apply(apply: bool, kubeconfig: str | None, context: str | None, yes: bool, as_yaml: bool) -> None:
+    """--kubeconfig, --context and --yes belong to --apply, which needs a kubeconfig and prints a report, not YAML."""
+    if not apply:
+        given = [name for name, value in (("--kubeconfig", kubeconfig), ("--context", context), ("--yes", yes)) if value]
+        if given:
+            raise ValueError(f"{', '.join(given)}: only with --apply")
+    elif not kubeconfig:
+        raise ValueError("--apply needs --kubeconfig PATH: the cluster to publish to")
+    elif as_yaml:
+        raise ValueError("--yaml prints the objects, --apply publishes them: give one")
+
+
+def render_apply(console: Console, report: ApplyReport) -> None:
+    mode = "dry run (dryRun=All): nothing stored; --yes writes" if report.dry_run else "applied"
+    console.print(f"server-side apply to {report.server} (field manager {report.field_manager}), {mode}", markup=False)
+    done = {"create": "created", "update": "updated", "unchanged": "unchanged"}
+    for change in report.changes:
+        action = change.action if report.dry_run else done[change.action]
+        fields = f": {', '.join(change.changed)}" if change.changed else ""
+        console.print(f"{action} {change.kind} {change.name}{fields}", markup=False)
+    counts: Counter[str] = Counter(change.action for change in report.changes)
+    words = ("to create", "to update", "unchanged") if report.dry_run else ("created", "updated", "unchanged")
+    console.print(", ".join(f"{counts[a]} {w}" for a, w in zip(done, words, strict=True)), markup=False)
 
 
 @app.command("dra")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -14,7 +12,7 @@ from rich.console import Console
 from ..models.cluster import Cluster
 from ..scenarios.importer import ImportReport, build_cluster, read_inputs
 from ..scenarios.importer.live import read_live
-from .common import JsonFlag, app, emit_json, run
+from .common import JsonFlag, app, emit_json, run, write_output
 from .render import new_table
 
 WIDTH = 160  # a row per node with its model and sources: wider than a terminal rather than folded
@@ -71,17 +69,7 @@ def _write(target: str, model: Cluster | object) -> None:
     """JSON for a .json name, YAML otherwise; written whole, only after the import succeeded."""
     data = model.model_dump(mode="json", exclude_defaults=True)  # type: ignore[attr-defined]
     text = json.dumps(data, indent=2) + "\n" if target.endswith(".json") else yaml.safe_dump(data, sort_keys=False)
-    if target == "-":
-        sys.stdout.write(text)
-        return
-    path = Path(target)
-    partial = path.with_name(path.name + ".partial")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(path)
-    except OSError as error:
-        partial.unlink(missing_ok=True)
-        raise ValueError(f"{target}: cannot write: {error.strerror or error}") from None
+    write_output(target, text)
 
 
 def render(console: Console, report: ImportReport) -> None:

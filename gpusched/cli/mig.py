@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..bench.mig_bench import MigBench, bench_mig
+from ..emit import mig_parted_file
 from ..planner.mig_repartition import (
     MigGpu,
     check_demand,
@@ -28,10 +29,13 @@ from .common import (
     SolverWorkers,
     TimeLimit,
     app,
+    emit_json,
+    emit_target,
     err,
     run,
     show,
     solver_config,
+    write_output,
 )
 from .core import bench_app
 
@@ -49,6 +53,11 @@ def plan_command(
     time_limit: TimeLimit = 10.0,
     workers: SolverWorkers = 2,
     seed: Seed = 0,
+    emit: Annotated[
+        tuple[str, str] | None,
+        typer.Option("--emit", metavar="mig-parted FILE|-",
+                     help="write the mig-parted config, headed by the node labels that apply it; - for stdout"),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """New MIG layouts that serve the demand, reconfiguring the fewest GPUs; busy instances stay where they are."""
@@ -57,6 +66,8 @@ def plan_command(
         config = solver_config(time_limit, workers, seed)
         if (demand is None) == (pending is None):
             raise ValueError("give exactly one of --demand PROFILE=COUNT,... and --pending PODS")
+        target = _emit_target(emit)
+        console = emit_target("--emit mig-parted", target, as_json)
         model = load_cluster(cluster)
         wanted = _demand(inventory(model), demand, pending)
         try:
@@ -65,10 +76,36 @@ def plan_command(
             err.print(f"error: {error}", markup=False)
             return 1
         _timing(plan)
-        show(plan, as_json, render_plan)
+        emitted = mig_parted_file(plan) if target else None
+        if emitted:
+            write_output(str(target), emitted.text())
+        if as_json:
+            emit_json(plan)
+        else:
+            render_plan(console, plan)
+            if target:
+                _render_emitted(console, target, emitted is not None)
         return 0 if plan.outcome.met else 1
 
     run(body)
+
+
+def _emit_target(emit: tuple[str, str] | None) -> str | None:
+    """--emit FORMAT TARGET: the target, once the format is one gpusched writes."""
+    if emit is None:
+        return None
+    kind, target = emit
+    if kind != "mig-parted":
+        raise ValueError(f"--emit: expected mig-parted FILE|-, got format {kind!r}")
+    return target
+
+
+def _render_emitted(console: Console, target: str, written: bool) -> None:
+    where = "stdout" if target == "-" else target
+    if written:
+        console.print(f"mig-parted config -> {where}", markup=False)
+    else:
+        console.print(f"mig-parted config not written ({where}): no GPU to reconfigure", markup=False)
 
 
 def _demand(gpus: list[MigGpu], demand: str | None, pending: str | None) -> dict[str, int]:

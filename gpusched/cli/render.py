@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..bench import PlaceBench
+from ..emit import KueueSetup, SchedulerConfig
 from ..planner.allreduce import AllReduce
 from ..planner.frag import FragReport
 from ..planner.gang import GangReport
@@ -151,3 +152,31 @@ def k8s(console: Console, result: K8sPrediction) -> None:
     if result.nomination:
         victims = ", ".join(result.nomination.victims)
         console.print(f"nominated: {result.nomination.node} (preempting {victims})", markup=False)
+
+
+def scheduler_config(console: Console, config: SchedulerConfig, target: str) -> None:
+    weights = ", ".join(f"{name} {weight}" for name, weight in config.resources.items())
+    where = "stdout" if target == "-" else target
+    console.print(
+        f"KubeSchedulerConfiguration -> {where}: profile {config.scheduler_name}, NodeResourcesFit {config.strategy} "
+        f"({weights}); pods choose it with spec.schedulerName: {config.scheduler_name}",
+        markup=False,
+    )
+
+
+def kueue(console: Console, setup: KueueSetup, target: str) -> None:
+    flavors = "; ".join(f"{f.name} ({', '.join(f.nodes)})" for f in setup.flavors)
+    where = "stdout" if target == "-" else target
+    console.print(f"Kueue -> {where}: ResourceFlavors {flavors}; ClusterQueue {setup.cluster_queue} "
+                  f"covering {', '.join(setup.covered)}; LocalQueue {setup.namespace}/{setup.local_queue}", markup=False)
+    for node, labels in setup.node_labels.items():
+        pairs = " ".join(f"{key}={value}" for key, value in labels.items())
+        console.print(f"no nvidia.com/gpu.product label: kubectl label node {node} {pairs}", markup=False)
+    label = ", ".join(f"{key}: {value}" for key, value in setup.label.items())
+    console.print(f"label each Job in namespace {setup.namespace} with {label} "
+                  f"({', '.join(job.job for job in setup.jobs)})", markup=False)
+    for warning in setup.warnings:
+        console.print(f"! {warning}", markup=False)
+    for job in setup.jobs:
+        if job.reason:
+            console.print(f"! {job.job}: {job.reason}", markup=False)

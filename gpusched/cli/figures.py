@@ -1,0 +1,47 @@
+"""PNG outputs of the CLI: the path checked before any work, the figure written before the report, one line saying
+where it went. matplotlib (through gpusched.plots) loads only when a figure is asked for.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .common import err, out
+
+__all__ = ["png_target", "save_figure", "wrote"]
+
+
+def png_target(option: str, path: Path | None) -> Path | None:
+    """Refuse a path that cannot take a PNG before anything is loaded, so bad input writes nothing."""
+    if path is None:
+        return None
+    if path.is_dir():
+        raise ValueError(f"{option}: {path} is a folder; give a file name ending in .png")
+    if path.suffix.lower() != ".png":
+        raise ValueError(f"{option}: {path}: expected a file name ending in .png")
+    folder = path.parent
+    if not folder.is_dir():
+        raise ValueError(f"{option}: {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"{option}: {path}: the folder {folder} is not writable")
+    return path
+
+
+def save_figure(option: str, path: Path | None, figure: str, data: Any) -> None:
+    """Draw `data` with gpusched.plots' function named `figure` and write it to `path` (nothing when None)."""
+    if path is None:
+        return
+    from .. import plots  # matplotlib only when a picture is wanted
+
+    try:
+        plots.save_png(getattr(plots, figure)(data), path)
+    except OSError as error:
+        raise ValueError(f"{option}: cannot write {path}: {error.strerror or error}") from None
+
+
+def wrote(path: Path | None, as_json: bool) -> None:
+    """Say where the picture went: after the text report, or on stderr so that --json stays one document."""
+    if path is not None:
+        (err if as_json else out).print(f"wrote {path}", markup=False)
