@@ -104,3 +104,16 @@ def test_a_kubeconfig_is_a_cluster_argument_and_its_pending_pods_the_workload(ku
 def test_an_unknown_context_is_one_clear_error(kubeconfig, gpusched):
     result = gpusched("frag", f"{kubeconfig}#nowhere")
     assert result.exit_code == 2 and "context 'nowhere' not found" in result.stderr
+
+
+def test_explain_reads_a_live_cluster_as_the_dump_gives_it(kubeconfig, gpusched, tmp_path):
+    for name in ("nodes.json", "pods.json", "resourceslices.json"):  # the API holds no nvidia-smi topology
+        (tmp_path / name).write_text((DATA / name).read_text())
+    live = gpusched("explain", "ml/llm-pretrain-1", "--kubeconfig", kubeconfig, "--json")
+    dumped = gpusched("explain", "ml/llm-pretrain-1", "--cluster", tmp_path, "--json")
+    assert live.exit_code == dumped.exit_code == 1
+    live_report, dumped_report = live.json(), dumped.json()
+    by_reason = [{r["reason"]: sorted(r["nodes"]) for r in report.pop("reasons")} for report in (live_report, dumped_report)]
+    assert by_reason[0] == by_reason[1]  # the API lists nodes by name, the dump in its own order
+    assert live_report == dumped_report
+    assert gpusched("explain", "serve/asr-1", "--kubeconfig", kubeconfig, "--context", "gpusched").exit_code == 0
