@@ -161,6 +161,11 @@ def render(console: Console, result: Explanation, claim_file: str | None = None)
             print_(f"  {reason.reason} ({len(reason.nodes)}): {reason.hardware}")
     if result.capacity is not None and not result.fits:
         print_(f"GPUs: {result.capacity.summary}")
+        rows = result.capacity.sizes
+        if rows:
+            by_count = ", ".join(f"{row.size}: {row.pods_by_count}" for row in rows)
+            in_island = ", ".join(str(row.pods_in_island) for row in rows)
+            print_(f"  pods per job size that fit the suitable nodes' free GPUs: {by_count} (inside one NVLink island: {in_island})")
     if result.gang is not None:
         print_(f"gang: {result.gang.summary}")
     if result.claim is not None:
