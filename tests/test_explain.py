@@ -326,3 +326,10 @@ def test_explain_on_random_clusters_offers_only_changes_that_work(case):
         _schedules(cluster, pod, change)
     keys = [change.cost.key() for change in result.changes]
     assert keys == sorted(keys)
+
+
+def test_a_running_pod_is_not_pending(gpusched):
+    result = gpusched("explain", "notebook-03", "--cluster", "ticket-finetune")
+    assert result.exit_code == 0 and result.lines == ["notebook-03 is running on dgx-a: it is not Pending"]
+    report = gpusched("explain", "notebook-03", "--cluster", "ticket-finetune", "--json").json()
+    assert (report["running"], report["node"]) == (True, "dgx-a")

@@ -20,7 +20,7 @@ from ..planner.explain import (
     explain_pod,
 )
 from ..planner.place import DEFAULT_GRADIENT_GB
-from ..scenarios import load_cluster, load_jobs, load_pending, load_pods
+from ..scenarios import Scenario, load_cluster, load_jobs, load_pods, load_scenario
 from .common import (
     JsonFlag,
     Seed,
@@ -43,15 +43,18 @@ def _cluster_source(cluster: str | None, kubeconfig: str | None, context: str | 
     return cluster if cluster is not None else f"{kubeconfig}#{context}" if context else str(kubeconfig)
 
 
-def _target(source: str, pods: str | None, jobs: str | None, name: str) -> Pod | Job:
-    """The pending pod (or job) by name: from --pods/--jobs, else from the cluster's own scenario or dump."""
-    pod_list, job_list = load_pending(source) if pods is None and jobs is None else (None, None)
-    found_pods = load_pods(pods).pods if pods else (pod_list.pods if pod_list else [])
-    found_jobs = load_jobs(jobs).jobs if jobs else (job_list.jobs if job_list else [])
-    for item in [*found_pods, *found_jobs]:
+def _pending(scenario: Scenario, pods: str | None, jobs: str | None) -> tuple[list[Pod], list[Job]]:
+    """The pending pods and jobs: from --pods/--jobs, else the cluster's own scenario or dump."""
+    if pods is None and jobs is None:
+        return (scenario.pods.pods if scenario.pods else []), (scenario.jobs.jobs if scenario.jobs else [])
+    return (load_pods(pods).pods if pods else []), (load_jobs(jobs).jobs if jobs else [])
+
+
+def _target(items: list[Pod | Job], name: str) -> Pod | Job:
+    for item in items:
         if item.name == name:
             return item
-    known = ", ".join(item.name for item in [*found_pods, *found_jobs]) or "none"
+    known = ", ".join(item.name for item in items) or "none"
     raise ValueError(f"no pending pod or job named {name!r} (known: {known})")
 
 
@@ -99,13 +102,19 @@ def explain_command(
             if claim is not None:
                 show(claim, as_json, render)
                 return 0 if claim.fits else 1
-        source = _cluster_source(cluster, kubeconfig, context)
-        model = load_cluster(source)
-        item = _target(source, pods, jobs, target)
+        scenario = load_scenario(_cluster_source(cluster, kubeconfig, context))
+        model = scenario.cluster
+        running = {pod.name: pod.node for pod in model.running_pods()}
+        pending_pods, pending_jobs = _pending(scenario, pods, jobs)
+        if target in running and target not in {item.name for item in [*pending_pods, *pending_jobs]}:
+            result = Explanation(target=target, kind="pod", fits=True, running=True, node=running[target])
+            show(result, as_json, render)
+            return 0
+        item = _target([*pending_pods, *pending_jobs], target)
         if isinstance(item, Job):
             if emit_claim:
                 raise ValueError("--emit-claim writes a claim for one pod; a job's pods each need their own")
-            result = explain_job(model, load_jobs(jobs).jobs if jobs else _scenario_jobs(source), target)
+            result = explain_job(model, pending_jobs, target)
         else:
             claim = claim_for(item.name, item, item.gpus, driver) if emit_claim else None
             result = explain_pod(model, item, config, gradient_gb)
@@ -132,12 +141,11 @@ def _claim(cluster: str | None, objects: list[str], driver: str, target: str) ->
     return explain_claim(load_cluster(cluster) if cluster else None, load_objects(objects), driver, target)
 
 
-def _scenario_jobs(source: str) -> list[Job]:
-    return load_pending(source)[1].jobs
-
-
 def render(console: Console, result: Explanation, claim_file: str | None = None) -> None:
     print_ = lambda text="": console.print(text, markup=False)
+    if result.running:
+        print_(f"{result.target} is running on {result.node}: it is not Pending")
+        return
     if result.kind == "claim":
         print_(f"claim {result.target} allocates on {result.node}" if result.fits else f"claim {result.target} does not allocate")
     elif result.kind == "job":

@@ -101,6 +101,7 @@ class Explanation(BaseModel):
     target: str
     kind: Literal["pod", "job", "claim"]
     fits: bool = Field(description="it schedules on suitable hardware as the cluster is now")
+    running: bool = Field(False, description="it already holds GPUs on `node`: nothing is Pending")
     node: str | None = Field(None, description="where it would go (gpusched's hardware view)")
     scheduler: SchedulerView | None = None
     reasons: list[Reason] = Field(default_factory=list)
