@@ -333,3 +333,9 @@ def test_a_running_pod_is_not_pending(gpusched):
     assert result.exit_code == 0 and result.lines == ["notebook-03 is running on dgx-a: it is not Pending"]
     report = gpusched("explain", "notebook-03", "--cluster", "ticket-finetune", "--json").json()
     assert (report["running"], report["node"]) == (True, "dgx-a")
+
+
+def test_bench_explain_runs_every_planner_on_a_busy_cluster(gpusched):
+    report = gpusched("bench", "explain", "--nodes", "30", "--json").json()
+    assert report["nodes"] == 30 and report["running"] > 0
+    assert report["fits"] or report["verdict"] in ("fragmented", "gone", "unsuitable")

@@ -12,14 +12,14 @@ import time
 from pydantic import BaseModel
 
 from ..models.cluster import Cluster
-from ..models.workload import Job
+from ..models.workload import Job, Pod
 from ..planner.optimize.defrag import DefragReport, defrag, parse_shape
 from ..planner.optimize.preempt import PreemptReport, preempt
 from ..planner.optimize.solver import SolverConfig
 from ..planner.place import place
 from ..scenarios.synthetic import synthetic_cluster, synthetic_pods
 
-__all__ = ["FILL", "RepairBench", "bench_defrag", "bench_preempt", "busy_cluster"]
+__all__ = ["FILL", "ExplainBench", "RepairBench", "bench_defrag", "bench_explain", "bench_preempt", "busy_cluster"]
 
 PRIORITIES = (0, 0, 10, 50, 1000)  # notebooks and batch mostly; some production pods that never go
 
@@ -116,3 +116,34 @@ def bench_defrag(
     seconds = time.perf_counter() - began
     objective = f"moves {len(report.moves)}, GPUs moved {report.gpus_moved}, target pods {len(report.targets)}"
     return _result(f"defrag --for {shape}", nodes, cluster, report, objective, seconds)
+
+
+class ExplainBench(BaseModel):
+    nodes: int
+    running: int
+    fits: bool
+    verdict: str
+    changes: list[str]
+    seconds: float
+
+
+def bench_explain(
+    nodes: int, seed: int = 42, gpus: int = 8, config: SolverConfig | None = None, fill: float = FILL
+) -> ExplainBench:
+    """Time `explain` of a priority-100 NVLink pod (gpus GPUs) on a busy generated cluster: every planner runs."""
+    # CEL and the DRA allocator (behind explain's claims) load only for this benchmark
+    from ..planner.explain import explain_pod
+
+    cluster = busy_cluster(nodes, seed, fill)
+    pod = Pod(name="llm", gpus=gpus, nvlink=True, priority=100)
+    began = time.perf_counter()
+    result = explain_pod(cluster, pod, config)
+    seconds = time.perf_counter() - began
+    return ExplainBench(
+        nodes=nodes,
+        running=len(cluster.running),
+        fits=result.fits,
+        verdict=result.capacity.verdict if result.capacity else "-",
+        changes=[change.kind for change in result.changes],
+        seconds=round(seconds, 3),
+    )

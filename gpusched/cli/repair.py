@@ -12,7 +12,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..bench.repair import FILL, RepairBench, bench_defrag, bench_preempt
+from ..bench.repair import (
+    FILL,
+    ExplainBench,
+    RepairBench,
+    bench_defrag,
+    bench_explain,
+    bench_preempt,
+)
 from ..errors import InputError
 from ..models.workload import Job, JobList, Pod, PodList
 from ..planner.optimize.defrag import DefragReport, defrag, parse_shape
@@ -330,3 +337,32 @@ def bench_defrag_command(
         return 0
 
     run(body)
+
+
+@bench_app.command("explain")
+def bench_explain_command(
+    nodes: BusyNodes = 1000,
+    gpus: Annotated[int, typer.Option(min=1, help="GPUs of the pending priority-100 NVLink pod")] = 8,
+    seed: GeneratorSeed = 42,
+    fill: Fill = FILL,
+    time_limit: TimeLimit = 10.0,
+    workers: SolverWorkers = 2,
+    as_json: JsonFlag = False,
+) -> None:
+    """Time `explain` on a busy generated cluster: the diagnosis and every planner behind its changes."""
+
+    def body() -> int:
+        result = bench_explain(nodes, seed, gpus, solver_config(time_limit, workers, 0), fill)
+        show(result, as_json, render_bench_explain)
+        return 0
+
+    run(body)
+
+
+def render_bench_explain(console: Console, result: ExplainBench) -> None:
+    state = "fits" if result.fits else f"Pending ({result.verdict})"
+    console.print(
+        f"explain on a {result.nodes}-node busy cluster ({result.running} running pods): {state}; "
+        f"changes {', '.join(result.changes) or 'none'}; {result.seconds:g} s",
+        markup=False,
+    )
