@@ -129,6 +129,7 @@ def test_seed_walkthrough_json(k8s):
             "free": 1,
             "allocatable": 4,
             "unresolvable": False,
+            "nominated": 0,
         }
     ]
 

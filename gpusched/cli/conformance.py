@@ -15,6 +15,7 @@ from ..conformance.api import Rest
 from ..conformance.build import Binaries, HarnessError, cache_root, ensure_built
 from ..conformance.cluster import STATE_FILE, ControlPlane, start, stop_detached
 from .common import JsonFlag, app, run, show
+from .progress import progress_bar
 
 cluster_app = typer.Typer(help="A real kube-apiserver, kube-scheduler and etcd, built from Go modules, run locally.")
 app.add_typer(cluster_app, name="cluster")
@@ -39,12 +40,18 @@ def _default_dir(folder: Path | None) -> Path:
     return folder or cache_root() / "cluster"
 
 
+def _binaries(source: str | None) -> Binaries:
+    """The cached control plane, or a cold build (~13 min on 2 cores) with a running clock on the terminal."""
+    with progress_bar("control plane binaries (a cold build takes minutes)"):
+        return ensure_built(source)
+
+
 @cluster_app.command("build")
 def build_command(source: SourceOpt = None, as_json: JsonFlag = False) -> None:
     """Build etcd, kube-apiserver, kube-scheduler and kube-controller-manager once for the pinned release."""
 
     def body() -> int:
-        show(ensure_built(source), as_json, _render_build)
+        show(_binaries(source), as_json, _render_build)
         return 0
 
     run(_harness(body))
@@ -65,7 +72,7 @@ def up_command(
         workdir = _default_dir(folder)
         if (workdir / STATE_FILE).exists():
             raise ValueError(f"{workdir}: a cluster is already up here; `gpusched cluster down` first")
-        binaries = ensure_built(source)
+        binaries = _binaries(source)
         cluster = start(binaries, workdir, controller_manager=controller_manager, attach=False)
         show(cluster.info, as_json, _render_up)
         return 0
@@ -94,11 +101,12 @@ def conformance_command(
     """Play random scenarios on a fresh real control plane; compare every pod's outcome with gpusched's."""
 
     def body() -> int:
-        binaries = ensure_built(source)
-        with start(binaries) as cluster:
+        binaries = _binaries(source)
+        # kube-controller-manager: ResourceClaimTemplates need its resourceclaim controller
+        with start(binaries, controller_manager=True) as cluster, progress_bar("scenarios", scenarios) as progress:
             rest = Rest(cluster.kubeconfig)
             try:
-                report = differential.run(rest, binaries.pin, seed, scenarios)
+                report = differential.run(rest, binaries.pin, seed, scenarios, lambda i, _: progress(i + 1, scenarios))
             finally:
                 rest.close()
         show(report, as_json, _render_report)
@@ -129,13 +137,36 @@ def _render_down(console: Console, info: ControlPlane) -> None:
 def _render_report(console: Console, report: differential.ConformanceReport) -> None:
     console.print(
         f"conformance against kube-scheduler {report.version}, seed {report.seed}: {report.scenarios} scenarios, "
-        f"{report.pods} pods, {report.agreed} agree ({report.rate:g}%) in {report.seconds:.0f} s",
+        f"{report.pods} pods, {report.agreed} agree ({report.rate:g}%){_extras(report)} in {report.seconds:.0f} s",
         markup=False,
     )
     for found in report.disagreements:
         console.print(f"\ndisagreement in {found.scenario} on pod {found.outcome.pod}", markup=False)
         console.print(f"  real:     {found.outcome.real()}", markup=False)
         console.print(f"  gpusched: {found.outcome.gpusched()}", markup=False)
-        manifests = [*found.reproducer.nodes, *found.reproducer.pods]
+        for claim in found.outcome.claims:
+            if not claim.agrees:
+                console.print(f"  claim {claim.claim}: real {_devices(claim.real)}; gpusched {_devices(claim.predicted)}",
+                              markup=False)
+        manifests = [*found.reproducer.objects, *found.reproducer.nodes, *found.reproducer.pods]
         console.print(yaml.safe_dump_all(manifests, sort_keys=False).rstrip(), markup=False)
 
+
+def _extras(report: differential.ConformanceReport) -> str:
+    """The DRA and preemption figures, when the run had any."""
+    parts = []
+    if report.dra_scenarios:
+        parts.append(f"{report.dra_scenarios} scenarios with DRA objects, {report.claims} claims "
+                     f"({report.allocated} allocated), {report.claims_agreed} as predicted")
+    if report.preemption_scenarios:
+        parts.append(f"{report.preemption_scenarios} with preemption, {report.preemptions} pods preempted others, "
+                     f"{report.during} arrived meanwhile")
+    return "".join(f"; {part}" for part in parts)
+
+
+def _devices(allocation: dict | None) -> str:
+    """An allocation's results as `request=pool/device`."""
+    if allocation is None:
+        return "none"
+    results = allocation.get("devices", {}).get("results", [])
+    return ", ".join(f"{r['request']}={r['pool']}/{r['device']}" for r in results) or "no devices"

@@ -1,10 +1,22 @@
 """Differential testing: play random scenarios on the real control plane and compare every pod with gpusched.
 
-Pods are created one at a time and each one's verdict is awaited before the next, so the state gpusched is
-given (`kubectl get nodes/pods -o json`, read back from the API) is the state the scheduler decided on. A bound
-pod agrees when its node is one gpusched finds feasible (the scheduler then picks among them by score, ties at
-random); a Pending pod agrees when the PodScheduled message is gpusched's word for word. A disagreement is shrunk
-by replaying the scenario without each node and earlier pod in turn, keeping every removal that still disagrees.
+A play creates the scenario's DRA objects, then its nodes, waits until the scheduler has seen them all (sync.py),
+then creates the pods one at a time. Each pod is judged against gpusched's prediction from the state just before
+it was created (`kubectl get -o json` of nodes, pods and DRA objects, read back from the API), which is the state
+the scheduler decided on, since each pod's consequences are settled before the next:
+
+- bound: agrees when its node is one gpusched finds feasible (the scheduler then picks by score, ties at random),
+  and every claim's allocation on that node (devices, subrequests, config, node selector) is gpusched's;
+- Pending: agrees when the PodScheduled message is gpusched's word for word and no claim's allocation changed.
+  The pod is then deleted, so that room preemption frees later cannot schedule it behind the harness's back;
+- preempting: the scheduler nominates a node and evicts victims. The harness plays the kubelet (kubelet.py): the
+  victims, Terminating, are deleted at once, and the preemptor binds. Agrees when the message, the nominated
+  node, the evicted pods and the final node are all gpusched's (`nomination`). A pod the scenario labels to
+  arrive during a preemption is created (and judged) before the victims are deleted, while the preemptor is only
+  nominated.
+
+A disagreement is shrunk by replaying the scenario without each node and earlier pod in turn, keeping every removal
+that still disagrees.
 """
 
 from __future__ import annotations
@@ -13,39 +25,84 @@ import copy
 import itertools
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field, computed_field
 
-from ..planner.k8s import predict
+from ..errors import InputError
+from ..planner.dra.objects import DraObjects, objects_from
+from ..planner.k8s import K8sPrediction, predict
+from . import kubelet, sync
 from .api import Rest, RestError
-from .scenarios import PRIORITY_CLASS, RUNTIME_CLASS, Scenario, generate
+from .scenarios import (
+    DURING_PREEMPTION,
+    PRIORITY_CLASSES,
+    RUNTIME_CLASS,
+    SCENARIO_LABEL,
+    Scenario,
+    generate,
+)
+from .sync import verdict
 
-__all__ = ["Outcome", "Disagreement", "ConformanceReport", "Player", "run", "verdict"]
+__all__ = ["ClaimCheck", "Outcome", "Disagreement", "ConformanceReport", "Player", "run", "shrink", "verdict"]
 
 NAMESPACE = "gpusched-conformance"
-SCENARIO_LABEL = "gpusched.io/scenario"
-PROBE_RESOURCE = "gpusched.io/probe"
-SYNC_TIMEOUT = 20.0
+PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
+RESOURCE = "/apis/resource.k8s.io/v1"
+NAMESPACED = ("resourceclaims", "resourceclaimtemplates")
+CLUSTER_WIDE = ("deviceclasses", "resourceslices")
+NOT_CREATED = "ResourceClaim not created yet"  # a template's claim the controller has not made yet: wait on
 
 
-class Outcome(BaseModel):
-    pod: str
-    node: str | None = Field(None, description="where the real scheduler bound it")
-    message: str | None = Field(None, description="the real PodScheduled=False message")
-    feasible: list[str] = Field(default_factory=list, description="the nodes gpusched finds feasible")
-    predicted: str | None = Field(None, description="gpusched's message, when it predicts Pending")
+class ClaimCheck(BaseModel):
+    claim: str = Field(description="namespace/name; a template's claim as `<pod>-<entry>` (the server adds 5 letters)")
+    real: dict | None = Field(None, description="status.allocation, allocationTimestamp left out; None: unallocated")
+    predicted: dict | None = Field(None, description="gpusched's allocation on the node the scheduler chose")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def agrees(self) -> bool:
+        return self.real == self.predicted
+
+
+class Outcome(BaseModel):
+    pod: str
+    node: str | None = Field(None, description="where the real scheduler bound it (a preemptor: after the eviction)")
+    message: str | None = Field(None, description="the real PodScheduled=False message")
+    nominated: str | None = Field(None, description="the real status.nominatedNodeName set with that message")
+    victims: list[str] = Field(default_factory=list, description="pods the real preemption deleted")
+    feasible: list[str] = Field(default_factory=list, description="the nodes gpusched finds feasible")
+    predicted: str | None = Field(None, description="gpusched's message, when it predicts Pending")
+    alternatives: list[str] = Field(default_factory=list, description="when the allocator fails with an error: "
+                                    "gpusched's error on each node (the scheduler stops at whichever its parallel "
+                                    "filtering meets first)")
+    predicted_nomination: str | None = None
+    predicted_victims: list[str] = Field(default_factory=list)
+    claims: list[ClaimCheck] = Field(default_factory=list)
+    during: bool = Field(False, description="created while a preemption was under way (victims terminating)")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def agrees(self) -> bool:
+        if not all(claim.agrees for claim in self.claims):
+            return False
+        if self.nominated or self.predicted_nomination or self.victims:
+            return (self.message == self.predicted and self.nominated == self.predicted_nomination
+                    and sorted(self.victims) == sorted(self.predicted_victims) and self.node == self.nominated)
         if self.node is not None:
             return self.node in self.feasible
-        return not self.feasible and self.message == self.predicted
+        return not self.feasible and (self.message == self.predicted or self.message in self.alternatives)
 
     def real(self) -> str:
+        if self.nominated:
+            evicted = ", ".join(self.victims) or "nobody"
+            return f"Pending: {self.message} (nominated {self.nominated}, evicted {evicted}, then bound to {self.node})"
         return f"bound to {self.node}" if self.node else f"Pending: {self.message}"
 
     def gpusched(self) -> str:
+        if self.predicted_nomination:
+            return f"Pending: {self.predicted} (nominates {self.predicted_nomination}, evicting " \
+                   f"{', '.join(self.predicted_victims)})"
         return f"fits {', '.join(self.feasible)}" if self.feasible else f"Pending: {self.predicted}"
 
 
@@ -63,6 +120,13 @@ class ConformanceReport(BaseModel):
     agreed: int
     seconds: float
     disagreements: list[Disagreement]
+    dra_scenarios: int = 0
+    preemption_scenarios: int = 0
+    claims: int = Field(0, description="claims whose allocation (or none) was compared")
+    allocated: int = Field(0, description="of those, claims the real scheduler allocated")
+    claims_agreed: int = 0
+    preemptions: int = Field(0, description="pods the real scheduler nominated, evicting others")
+    during: int = Field(0, description="pods created while a preemption was under way")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -70,21 +134,23 @@ class ConformanceReport(BaseModel):
         return round(100.0 * self.agreed / self.pods, 2) if self.pods else 100.0
 
 
-def _condition(pod: dict) -> dict | None:
-    for condition in pod.get("status", {}).get("conditions", []):
-        if condition.get("type") == "PodScheduled":
-            return condition
-    return None
+@dataclass
+class _State:
+    """What `kubectl get -o json` shows just before a pod is created."""
+
+    nodes: dict
+    pods: dict
+    objects: DraObjects | None = None  # when the scenario has DRA objects
+    allocations: dict[str, dict] = field(default_factory=dict)  # claim key -> status.allocation, as the server has it
+
+    def bound(self) -> set[str]:
+        """The harness's bound pods."""
+        return {_key(pod) for pod in self.pods["items"]
+                if pod["spec"].get("nodeName") and pod["metadata"]["namespace"] == NAMESPACE}  # fmt: skip
 
 
-def verdict(pod: dict) -> tuple[str | None, str | None] | None:
-    """(node, None) once bound, (None, message) once found unschedulable, None while undecided."""
-    if pod.get("spec", {}).get("nodeName"):
-        return pod["spec"]["nodeName"], None
-    condition = _condition(pod)
-    if condition and condition.get("status") == "False" and condition.get("reason") == "Unschedulable":
-        return None, condition.get("message", "")
-    return None
+def _key(pod: dict) -> str:
+    return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
 
 
 class Player:
@@ -93,12 +159,14 @@ class Player:
     def __init__(self, rest: Rest, version: str) -> None:
         self.rest, self.version = rest, version
         self.plays = itertools.count()
+        self.clock = itertools.count()
+        self.stale_dra = False  # the last play's DRA objects are deleted, but maybe not yet seen deleted
         self._setup()
 
     def _setup(self) -> None:
         for path, body in (
             ("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}),
-            ("/apis/scheduling.k8s.io/v1/priorityclasses", PRIORITY_CLASS),
+            *(("/apis/scheduling.k8s.io/v1/priorityclasses", body) for body in PRIORITY_CLASSES),
             ("/apis/node.k8s.io/v1/runtimeclasses", RUNTIME_CLASS),
         ):
             try:
@@ -110,60 +178,191 @@ class Player:
     def play(self, scenario: Scenario) -> list[Outcome]:
         label = f"{scenario.label}-{next(self.plays)}"
         try:
+            for obj in scenario.objects:
+                self.rest.create(_collection(obj), _labelled(obj, label))
             for node in scenario.nodes:
                 self.rest.create("/api/v1/nodes", _labelled(node, label))
-            self._sync(label, len(scenario.nodes))
-            return [self._one(pod) for pod in scenario.pods]
+            sync.nodes(self.rest, NAMESPACE, label, len(scenario.nodes))
+            if scenario.objects or self.stale_dra:  # a stale class could still serve nvidia.com/gpu
+                sync.dra(self.rest, NAMESPACE, label)
+            return self._pods(scenario.pods, bool(scenario.objects))
         finally:
-            self._reset(label)
+            self._reset(label, bool(scenario.objects))
+            self.stale_dra = bool(scenario.objects)
 
-    def _sync(self, label: str, count: int) -> None:
-        """Wait until the scheduler's cache holds exactly this play's nodes, read off an impossible probe pod."""
-        expected = f"0/{count} nodes are available: {count} Insufficient {PROBE_RESOURCE}."
-        deadline = time.monotonic() + SYNC_TIMEOUT
-        for attempt in itertools.count():
-            name = f"{label}-probe-{attempt}"
-            self.rest.create(f"/api/v1/namespaces/{NAMESPACE}/pods", _probe(name, label))
-            _, message = self._await(name)
-            self.rest.delete(f"/api/v1/namespaces/{NAMESPACE}/pods/{name}")
-            if message and message.startswith(expected):
-                return
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the scheduler never saw the {count} nodes of {label}: {message}")
+    def _state(self, dra: bool) -> _State:
+        state = _State(nodes=self.rest.get("/api/v1/nodes"), pods=self.rest.get("/api/v1/pods"))
+        if dra:
+            listed = {name: _as_list(self.rest.get(f"{RESOURCE}/{name}")) for name in (*CLUSTER_WIDE, *NAMESPACED)}
+            state.objects = objects_from([(f"{RESOURCE}/{name}", [doc]) for name, doc in listed.items()], pods=False)
+            state.allocations = {_key(claim): claim["status"]["allocation"] for claim in listed["resourceclaims"]["items"]
+                                 if claim.get("status", {}).get("allocation")}  # fmt: skip
+        return state
 
-    def _await(self, name: str) -> tuple[str | None, str | None]:
-        path = f"/api/v1/namespaces/{NAMESPACE}/pods/{name}"
-        return self.rest.wait(lambda: verdict(self.rest.get(path)))
+    def _pods(self, pods: list[dict], dra: bool) -> list[Outcome]:
+        """One at a time; a pod labelled to arrive during a preemption comes while its predecessor's victims
+        terminate, when that predecessor did preempt (otherwise in turn)."""
+        outcomes: list[Outcome] = []
+        while len(outcomes) < len(pods):
+            index = len(outcomes)
+            follower = pods[index + 1] if index + 1 < len(pods) else None
+            during = follower if follower and DURING_PREEMPTION in follower["metadata"].get("labels", {}) else None
+            outcomes.extend(self._one(pods[index], dra, during))
+        return outcomes
 
-    def _one(self, manifest: dict) -> Outcome:
+    def _one(self, manifest: dict, dra: bool, during: dict | None = None) -> list[Outcome]:
+        """The pod's outcome, and that of `during` when it came during this pod's preemption."""
         name = manifest["metadata"]["name"]
-        self.rest.create(f"/api/v1/namespaces/{NAMESPACE}/pods", manifest)
-        node, message = self._await(name)
-        nodes, pods = self.rest.get("/api/v1/nodes"), self.rest.get("/api/v1/pods")
-        pod = self.rest.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{name}")
-        prediction = predict(nodes, pods, pod, self.version)
-        return Outcome(
-            pod=name, node=node, message=message, feasible=prediction.feasible, predicted=prediction.message
-        )
+        before = self._state(dra)
+        created = self.rest.create(PODS, manifest)
+        node, message, nominated, followers = self._settle(name, dra, during)
+        pod = self.rest.get(f"{PODS}/{name}")
+        claims = self._claims(before, created, pod, node) if dra else []
+        message = _stamped(message, pod)
+        if node is None:
+            self.rest.delete(f"{PODS}/{name}")  # so that nothing can schedule it behind the harness's back
+        victims = sorted(before.bound() - {_key(pod) for pod in self.rest.get(PODS)["items"]})
+        outcome = Outcome(pod=name, node=node, message=message, nominated=nominated, victims=victims, claims=claims)
+        prediction = self._predict(before, created)
+        if isinstance(prediction, InputError):
+            outcome = outcome.model_copy(update={"predicted": _scheduler_words(prediction),
+                                                 "alternatives": self._errors(before, created)})  # fmt: skip
+        else:
+            outcome = _predicted(outcome, prediction)
+        return [outcome, *followers]
 
-    def _reset(self, label: str) -> None:
-        """Every pod of the namespace and this play's nodes, deleted at once (no kubelet to wait for)."""
-        self.rest.delete(f"/api/v1/namespaces/{NAMESPACE}/pods")
+    def _settle(
+        self, name: str, dra: bool, during: dict | None
+    ) -> tuple[str | None, str | None, str | None, list[Outcome]]:
+        """(node, Pending message, nominated node, outcomes of pods that came meanwhile): the verdict, then the
+        kubelet's part: a preemptor's victims deleted until it binds (`during` played first), a bound pod started."""
+        pod, node, message = sync.await_verdict(self.rest, f"{PODS}/{name}", lambda text: NOT_CREATED in text)
+        nominated = pod["status"].get("nominatedNodeName") if node is None else None
+        followers = self._one(during, dra) if nominated and during else []
+        followers = [outcome.model_copy(update={"during": True}) for outcome in followers]
+        if nominated:
+            node = kubelet.evict_until_bound(self.rest, NAMESPACE, name)
+        if node:
+            kubelet.start(self.rest, NAMESPACE, name, next(self.clock))
+        return node, message, nominated, followers
+
+    def _predict(self, state: _State, pod: dict, node: str | None = None) -> K8sPrediction | InputError:
+        """gpusched's prediction (on `node` alone when given), or the error it stops at (as the scheduler does)."""
+        nodes = state.nodes
+        if node is not None:
+            nodes = {**nodes, "items": [n for n in nodes["items"] if n["metadata"]["name"] == node]}
+        try:
+            return predict(nodes, state.pods, pod, self.version, objects=state.objects)
+        except InputError as error:
+            return error
+
+    def _errors(self, state: _State, pod: dict) -> list[str]:
+        """The error gpusched stops at on each node alone."""
+        found = (self._predict(state, pod, node["metadata"]["name"]) for node in state.nodes["items"])
+        return sorted({_scheduler_words(error) for error in found if isinstance(error, InputError)})
+
+    def _claims(self, before: _State, created: dict, pod: dict, node: str | None) -> list[ClaimCheck]:
+        """Each claim of the pod: the real allocation, and gpusched's on the node the scheduler chose (a Pending
+        pod changes none: an allocated claim keeps the allocation it had)."""
+        predicted = {key: _comparable(allocation) for key, allocation in before.allocations.items()}
+        real = dict(_claim_names(pod))
+        if node is not None:
+            found = self._predict(before, created, node)
+            if isinstance(found, K8sPrediction):
+                predicted.update({claim.claim: _comparable(claim.allocation) for claim in found.claims})
+                real.update({claim.claim: real.get(claim.claim) for claim in found.claims})  # the pod's, on the node
+        return [ClaimCheck(claim=key, real=_comparable(self._allocation(name)), predicted=predicted.get(key))
+                for key, name in real.items()]  # fmt: skip
+
+    def _allocation(self, name: str | None) -> dict | None:
+        if name is None:
+            return None
+        claim = self.rest.get(f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaims/{name}")
+        return claim.get("status", {}).get("allocation")
+
+    def _reset(self, label: str, dra: bool) -> None:
+        """Every pod of the namespace and this play's nodes, deleted at once (no kubelet to wait for); its DRA
+        objects too. A claim the scheduler allocated keeps a finalizer until kube-controller-manager's resourceclaim
+        controller sees its pods gone and deallocates it (the harness cannot drop the finalizer itself: a patch
+        re-encodes the opaque config, and the API server refuses that as a change of the immutable spec)."""
+        self.rest.delete(PODS)
+        if dra:
+            for name in NAMESPACED:
+                self.rest.delete(f"{RESOURCE}/namespaces/{NAMESPACE}/{name}")
+            for name in CLUSTER_WIDE:
+                self.rest.delete(f"{RESOURCE}/{name}?labelSelector={SCENARIO_LABEL}%3D{label}")
         self.rest.delete(f"/api/v1/nodes?labelSelector={SCENARIO_LABEL}%3D{label}")
-        self.rest.wait(lambda: not self.rest.get(f"/api/v1/namespaces/{NAMESPACE}/pods")["items"])
+        self.rest.wait(lambda: not self.rest.get(PODS)["items"])
+        if dra:
+            self.rest.wait(lambda: not self.rest.get(f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaims")["items"])
 
 
-def _labelled(node: dict, label: str) -> dict:
-    node = copy.deepcopy(node)
-    node["metadata"]["labels"][SCENARIO_LABEL] = label
-    return node
+def _predicted(outcome: Outcome, prediction: K8sPrediction) -> Outcome:
+    nomination = prediction.nomination
+    return outcome.model_copy(update={
+        "feasible": prediction.feasible, "predicted": prediction.message,
+        "predicted_nomination": nomination.node if nomination else None,
+        "predicted_victims": list(nomination.victims) if nomination else [],
+    })  # fmt: skip
 
 
-def _probe(name: str, label: str) -> dict:
-    """Tolerates everything, selects this play's nodes, needs what none has: the message counts what is seen."""
-    container = {"name": "probe", "image": "registry.k8s.io/pause:3.10", "resources": {"limits": {PROBE_RESOURCE: "1"}}}
-    spec = {"containers": [container], "tolerations": [{"operator": "Exists"}], "nodeSelector": {SCENARIO_LABEL: label}}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NAMESPACE}, "spec": spec}
+def _claim_names(pod: dict) -> list[tuple[str, str | None]]:
+    """(gpusched's key, the real claim's name or None) per spec.resourceClaims entry, in order, then the claim the
+    scheduler made for extended resources (gpusched names it by its generateName, `<pod>-extended-resources-`)."""
+    namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+    status = pod.get("status", {})
+    generated = {s["name"]: s.get("resourceClaimName") for s in status.get("resourceClaimStatuses", [])}
+    found = []
+    for entry in pod["spec"].get("resourceClaims", []):
+        if entry.get("resourceClaimName"):
+            found.append((f"{namespace}/{entry['resourceClaimName']}", entry["resourceClaimName"]))
+        else:
+            found.append((f"{namespace}/{name}-{entry['name']}", generated.get(entry["name"])))
+    extended = status.get("extendedResourceClaimStatus")
+    if extended:
+        found.append((f"{namespace}/{name}-extended-resources-", extended["resourceClaimName"]))
+    return found
+
+
+def _scheduler_words(error: InputError) -> str:
+    """The error as the scheduler words it: gpusched adds the failing CEL expression."""
+    return error.message.split(" (expression: ")[0]
+
+
+def _stamped(message: str | None, pod: dict) -> str | None:
+    """The message with each claim generated from a template named as gpusched names it: `<pod>-<entry>`, without
+    the 5 random characters the API server appends."""
+    namespace = pod["metadata"]["namespace"]
+    for key, name in _claim_names(pod):
+        if message and name and key != f"{namespace}/{name}":
+            message = message.replace(f"{namespace}/{name}", key)
+    return message
+
+
+def _comparable(allocation: dict | None) -> dict | None:
+    """The allocation without the time it was made."""
+    if allocation is None:
+        return None
+    return {key: value for key, value in allocation.items() if key != "allocationTimestamp"}
+
+
+def _collection(obj: dict) -> str:
+    plural = obj["kind"].lower() + ("es" if obj["kind"].endswith("s") else "s")
+    namespace = obj["metadata"].get("namespace")
+    return f"{RESOURCE}/namespaces/{namespace}/{plural}" if namespace else f"{RESOURCE}/{plural}"
+
+
+def _as_list(listed: dict) -> dict:
+    """A typed list (items without kind) as `kubectl get -o json` prints it: a List of objects with their kind."""
+    kind = str(listed.get("kind", "")).removesuffix("List")
+    items = [{"apiVersion": listed.get("apiVersion"), "kind": kind, **item} for item in listed.get("items") or []]
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def _labelled(obj: dict, label: str) -> dict:
+    obj = copy.deepcopy(obj)
+    obj["metadata"].setdefault("labels", {})[SCENARIO_LABEL] = label
+    return obj
 
 
 # --- shrinking ----------------------------------------------------------------------------------------------------
@@ -177,14 +376,14 @@ def _disagrees(player: Player, scenario: Scenario, pod: str) -> Outcome | None:
 
 
 def _without(scenario: Scenario, kind: str, index: int) -> Scenario:
-    items = getattr(scenario, kind)
-    return scenario.model_copy(update={kind: items[:index] + items[index + 1 :]})
+    return scenario.without_pod(index) if kind == "pods" else scenario.without_node(index)
 
 
 def shrink(player: Player, scenario: Scenario, outcome: Outcome) -> tuple[Scenario, Outcome]:
     """Greedy one-at-a-time removal of nodes and of pods other than the disagreeing one."""
-    pods = [p["metadata"]["name"] for p in scenario.pods]
-    current = scenario.model_copy(update={"pods": scenario.pods[: pods.index(outcome.pod) + 1]})
+    current = scenario
+    while current.pods[-1]["metadata"]["name"] != outcome.pod:
+        current = current.without_pod(len(current.pods) - 1)
     for kind in ("pods", "nodes"):
         index = 0
         while index < len(getattr(current, kind)):
@@ -207,20 +406,29 @@ def run(
     """Scenarios 0..count-1 of `seed`; every disagreement comes back shrunk."""
     player = Player(rest, version)
     started = time.monotonic()
-    pods = agreed = 0
-    disagreements = []
+    report = ConformanceReport(version=version, seed=seed, scenarios=count, pods=0, agreed=0, seconds=0.0,
+                               disagreements=[])  # fmt: skip
     for index in range(count):
         scenario = generate(seed, index, NAMESPACE)
         outcomes = player.play(scenario)
-        pods += len(outcomes)
-        agreed += sum(outcome.agrees for outcome in outcomes)
+        _tally(report, scenario, outcomes)
         for outcome in outcomes:
             if not outcome.agrees:
                 smallest, final = shrink(player, scenario, outcome)
-                disagreements.append(Disagreement(scenario=scenario.label, outcome=final, reproducer=smallest))
+                report.disagreements.append(Disagreement(scenario=scenario.label, outcome=final, reproducer=smallest))
         if progress:
             progress(index, outcomes)
-    return ConformanceReport(
-        version=version, seed=seed, scenarios=count, pods=pods, agreed=agreed,
-        seconds=round(time.monotonic() - started, 1), disagreements=disagreements,
-    )  # fmt: skip
+    report.seconds = round(time.monotonic() - started, 1)
+    return report
+
+
+def _tally(report: ConformanceReport, scenario: Scenario, outcomes: list[Outcome]) -> None:
+    report.dra_scenarios += scenario.kind == "dra"
+    report.preemption_scenarios += scenario.kind == "preemption"
+    report.pods += len(outcomes)
+    report.agreed += sum(outcome.agrees for outcome in outcomes)
+    report.claims += sum(len(outcome.claims) for outcome in outcomes)
+    report.allocated += sum(claim.real is not None for outcome in outcomes for claim in outcome.claims)
+    report.claims_agreed += sum(claim.agrees for outcome in outcomes for claim in outcome.claims)
+    report.preemptions += sum(bool(outcome.nominated) for outcome in outcomes)
+    report.during += sum(outcome.during for outcome in outcomes)

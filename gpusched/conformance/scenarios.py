@@ -1,10 +1,20 @@
-"""Seeded random scenarios for differential testing: Node and Pod manifests exactly as a user would create them.
+"""Seeded random scenarios for differential testing: Node, Pod and DRA manifests exactly as a user would create them.
 
 Nodes carry GPU extended resources (now and then only in capacity, before the kubelet copies them), cpu, memory,
 ephemeral-storage and pod limits, labels, taints and cordons; pods carry requests and limits in several
 spellings, init containers and sidecars, pod-level requests, a RuntimeClass overhead, tolerations, nodeSelectors,
-required node affinity (including `metadata.name` matchFields) and a priority class that never preempts (preemption that finds victims
-would evict pods, which a kubelet-less cluster cannot finish). The same (seed, index) gives the same scenario.
+required node affinity (including `metadata.name` matchFields) and priority classes. Three kinds of scenario:
+
+- `plain`: one priority class, which never preempts;
+- `dra` (a third of them): the NVIDIA DRA driver's DeviceClasses and ResourceSlices, and pods with ResourceClaims
+  (see dra.py);
+- `preemption`: classes that preempt lower priorities, and pods with the default 30 s grace period, so that a
+  victim stays Terminating until the harness, playing the kubelet, deletes it (a grace period of 0 would let the
+  scheduler delete it at once, and the preemptor could bind before its Pending message is seen). Some later pods
+  that cannot preempt are labelled to arrive during a preemption: while the victims terminate and the preemptor
+  is only nominated, which the scheduler counts against them.
+
+The same (seed, index) gives the same scenario.
 """
 
 from __future__ import annotations
@@ -13,16 +23,20 @@ import random
 
 from pydantic import BaseModel, Field
 
-__all__ = ["IMAGE", "PRIORITY_CLASS", "RUNTIME_CLASS", "Scenario", "generate"]
+from . import dra
+
+__all__ = ["IMAGE", "SCENARIO_LABEL", "DURING_PREEMPTION", "PRIORITY_CLASSES", "RUNTIME_CLASS", "Scenario", "generate"]
 
 IMAGE = "registry.k8s.io/pause:3.10"
-PRIORITY_CLASS = {
-    "apiVersion": "scheduling.k8s.io/v1",
-    "kind": "PriorityClass",
-    "metadata": {"name": "gpusched-high"},
-    "value": 1000,
-    "preemptionPolicy": "Never",
-}
+SCENARIO_LABEL = "gpusched.io/scenario"
+DURING_PREEMPTION = "gpusched.io/arrives-during-preemption"  # created while its predecessor's victims terminate
+HIGH, BATCH, URGENT = "gpusched-high", "gpusched-batch", "gpusched-urgent"
+PRIORITY_CLASSES = tuple(
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value,
+     "preemptionPolicy": policy}
+    for name, value, policy in ((HIGH, 1000, "Never"), (BATCH, 100, "PreemptLowerPriority"),
+                                (URGENT, 2000, "PreemptLowerPriority"))
+)  # fmt: skip
 RUNTIME_CLASS = {
     "apiVersion": "node.k8s.io/v1",
     "kind": "RuntimeClass",
@@ -31,6 +45,8 @@ RUNTIME_CLASS = {
     "overhead": {"podFixed": {"cpu": "250m", "memory": "128Mi"}},
 }
 GPUS = ("example.com/gpu", "nvidia.com/gpu")
+# In DRA scenarios a DeviceClass may serve nvidia.com/gpu, and any class its deviceclass.resource.kubernetes.io name
+DRA_GPUS = ("nvidia.com/gpu", "nvidia.com/gpu", f"deviceclass.resource.kubernetes.io/{dra.GPU_CLASS}", "example.com/gpu")
 MODELS = ("a100", "h100", "l4")
 ZONES = ("a", "b")
 TAINTS = (
@@ -55,16 +71,33 @@ MEMORIES = ("64Mi", "256Mi", "1Gi", "1536Mi", "4Gi")
 class Scenario(BaseModel):
     seed: int
     index: int
+    kind: str = Field("plain", description="plain, dra or preemption")
     nodes: list[dict] = Field(description="Node manifests, status included")
     pods: list[dict] = Field(description="Pod manifests, created one at a time in this order")
+    objects: list[dict] = Field(default_factory=list, description="DRA objects, created before the nodes, in order")
 
     @property
     def label(self) -> str:
         return f"s{self.seed}-{self.index}"
 
+    def without_node(self, index: int) -> Scenario:
+        """The scenario less one node and the ResourceSlices published for it."""
+        name = self.nodes[index]["metadata"]["name"]
+        objects = [obj for obj in self.objects if obj["spec"].get("nodeName") != name]
+        return self.model_copy(update={"nodes": self.nodes[:index] + self.nodes[index + 1 :], "objects": objects})
+
+    def without_pod(self, index: int) -> Scenario:
+        """The scenario less one pod and the claims and templates no remaining pod names."""
+        pods = self.pods[:index] + self.pods[index + 1 :]
+        named = {entry.get("resourceClaimName") or entry.get("resourceClaimTemplateName")
+                 for pod in pods for entry in pod["spec"].get("resourceClaims", [])}  # fmt: skip
+        objects = [obj for obj in self.objects
+                   if obj["kind"] not in ("ResourceClaim", "ResourceClaimTemplate") or obj["metadata"]["name"] in named]
+        return self.model_copy(update={"pods": pods, "objects": objects})
+
 
 def _labels(rng: random.Random, name: str, scenario: str) -> dict[str, str]:
-    labels = {"kubernetes.io/hostname": name, "gpusched.io/scenario": scenario}
+    labels = {"kubernetes.io/hostname": name, SCENARIO_LABEL: scenario}
     if rng.random() < 0.7:
         labels["gpu.model"] = rng.choice(MODELS)
     if rng.random() < 0.5:
@@ -74,7 +107,9 @@ def _labels(rng: random.Random, name: str, scenario: str) -> dict[str, str]:
     return labels
 
 
-def _node(rng: random.Random, name: str, scenario: str) -> dict:
+def _node(rng: random.Random, name: str, scenario: str, kind: str) -> dict:
+    """A node as a kubelet registers it; in DRA and preemption scenarios rarely tainted or cordoned, so the claims
+    get judged and the nodes fill up."""
     allocatable = {
         "cpu": rng.choice(("2", "4", "8", "3500m")),
         "memory": rng.choice(("4Gi", "8Gi", "16Gi", "2000Mi")),
@@ -83,15 +118,17 @@ def _node(rng: random.Random, name: str, scenario: str) -> dict:
     if rng.random() < 0.3:
         allocatable["ephemeral-storage"] = rng.choice(("10Gi", "100Gi"))
     capacity_only = {}  # a device plugin registered, the kubelet has not copied it to allocatable yet
-    for gpu, chance in zip(GPUS, (0.85, 0.35), strict=True):
+    full = kind == "preemption"  # every node offers GPUs, and enough of them to share
+    for gpu, chance in zip(GPUS, (1.0 if full else 0.85, 0.35), strict=True):
         if rng.random() < chance:
-            target = capacity_only if rng.random() < 0.08 else allocatable
-            target[gpu] = str(rng.choice((0, 1, 2, 4, 8)))
+            target = capacity_only if rng.random() < 0.08 and not full else allocatable
+            target[gpu] = str(rng.choice((2, 4, 8, 8) if full else (0, 1, 2, 4, 8)))
     spec: dict = {}
-    taints = rng.sample(TAINTS, k=rng.choice((0, 0, 0, 0, 0, 1, 1, 2)))
+    calm = kind != "plain"
+    taints = rng.sample(TAINTS, k=rng.choice((0,) * 9 + (1,) if calm else (0, 0, 0, 0, 0, 1, 1, 2)))
     if taints:
         spec["taints"] = taints
-    if rng.random() < 0.1:
+    if rng.random() < (0.03 if calm else 0.1):
         spec["unschedulable"] = True
     return {
         "apiVersion": "v1",
@@ -102,18 +139,20 @@ def _node(rng: random.Random, name: str, scenario: str) -> dict:
     }
 
 
-def _resources(rng: random.Random, gpu_chance: float) -> dict:
-    """Requests and limits in the spellings users write: limits only, requests == limits, cpu as 1 or 1000m."""
+def _resources(rng: random.Random, gpu_chance: float, light: tuple[int, ...] = (), names: tuple[str, ...] = ()) -> dict:
+    """Requests and limits in the spellings users write: limits only, requests == limits, cpu as 1 or 1000m.
+    `light`: small cpu and memory, no ephemeral storage, GPU counts from these: pods nodes fit until full."""
     requests: dict[str, str] = {}
     limits: dict[str, str] = {}
     if rng.random() < 0.7:
-        requests["cpu"] = rng.choice(CPUS)
+        requests["cpu"] = rng.choice(CPUS[:4] if light else CPUS)
     if rng.random() < 0.6:
-        requests["memory"] = rng.choice(MEMORIES)
-    if rng.random() < 0.1:
+        requests["memory"] = rng.choice(MEMORIES[:3] if light else MEMORIES)
+    if rng.random() < 0.1 and not light:
         requests["ephemeral-storage"] = rng.choice(("1Gi", "20Gi"))
     if rng.random() < gpu_chance:
-        gpu, count = rng.choice(GPUS[:1] * 4 + GPUS[1:]), str(rng.choice((0, 1, 1, 2, 2, 3, 4, 8)))
+        counts = light or (0, 1, 1, 2, 2, 3, 4, 8)
+        gpu, count = rng.choice(names or GPUS[:1] * 4 + GPUS[1:]), str(rng.choice(counts))
         limits[gpu] = count
         if rng.random() < 0.5:
             requests[gpu] = count
@@ -125,9 +164,11 @@ def _resources(rng: random.Random, gpu_chance: float) -> dict:
     return resources
 
 
-def _containers(rng: random.Random, prefix: str, count: int, gpu_chance: float) -> list[dict]:
+def _containers(rng: random.Random, prefix: str, count: int, gpu_chance: float, light: tuple[int, ...] = (),
+                names: tuple[str, ...] = ()) -> list[dict]:  # fmt: skip
     return [
-        {"name": f"{prefix}{i}", "image": IMAGE, "resources": _resources(rng, gpu_chance)} for i in range(count)
+        {"name": f"{prefix}{i}", "image": IMAGE, "resources": _resources(rng, gpu_chance, light, names)}
+        for i in range(count)
     ]
 
 
@@ -161,24 +202,39 @@ def _affinity(rng: random.Random, names: list[str]) -> dict:
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
 
 
-def _pod(rng: random.Random, name: str, namespace: str, names: list[str]) -> dict:
-    spec: dict = {"containers": _containers(rng, "main", rng.choice((1, 1, 2)), 0.7), "terminationGracePeriodSeconds": 0}
-    if rng.random() < 0.3:
+def _pod(rng: random.Random, name: str, namespace: str, names: list[str], kind: str, late: bool,
+         during: bool = False) -> dict:
+    """A pod as users write it; in DRA and preemption scenarios node constraints are rarer, so that the claims get
+    judged and pods pile up on the nodes. `late`: in the second half of the scenario; `during`: to arrive while
+    its predecessor's preemption is under way (then it never preempts itself)."""
+    narrow = 1.0 if kind == "plain" else 0.3  # scales the chances of what rules nodes out
+    light = ((2, 4, 4, 8) if late else (1, 1, 2, 2)) if kind == "preemption" else ()  # the late preempt the early
+    gpu_chance = {"plain": 0.7, "dra": 0.3, "preemption": 0.9}[kind]
+    gpus = DRA_GPUS if kind == "dra" else ()
+    count = rng.choice((1, 1, 1, 2) if light else (1, 1, 2))
+    spec: dict = {"containers": _containers(rng, "main", count, gpu_chance, light, gpus)}
+    if not light:
+        spec["terminationGracePeriodSeconds"] = 0
+    if rng.random() < 0.3 * narrow:
         spec["initContainers"] = _init_containers(rng)
     if rng.random() < 0.45:
         spec["tolerations"] = rng.sample(TOLERATIONS, k=rng.choice((1, 1, 2)))
-    if rng.random() < 0.3:
+    if rng.random() < 0.3 * narrow:
         key = rng.choice(("gpu.model", "zone"))
         spec["nodeSelector"] = {key: rng.choice(MODELS if key == "gpu.model" else ZONES)}
-    if rng.random() < 0.2:
+    if rng.random() < 0.2 * narrow:
         spec["affinity"] = _affinity(rng, names)
-    if rng.random() < 0.15:
-        spec["priorityClassName"] = PRIORITY_CLASS["metadata"]["name"]
+    priority = rng.choice((None, HIGH)) if during else _priority(rng, kind, late)
+    if priority:
+        spec["priorityClassName"] = priority
+    metadata: dict = {"name": name, "namespace": namespace}
+    if during:
+        metadata["labels"] = {DURING_PREEMPTION: "true"}
     if rng.random() < 0.1:
         spec["runtimeClassName"] = RUNTIME_CLASS["metadata"]["name"]  # its overhead is added to the requests
     if rng.random() < 0.1:
         _pod_level(rng, spec)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
 def _pod_level(rng: random.Random, spec: dict) -> None:
@@ -192,11 +248,49 @@ def _pod_level(rng: random.Random, spec: dict) -> None:
     spec["resources"] = {"requests": {"cpu": rng.choice(CPUS), "memory": rng.choice(MEMORIES)}}
 
 
+def _priority(rng: random.Random, kind: str, late: bool) -> str | None:
+    """Most pods have none (priority 0); in preemption scenarios the later pods tend to preempt the earlier."""
+    if kind != "preemption":
+        return HIGH if rng.random() < 0.15 else None
+    return rng.choice((BATCH, URGENT, URGENT, None) if late else (None, None, BATCH, HIGH))
+
+
+def _kind(rng: random.Random) -> str:
+    if rng.random() < 1 / 3:
+        return "dra"
+    return "preemption" if rng.random() < 0.3 else "plain"
+
+
 def generate(seed: int, index: int, namespace: str) -> Scenario:
-    """Scenario `index` of the run seeded `seed`: 1–4 nodes, 1–8 pods; names unique to the scenario."""
+    """Scenario `index` of the run seeded `seed`: 1–4 nodes, 1–8 pods (DRA: 2–4 and 2–6); names unique to it."""
     rng = random.Random(f"{seed}:{index}")
     label = f"s{seed}-{index}"
-    names = [f"{label}-n{i}" for i in range(rng.randint(1, 4))]
-    nodes = [_node(rng, name, label) for name in names]
-    pods = [_pod(rng, f"{label}-p{i}", namespace, names) for i in range(rng.randint(1, 8))]
-    return Scenario(seed=seed, index=index, nodes=nodes, pods=pods)
+    kind = _kind(rng)
+    names = [f"{label}-n{i}" for i in range(rng.randint(2, 4) if kind == "dra" else rng.randint(1, 4))]
+    nodes = [_node(rng, name, label, kind) for name in names]
+    count = rng.randint(2, 6) if kind == "dra" else rng.randint(1, 8)
+    pods: list[dict] = []
+    for i in range(count):
+        after = pods[-1]["spec"].get("priorityClassName") if pods else None
+        during = kind == "preemption" and after in (BATCH, URGENT) and rng.random() < 0.6
+        pods.append(_pod(rng, f"{label}-p{i}", namespace, names, kind, 2 * i >= count, during))
+    objects = []
+    if kind == "dra":
+        classes = dra.classes(rng)
+        mapped = {c["spec"]["extendedResourceName"] for c in classes if c["spec"].get("extendedResourceName")}
+        plugins = {name for node in nodes for name, count in node["status"]["allocatable"].items() if count != "0"}
+        skip = lambda pod: bool(_requested(pod) & mapped & plugins)  # noqa: E731
+        objects = [*classes, *dra.slices(rng, names), *dra.claims_for(rng, pods, label, namespace, skip)]
+    return Scenario(seed=seed, index=index, kind=kind, nodes=nodes, pods=pods, objects=objects)
+
+
+def _requested(pod: dict) -> set[str]:
+    """Resource names the pod's containers ask for.
+
+    Claims are kept away from pods asking for an extended resource a DeviceClass maps when a device plugin offers it
+    somewhere: kube-scheduler 1.37.2 binds such a pod on a DRA-served node, but on a device-plugin node PreBind fails
+    with `nil or empty request mappings, no update of pod ... ExtendedResourceClaimStatus` on every retry (its claim
+    for extended resources gets an empty allocation there), a fault of the scheduler gpusched does not reproduce.
+    """
+    containers = [*pod["spec"]["containers"], *pod["spec"].get("initContainers", [])]
+    return {name for c in containers for part in ("requests", "limits") for name in c["resources"].get(part, {})}

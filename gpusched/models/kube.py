@@ -65,6 +65,7 @@ class KubePod:
     node_selector: dict[str, str] = field(default_factory=dict)
     affinity: list[NodeSelectorTerm] | None = None  # None: no required node affinity at all
     start_time: datetime | None = None
+    nominated_node: str = ""  # status.nominatedNodeName: where preemption made room for this unbound pod
     claims: tuple[PodClaim, ...] = ()  # spec.resourceClaims, in order
     labels: dict[str, str] = field(default_factory=dict)
     containers: tuple[ContainerRequests, ...] = ()  # initContainers, then containers (their index order)
@@ -244,6 +245,7 @@ def _pod(item: _Value) -> KubePod:
         node_selector=spec.get("nodeSelector").strings(),
         affinity=_required_affinity(spec),
         start_time=_time(status.get("startTime")),
+        nominated_node=status.get("nominatedNodeName").text(),
         claims=_pod_claims(spec, status),
         labels=meta.get("labels").strings(),
         containers=_containers(spec),

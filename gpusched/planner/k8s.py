@@ -2,6 +2,7 @@
 
 Covers the default profile of 1.34–1.37 for what kubectl shows of Nodes and Pods: NodeName, NodeUnschedulable,
 TaintToleration, NodeAffinity and NodeResourcesFit, then the PostFilter (DRA's message and DefaultPreemption).
+Unbound pods that preemption nominated to a node count there for pods of no higher priority, as the Filter does.
 The wording and the version differences follow /work/notes/k8s-research.md.
 """
 
@@ -48,7 +49,6 @@ from .dra.plugin import (
     pod_unit,
     postfilter_reason,
     prefilter,
-    score,
     summarize,
 )
 from .dra.run import error_to_input
@@ -86,12 +86,14 @@ class Shortfall(BaseModel):
     free: int
     allocatable: int
     unresolvable: bool = Field(False, description="the request alone exceeds the node's allocatable")
+    nominated: int = Field(0, description="of the free amount, what pods nominated to the node by preemption hold")
 
     def text(self) -> str:
-        requested, free, total = (
-            format_quantity(self.resource, n) for n in (self.requested, self.free, self.allocatable)
+        requested, free, total, held = (
+            format_quantity(self.resource, n) for n in (self.requested, self.free, self.allocatable, self.nominated)
         )
-        return f"{self.reason} ({self.resource}: requested {requested}, free {free} of {total})"
+        kept = f", {held} held for nominated pods" if self.nominated else ""
+        return f"{self.reason} ({self.resource}: requested {requested}, free {free} of {total}{kept})"
 
 
 class NodeVerdict(BaseModel):
@@ -167,27 +169,29 @@ def parse_version(version: str | Version) -> Version:
 
 @dataclass(frozen=True)
 class _NodeInfo:
-    """A node with the pods the scheduler counts on it, and their summed requests."""
+    """A node with the pods the scheduler counts on it, and their summed requests.
+
+    `nominated`: unbound pods that preemption nominated to this node, of at least the predicted pod's priority;
+    the Filter counts them as if they ran here (RunFilterPluginsWithNominatedPods), but they are never victims.
+    """
 
     node: KubeNode
     pods: tuple[KubePod, ...]
     requested: Requests
     dra_mapped: frozenset[str] = frozenset()  # resource names a DeviceClass maps (DRAExtendedResource)
+    nominated: tuple[KubePod, ...] = ()
 
     @classmethod
     def of(cls, node: KubeNode, pods: list[KubePod] | tuple[KubePod, ...],
-           dra_mapped: frozenset[str] = frozenset()) -> _NodeInfo:
+           dra_mapped: frozenset[str] = frozenset(), nominated: tuple[KubePod, ...] = ()) -> _NodeInfo:
         requested: Requests = {}
-        for pod in pods:
+        for pod in (*pods, *nominated):
             requested = add(requested, pod.requests)
-        return cls(node, tuple(pods), requested, dra_mapped)
+        return cls(node, tuple(pods), requested, dra_mapped, nominated)
 
     def without(self, gone: list[KubePod]) -> _NodeInfo:
         ids = {id(pod) for pod in gone}
-        return _NodeInfo.of(self.node, [pod for pod in self.pods if id(pod) not in ids], self.dra_mapped)
-
-    def plus(self, pod: KubePod) -> _NodeInfo:
-        return _NodeInfo.of(self.node, [*self.pods, pod], self.dra_mapped)
+        return _NodeInfo.of(self.node, [pod for pod in self.pods if id(pod) not in ids], self.dra_mapped, self.nominated)
 
     def delegated(self, name: str) -> bool:
         """shouldDelegateResourceToDRA: a class maps the resource and no device plugin offers it here."""
@@ -196,12 +200,18 @@ class _NodeInfo:
 
 def _snapshot(nodes: list[KubeNode], pods: list[KubePod], target: KubePod,
               dra_mapped: frozenset[str] = frozenset()) -> list[_NodeInfo]:
-    """Bound, non-terminal pods per node; the pod being predicted never counts against itself."""
+    """Bound, non-terminal pods per node, and the pods nominated there that matter to the target; the pod being
+    predicted never counts against itself."""
     bound: dict[str, list[KubePod]] = {node.name: [] for node in nodes}
+    nominated: dict[str, list[KubePod]] = {node.name: [] for node in nodes}
     for pod in pods:
-        if pod.node_name in bound and not pod.terminal and pod.key != target.key:
+        if pod.terminal or pod.key == target.key:
+            continue
+        if pod.node_name in bound:
             bound[pod.node_name].append(pod)
-    return [_NodeInfo.of(node, bound[node.name], dra_mapped) for node in nodes]
+        elif not pod.node_name and pod.nominated_node in nominated and pod.priority >= target.priority:
+            nominated[pod.nominated_node].append(pod)
+    return [_NodeInfo.of(node, bound[node.name], dra_mapped, tuple(nominated[node.name])) for node in nodes]
 
 
 # --- Filter ---------------------------------------------------------------------------------------------------
@@ -210,19 +220,19 @@ def _snapshot(nodes: list[KubeNode], pods: list[KubePod], target: KubePod,
 def _shortfalls(pod: KubePod, info: _NodeInfo) -> list[Shortfall]:
     """NodeResourcesFit: pod count, then cpu, memory, ephemeral-storage, then scalar resources (sorted)."""
     found = []
-    room, present = info.node.allocatable.get("pods", 0), len(info.pods)
-    if present + 1 > room:
-        found.append(
-            Shortfall(resource="pods", reason=TOO_MANY_PODS, requested=1, free=room - present, allocatable=room)
-        )
+    room, present, held = info.node.allocatable.get("pods", 0), len(info.pods), len(info.nominated)
+    if present + held + 1 > room:
+        found.append(Shortfall(resource="pods", reason=TOO_MANY_PODS, requested=1, free=room - present,
+                               allocatable=room, nominated=held))  # fmt: skip
     scalars = sorted(name for name in pod.requests if is_scalar(name))
     for name in (*_NATIVE, *scalars):
         if info.delegated(name):
             continue  # DynamicResources allocates it from the DeviceClass's devices
         need = pod.requests.get(name, 0)
         total = info.node.allocatable.get(name, 0)
-        free = total - info.requested.get(name, 0)
-        if need > 0 and need > free:
+        held = sum(nominated.requests.get(name, 0) for nominated in info.nominated)
+        free = total - info.requested.get(name, 0) + held
+        if need > 0 and need > free - held:
             found.append(
                 Shortfall(
                     resource=name,
@@ -231,6 +241,7 @@ def _shortfalls(pod: KubePod, info: _NodeInfo) -> list[Shortfall]:
                     free=free,
                     allocatable=total,
                     unresolvable=need > total,
+                    nominated=held,
                 )
             )
     return found
@@ -311,10 +322,7 @@ class _Dra:
                 reason, results = filter_node(self.inventory, self.nodes[name], unit)
             except DraError as error:
                 raise error_to_input(error, self.objects) from None
-            self.cycle.reasons[name] = reason
-            if not reason:
-                self.cycle.allocations[name] = results
-                self.cycle.scores[name] = score(unit.claims, results)
+            self.cycle.record(self.nodes[name], unit, reason, results)
         reason = self.cycle.reasons[name]
         return unresolvable("DynamicResources", reason) if reason else SUCCESS
 
@@ -462,7 +470,7 @@ def _postfilter(
     if dra is None:
         reasons = [DRA_NO_CLAIMS] if version[:2] < (1, 37) else []  # 1.37 adds no reason for a pod without claims
     else:
-        reasons = [reason for reason in [postfilter_reason(dra.cycle, version)] if reason]
+        reasons = [reason for reason in [postfilter_reason(dra.cycle, version, pod.key)] if reason]
     ok, message, best = _preempt(pod, infos, statuses, version, dra)
     if ok:
         return message, best

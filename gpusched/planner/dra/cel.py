@@ -23,13 +23,13 @@ A selector is compiled once per expression and evaluated once per device: result
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from typing import Any
-
 
 from ...models.dra import DeviceAttribute, DeviceCapacity
 
@@ -168,13 +168,64 @@ def _is_integer(value: Any) -> bool:
 def _semver(text: Any) -> dict[str, str]:
     if not isinstance(text, str):
         raise _overload(text)
-    if not _SEMVER_FORM.match(text):
-        raise _FunctionError(f"could not parse {text!r} as a semantic version")
+    problem = _semver_error(text)
+    if problem:
+        raise _FunctionError(problem)
     return {SEMVER: text}
 
 
 def _is_semver(text: Any) -> bool:
-    return isinstance(text, str) and bool(_SEMVER_FORM.match(text))
+    return isinstance(text, str) and _semver_error(text) is None
+
+
+_DIGITS = frozenset("0123456789")
+_ALPHANUMERIC = _DIGITS | frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-")
+
+
+def _semver_error(text: str) -> str | None:
+    """Why the parser behind CEL's semver() (github.com/blang/semver/v4 Parse) refuses the text, in its words; the
+    runtime error carries them. None when it parses: major.minor.patch, then `-` prerelease, then `+` build."""
+    if not text:
+        return "Version string empty"
+    parts = text.split(".", 2)
+    if len(parts) != 3:
+        return "No Major.Minor.Patch elements found"
+    rest, _, build = parts[2].partition("+")
+    patch, dash, prerelease = rest.partition("-")
+    for label, number in (("major", parts[0]), ("minor", parts[1]), ("patch", patch)):
+        problem = _number_error(label, number)
+        if problem:
+            return problem
+    for identifier in prerelease.split(".") if dash else ():
+        if not identifier:
+            return "Prerelease is empty"
+        if set(identifier) <= _DIGITS and len(identifier) > 1 and identifier[0] == "0":
+            return f"Numeric PreRelease version must not contain leading zeroes {_go_quote(identifier)}"
+        if not set(identifier) <= _ALPHANUMERIC:
+            return f"Invalid character(s) found in prerelease {_go_quote(identifier)}"
+    for identifier in build.split(".") if "+" in parts[2] else ():
+        if not identifier:
+            return "Build meta data is empty"
+        if not set(identifier) <= _ALPHANUMERIC:
+            return f"Invalid character(s) found in build meta data {_go_quote(identifier)}"
+    return None
+
+
+def _number_error(label: str, number: str) -> str | None:
+    """One of major, minor, patch: digits only, no leading zero, and within an unsigned 64-bit integer."""
+    if not set(number) <= _DIGITS:
+        return f"Invalid character(s) found in {label} number {_go_quote(number)}"
+    if len(number) > 1 and number[0] == "0":
+        return f"{label.capitalize()} number must not contain leading zeroes {_go_quote(number)}"
+    if not number or int(number) >= 2**64:
+        reason = "invalid syntax" if not number else "value out of range"
+        return f"strconv.ParseUint: parsing {_go_quote(number)}: {reason}"
+    return None
+
+
+def _go_quote(text: str) -> str:
+    """Go's %q for the strings a version holds: double quotes, with `"` and `\\` escaped."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _version_parts(value: Any) -> tuple[int, int, int, str]:

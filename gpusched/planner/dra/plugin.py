@@ -98,6 +98,16 @@ class Cycle:
     allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
     scores: dict[str, int] = field(default_factory=dict)
     error: DraError | None = None
+    unavailable: dict[str, ResourceClaim] = field(default_factory=dict)  # allocated claims some node could not use
+
+    def record(self, node: NodeRef, unit: Unit, reason: str, results: list[AllocationResult]) -> None:
+        """One node's Filter verdict; the claims it found unavailable, which PostFilter may deallocate."""
+        self.reasons[node.name] = reason
+        if reason == NOT_AVAILABLE:
+            self.unavailable.update({claim.key: claim for claim in unit.claims if _unavailable(claim, node)})
+        elif not reason:
+            self.allocations[node.name] = results
+            self.scores[node.name] = score(unit.claims, results)
 
     @property
     def feasible(self) -> list[str]:
@@ -151,10 +161,7 @@ def run_cycle(inventory: Inventory, nodes: list[NodeRef], unit: Unit, prune: boo
         except DraError as error:
             cycle.error = error
             return cycle
-        cycle.reasons[node.name] = reason
-        if not reason:
-            cycle.allocations[node.name] = results
-            cycle.scores[node.name] = score(unit.claims, results)
+        cycle.record(node, unit, reason, results)
     cycle.scores = normalized(cycle.scores)
     return cycle
 
@@ -189,13 +196,23 @@ def with_allocation(claim: ResourceClaim, allocation: AllocationResult) -> Resou
     return claim.model_copy(update={"status": status})
 
 
-def postfilter_reason(cycle: Cycle, version: tuple[int, ...]) -> str:
-    """DynamicResources' PostFilter text for a pod with claims (a PreFilter failure leaves it none to look at)."""
+def postfilter_reason(cycle: Cycle, version: tuple[int, ...], pod: str | None = None) -> str:
+    """DynamicResources' PostFilter text for a pod (`namespace/name`) with claims; a PreFilter failure leaves it
+    none to look at. An unavailable claim is deallocated only when no other pod has it reserved."""
     if cycle.prefilter:
         return "no new claims to deallocate" if version[:2] < (1, 37) else ""
-    if NOT_AVAILABLE in cycle.reasons.values():
+    if any(_deallocatable(claim, pod) for claim in cycle.unavailable.values()):
         return "deallocation of ResourceClaim completed"
     return "still not schedulable" if version[:2] < (1, 37) else ""
+
+
+def _deallocatable(claim: ResourceClaim, pod: str | None) -> bool:
+    """Reserved for nobody, or for this pod alone."""
+    reserved = (claim.status.reserved_for if claim.status else None) or ()
+    if not reserved:
+        return True
+    name = pod.rpartition("/")[2] if pod else None
+    return len(reserved) == 1 and reserved[0].get("name") == name
 
 
 # --- diagnosis --------------------------------------------------------------------------------------------------

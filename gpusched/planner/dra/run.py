@@ -85,7 +85,7 @@ def error_to_input(error: DraError, objects: DraObjects) -> InputError:
 def _failure(cycle: Cycle, unit: Unit, inventory: Inventory, nodes: list[NodeRef], version: tuple[int, ...]) -> tuple[str, str, dict[str, str], str]:
     """(reason, diagnosis, per-node diagnosis, FitError message) for a pod none of whose nodes fit."""
     total = len(nodes)
-    post = postfilter_reason(cycle, version)
+    post = postfilter_reason(cycle, version, unit.pod)
     if cycle.prefilter:
         inner = fit_error(total, [unresolvable("", PREEMPTION)] * total)
         message = fit_error(total, [], prefilter=cycle.prefilter, postfilter=", ".join(filter(None, [post, f"preemption: {inner}"])))

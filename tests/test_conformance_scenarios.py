@@ -1,0 +1,150 @@
+"""The differential generator's DRA and preemption scenarios, and how outcomes agree; no cluster needed."""
+
+from __future__ import annotations
+
+import collections
+
+from rich.console import Console
+
+from gpusched.cli.conformance import _render_report
+from gpusched.conformance.differential import (
+    ClaimCheck,
+    ConformanceReport,
+    Disagreement,
+    Outcome,
+    _scheduler_words,
+    _stamped,
+)
+from gpusched.conformance.scenarios import Scenario, generate
+from gpusched.errors import InputError
+from gpusched.models.kube import parse_pod
+from gpusched.planner.dra.objects import objects_from
+
+RESULT = {"request": "r0", "driver": "gpu.nvidia.com", "pool": "n0", "device": "gpu-0"}
+
+
+def scenarios(kind: str, seed: int = 11, count: int = 120):
+    return [s for s in (generate(seed, i, "ns") for i in range(count)) if s.kind == kind]
+
+
+def test_a_third_of_the_scenarios_carry_dra_objects_and_some_preempt():
+    kinds = collections.Counter(generate(3, i, "ns").kind for i in range(600))
+    assert 170 <= kinds["dra"] <= 230 and kinds["preemption"] >= 80 and kinds["plain"] >= 200
+
+
+def test_dra_objects_are_what_gpusched_reads_and_every_pod_claim_exists():
+    for scenario in scenarios("dra"):
+        assert 2 <= len(scenario.nodes) <= 4 and 2 <= len(scenario.pods) <= 6
+        objects = objects_from([("scenario", scenario.objects)], pods=False)  # refuses anything malformed
+        assert set(objects.classes) == {"gpu.nvidia.com", "mig.nvidia.com"}
+        claims = {claim.metadata.name for claim in objects.claims}
+        templates = {template.metadata.name for template in objects.templates.values()}
+        for pod in scenario.pods:
+            parse_pod(pod, "pod")
+            for entry in pod["spec"].get("resourceClaims", []):
+                assert entry.get("resourceClaimName") in claims or entry.get("resourceClaimTemplateName") in templates
+
+
+def test_nvidia_slices_name_devices_as_the_driver_does():
+    devices = [d for s in scenarios("dra") for o in s.objects if o["kind"] == "ResourceSlice"
+               for d in o["spec"].get("devices", [])]
+    gpus = [d for d in devices if d["attributes"]["type"]["string"] == "gpu"]
+    migs = [d for d in devices if d["attributes"]["type"]["string"] == "mig"]
+    assert gpus and migs
+    assert all(d["name"] == f"gpu-{d['attributes']['index']['int']}" for d in gpus)
+    assert {d["name"].split("-mig-")[1] for d in migs} >= {"1g10gb-19-0", "3g40gb-9-4", "7g80gb-0-0"}
+    assert all(f"memorySlice{d['name'].rsplit('-', 1)[1]}" in d["capacity"] for d in migs)
+
+
+def test_preemption_scenarios_keep_the_default_grace_period_and_preempt_late():
+    for scenario in scenarios("preemption"):
+        assert all("terminationGracePeriodSeconds" not in pod["spec"] for pod in scenario.pods)
+    late = [pod["spec"].get("priorityClassName") for s in scenarios("preemption") for pod in s.pods[len(s.pods) // 2 + 1:]]
+    assert collections.Counter(late)["gpusched-urgent"] > len(late) // 4
+
+
+def test_shrinking_drops_a_nodes_slices_and_claims_no_pod_names_any_more():
+    def obj(kind, name, **spec):
+        return {"kind": kind, "metadata": {"name": name}, "spec": spec}
+
+    def pod(name, *entries):
+        return {"metadata": {"name": name}, "spec": {"resourceClaims": [dict(entry) for entry in entries]}}
+
+    shared, own, template = ({"name": "a", "resourceClaimName": "shared"}, {"name": "b", "resourceClaimName": "own"},
+                             {"name": "c", "resourceClaimTemplateName": "t"})  # fmt: skip
+    scenario = Scenario(seed=1, index=0, kind="dra", nodes=[{"metadata": {"name": n}} for n in ("n0", "n1")],
+                        pods=[pod("p0", shared, own), pod("p1", shared, template)],
+                        objects=[obj("ResourceSlice", "s0", nodeName="n0"), obj("ResourceSlice", "s1", nodeName="n1"),
+                                 obj("ResourceClaim", "shared"), obj("ResourceClaim", "own"),
+                                 obj("ResourceClaimTemplate", "t")])  # fmt: skip
+
+    def names(found):
+        return [o["metadata"]["name"] for o in found.objects]
+
+    assert names(scenario.without_node(0)) == ["s1", "shared", "own", "t"]
+    assert names(scenario.without_pod(0)) == ["s0", "s1", "shared", "t"]
+    assert names(scenario.without_pod(0).without_pod(0)) == ["s0", "s1"]
+
+
+def test_a_preemption_agrees_only_when_message_node_victims_and_binding_all_do():
+    real = {"pod": "u", "node": "n1", "message": "m", "nominated": "n1", "victims": ["ns/a", "ns/b"]}
+    predicted = {"predicted": "m", "predicted_nomination": "n1", "predicted_victims": ["ns/b", "ns/a"]}
+    assert Outcome(**real, **predicted).agrees
+    assert not Outcome(**{**real, "victims": ["ns/a"]}, **predicted).agrees
+    assert not Outcome(**{**real, "node": "n2"}, **predicted).agrees
+    assert not Outcome(**real, **{**predicted, "predicted_nomination": "n2"}).agrees
+    assert not Outcome(**{**real, "nominated": None}, **predicted).agrees  # gpusched preempts, the scheduler did not
+
+
+def test_claims_must_match_and_an_allocator_error_may_name_any_node():
+    allocation = {"devices": {"results": [RESULT]}}
+    assert Outcome(pod="p", node="n0", feasible=["n0"], claims=[ClaimCheck(claim="ns/c", real=allocation,
+                                                                            predicted=allocation)]).agrees
+    other = {"devices": {"results": [{**RESULT, "device": "gpu-1"}]}}
+    assert not Outcome(pod="p", node="n0", feasible=["n0"],
+                       claims=[ClaimCheck(claim="ns/c", real=allocation, predicted=other)]).agrees
+    errors = {"message": "error on n1", "predicted": "error on n0", "alternatives": ["error on n0", "error on n1"]}
+    assert Outcome(pod="p", **errors).agrees
+    assert not Outcome(pod="p", **{**errors, "alternatives": ["error on n0"]}).agrees
+
+
+def test_a_claim_disagreement_prints_both_allocations(capsys):
+    scenario = scenarios("dra")[0]
+    claim = ClaimCheck(claim="ns/c", real={"devices": {"results": [RESULT]}}, predicted=None)
+    outcome = Outcome(pod=scenario.pods[0]["metadata"]["name"], node="n0", feasible=["n0"], claims=[claim])
+    report = ConformanceReport(version="v1.37.2", seed=11, scenarios=1, pods=1, agreed=0, seconds=2.0,
+                               disagreements=[Disagreement(scenario=scenario.label, outcome=outcome, reproducer=scenario)],
+                               dra_scenarios=1, claims=1, allocated=1, claims_agreed=0)  # fmt: skip
+    _render_report(Console(highlight=False, soft_wrap=True), report)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("conformance against kube-scheduler v1.37.2, seed 11: 1 scenarios, 1 pods, 0 agree (0%); "
+                        "1 scenarios with DRA objects, 1 claims (1 allocated), 0 as predicted in 2 s")
+    assert "  claim ns/c: real r0=n0/gpu-0; gpusched none" in lines
+    assert "kind: ResourceSlice" in lines or "kind: DeviceClass" in lines
+
+
+def test_a_generated_claim_is_named_in_messages_as_gpusched_names_it():
+    pod = {"metadata": {"name": "p", "namespace": "ns"},
+           "spec": {"resourceClaims": [{"name": "c0", "resourceClaimTemplateName": "t"},
+                                       {"name": "c1", "resourceClaimName": "mine"}]},
+           "status": {"resourceClaimStatuses": [{"name": "c0", "resourceClaimName": "p-c0-x7k2q"}]}}
+    message = "claim ns/p-c0-x7k2q, request r0: cannot add device; claim ns/mine too"
+    assert _stamped(message, pod) == "claim ns/p-c0, request r0: cannot add device; claim ns/mine too"
+    assert _stamped(None, pod) is None
+
+
+def test_an_allocator_error_is_compared_in_the_schedulers_words():
+    error = InputError("objects", 'running "DynamicResources" filter plugin: claim ns/c: selector #0 on device d: '
+                       "CEL runtime error: no such overload (expression: x > 3)", "spec.devices")
+    assert _scheduler_words(error) == ('running "DynamicResources" filter plugin: claim ns/c: selector #0 on device d: '
+                                       "CEL runtime error: no such overload")
+
+
+def test_the_report_line_counts_preemptions_and_pods_that_came_meanwhile(capsys):
+    report = ConformanceReport(version="v1.37.2", seed=3, scenarios=4, pods=9, agreed=9, seconds=5.0, disagreements=[],
+                               preemption_scenarios=2, preemptions=3, during=1)  # fmt: skip
+    _render_report(Console(highlight=False, soft_wrap=True), report)
+    assert capsys.readouterr().out.splitlines() == [
+        "conformance against kube-scheduler v1.37.2, seed 3: 4 scenarios, 9 pods, 9 agree (100%); 2 with preemption, "
+        "3 pods preempted others, 1 arrived meanwhile in 5 s"
+    ]
