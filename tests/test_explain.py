@@ -20,6 +20,8 @@ from gpusched.planner.explain import (
 )
 from gpusched.planner.fit import Option
 from gpusched.planner.optimize.solver import SolverConfig
+from gpusched.planner.place import Placer
+from gpusched.planner.state import ClusterState, advertised
 from gpusched.scenarios import load_scenario, scenario_names
 from gpusched.scenarios.synthetic import synthetic_cluster
 
@@ -339,3 +341,28 @@ def test_bench_explain_runs_every_planner_on_a_busy_cluster(gpusched):
     report = gpusched("bench", "explain", "--nodes", "30", "--json").json()
     assert report["nodes"] == 30 and report["running"] > 0
     assert report["fits"] or report["verdict"] in ("fragmented", "gone", "unsuitable")
+
+
+# --- renameByDefault: replicas advertised as nvidia.com/gpu.shared --------------------------------------------------
+
+
+def test_rename_by_default_keeps_whole_gpu_pods_off_replicas():
+    cluster, pod = _pod("ticket-embed", "embed")
+    view = explain_pod(cluster, pod).scheduler
+    assert view.node == "l4-a"
+    assert view.fix.startswith("renameByDefault: true in the device plugin's time-slicing config (l4-a)")
+    assert view.fix.endswith("kube-scheduler then: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+    data = cluster.model_dump()
+    data["nodes"][1]["gpu"]["rename_shared"] = True
+    renamed = Cluster.model_validate(data)
+    state = ClusterState.from_cluster(renamed)
+    assert advertised(state.node("l4-a")) == {"nvidia.com/gpu.shared": 8}
+    chat = Pod(name="chat", shared=True, memory_gib=10)
+    found = Placer(ClusterState.from_cluster(renamed), "extended").best(chat, 1)
+    assert isinstance(found, Option) and (found.node.name, found.resource) == ("l4-a", "nvidia.com/gpu.shared")
+    assert explain_pod(renamed, pod).scheduler.message == "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+
+
+def test_rename_by_default_needs_replicas():
+    with pytest.raises(ValueError, match="renameByDefault renames time-sliced replicas"):
+        _cluster(_node("a", gpu={"rename_shared": True}))

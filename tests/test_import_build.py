@@ -296,3 +296,15 @@ def test_a_node_whose_devices_contradict_each_other_is_kept_without_gpus(tmp_pat
     assert _node(found, "dra-a100-1").gpu is None and len(found.cluster.nodes) == 12
     assert any(f.kind == "node-invalid" and "overlaps memory slices" in f.message for f in found.report.findings)
     assert found.report.errors
+
+
+def test_replicas_advertised_as_gpu_shared_are_renamed(tmp_path):
+    """renameByDefault: the device plugin advertises the replicas as nvidia.com/gpu.shared, and so does the model."""
+    nodes = json.loads(Path(NODES).read_text())
+    node = next(n for n in nodes["items"] if n["metadata"]["name"] == "g6e-ts-1")
+    for status in ("capacity", "allocatable"):
+        node["status"][status]["nvidia.com/gpu.shared"] = node["status"][status].pop("nvidia.com/gpu")
+    (tmp_path / "nodes.json").write_text(json.dumps(nodes))
+    renamed = _node(build_cluster(read_dump_dir(str(tmp_path))), "g6e-ts-1")
+    assert (renamed.gpu.count, renamed.gpu.replicas, renamed.gpu.rename_shared) == (4, 4, True)
+    assert not _node(build_cluster(read_dump_dir(str(DATA))), "g6e-ts-1").gpu.rename_shared

@@ -161,6 +161,8 @@ def render(console: Console, result: Explanation, claim_file: str | None = None)
             print_(f"kube-scheduler (extended resources) would bind it to {view.node}")
             for warning in view.warnings:
                 print_(f"  ! {warning}")
+            if view.fix:
+                print_(f"  fix: {view.fix}")
         else:
             print_(f"kube-scheduler: {view.message}")
     if result.reasons:

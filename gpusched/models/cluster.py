@@ -71,6 +71,9 @@ class GpuBlock(Strict):
     nvlink_gbps: float = Field(300.0, gt=0, description="NVLink bandwidth per direction inside an island, GB/s")
     pcie_gbps: float = Field(32.0, gt=0, description="PCIe bandwidth per direction between islands, GB/s")
     replicas: int = Field(1, ge=1, strict=True, description="time-slicing replicas per GPU (1: exclusive)")
+    rename_shared: bool = Field(
+        False, description="the device plugin's renameByDefault: replicas are advertised as nvidia.com/gpu.shared"
+    )
     mig_strategy: Literal["mixed", "single"] = "mixed"
     mig_profiles: list[str] | None = Field(
         None, description="profiles this node's MIG configuration may create (default: all the model supports)"
@@ -89,6 +92,13 @@ class GpuBlock(Strict):
                 raise ValueError(f"islands name GPU {index} twice")
             seen.add(index)
         return islands
+
+    @field_validator("rename_shared")
+    @classmethod
+    def _rename_shared(cls, rename: bool, info: ValidationInfo) -> bool:
+        if rename and _known(info, "replicas") == 1:
+            raise ValueError("renameByDefault renames time-sliced replicas: give replicas > 1")
+        return rename
 
     @field_validator("mig_profiles")
     @classmethod

@@ -13,7 +13,7 @@ from typing import Literal
 from ..models.workload import GpuNeeds
 from .filters import check_selector, check_taints, check_unschedulable, insufficient
 from .framework import Status, unschedulable
-from .state import GPU_RESOURCE, GpuState, NodeState, mig_resource
+from .state import GPU_RESOURCE, SHARED_RESOURCE, GpuState, NodeState, mig_resource
 
 __all__ = ["View", "Option", "evaluate", "node_filters", "resources_status", "choose_gpus"]
 
@@ -77,9 +77,17 @@ def evaluate(pod: GpuNeeds, gpus: int, node: NodeState, view: View) -> Status | 
     return _whole_or_shared(pod, gpus, node)
 
 
+def requested_resource(pod: GpuNeeds, node: NodeState) -> str:
+    """The extended resource the pod asks this node for: its MIG profile, the renamed shared name when it wants a
+    replica and the node's device plugin renames them, else nvidia.com/gpu."""
+    if pod.mig_profile:
+        return mig_resource(pod.mig_profile)
+    return SHARED_RESOURCE if pod.shared and node.gpu_resource == SHARED_RESOURCE else GPU_RESOURCE
+
+
 def _extended(pod: GpuNeeds, count: int, node: NodeState) -> Status | Option:
     """The integer view: the count is the only GPU filter; the lowest free device IDs are taken."""
-    resource = mig_resource(pod.mig_profile) if pod.mig_profile else GPU_RESOURCE
+    resource = requested_resource(pod, node)
     units = _extended_units(node, resource)
     failed = resources_status(pod, node, (insufficient(resource),) if len(units) < count else ())
     if failed:
@@ -94,7 +102,7 @@ def _extended_units(node: NodeState, resource: str) -> list[tuple[int, int | Non
     single = node.mig_strategy == "single"
     units: list[tuple[int, int | None]] = []
     for gpu in node.gpus:
-        if not gpu.mig and resource == GPU_RESOURCE:
+        if not gpu.mig and resource == node.gpu_resource:
             units.extend((gpu.index, None) for _ in range(gpu.free_replicas))
         for slot in gpu.mig:
             name = GPU_RESOURCE if single else mig_resource(slot.profile)

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from ..models.cluster import Cluster, Node
 from ..models.workload import GpuNeeds
 
-__all__ = ["GPU_RESOURCE", "DEFAULT_MILLI_CPU", "DEFAULT_MEMORY", "mig_resource", "MigSlot", "GpuState", "NodeState", "ClusterState", "advertised"]
+__all__ = ["GPU_RESOURCE", "SHARED_RESOURCE", "DEFAULT_MILLI_CPU", "DEFAULT_MEMORY", "mig_resource", "MigSlot", "GpuState", "NodeState", "ClusterState", "advertised"]
 
 GPU_RESOURCE = "nvidia.com/gpu"
+SHARED_RESOURCE = "nvidia.com/gpu.shared"  # time-sliced replicas, where the device plugin renames them
 DEFAULT_MILLI_CPU = 100  # the scheduler's scoring counts an empty cpu request as 100m
 DEFAULT_MEMORY = 200 * 1024 * 1024  # and an empty memory request as 200Mi
 
@@ -71,6 +72,12 @@ class NodeState:
     @property
     def time_sliced(self) -> bool:
         return bool(self.spec.gpu and self.spec.gpu.replicas > 1)
+
+    @property
+    def gpu_resource(self) -> str:
+        """The name its whole GPUs (or replicas) are advertised under."""
+        renamed = self.spec.gpu is not None and self.spec.gpu.rename_shared
+        return SHARED_RESOURCE if renamed else GPU_RESOURCE
 
     @property
     def mig_strategy(self) -> str:
@@ -153,5 +160,5 @@ def advertised(node: NodeState) -> dict[str, int]:
                 key = GPU_RESOURCE if node.mig_strategy == "single" else mig_resource(slot.profile)
                 counts[key] = counts.get(key, 0) + 1
         else:
-            counts[GPU_RESOURCE] = counts.get(GPU_RESOURCE, 0) + gpu.replicas
+            counts[node.gpu_resource] = counts.get(node.gpu_resource, 0) + gpu.replicas
     return counts

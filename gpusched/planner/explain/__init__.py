@@ -29,7 +29,7 @@ def explain_pod(
     config = config or SolverConfig()
     state = running_state(cluster)
     found = place_one(cluster, pod, pod.gpus)
-    scheduler = scheduler_view(running_state(cluster), pod, pod.gpus)
+    scheduler = scheduler_view(cluster, pod, pod.gpus)
     if isinstance(found, Option):
         return Explanation(
             target=pod.name,

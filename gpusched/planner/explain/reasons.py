@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ...models.cluster import Cluster
 from ...models.scheduling import untolerated
 from ...models.workload import GpuNeeds
 from ..fit import Option, mismatch, node_filters
 from ..frag import fragmentation
 from ..framework import Diagnosis
+from ..optimize.disrupt import running_state
 from ..place import Placer, consequences
-from ..state import ClusterState, NodeState, mig_resource
+from ..state import GPU_RESOURCE, SHARED_RESOURCE, ClusterState, NodeState, mig_resource
 from .report import Capacity, Reason, SchedulerView
 
 __all__ = ["capacity", "restate", "scheduler_view", "suitable"]
@@ -120,12 +122,34 @@ def restate(diagnosis: Diagnosis, state: ClusterState, pod: GpuNeeds, gpus: int)
     ]
 
 
-def scheduler_view(state: ClusterState, pod, gpus: int) -> SchedulerView:
+def scheduler_view(cluster: Cluster, pod: GpuNeeds, gpus: int) -> SchedulerView:
     """kube-scheduler with the device plugin's integers: where it binds the pod, and what goes wrong there."""
-    found = Placer(state, "extended", "binpack").best(pod, gpus)
+    found = _extended_choice(cluster, pod, gpus)
     if isinstance(found, Diagnosis):
         return SchedulerView(message=found.message)
-    return SchedulerView(node=found.node.name, warnings=consequences(pod, found))
+    view = SchedulerView(node=found.node.name, warnings=consequences(pod, found))
+    if found.node.time_sliced and not pod.shared:  # a renamed node never binds a whole-GPU pod
+        view.fix = _renamed(cluster, pod, gpus)
+    return view
+
+
+def _extended_choice(cluster: Cluster, pod: GpuNeeds, gpus: int) -> Option | Diagnosis:
+    return Placer(running_state(cluster), "extended", "binpack").best(pod, gpus)
+
+
+def _renamed(cluster: Cluster, pod: GpuNeeds, gpus: int) -> str:
+    """What renameByDefault on the time-sliced nodes changes: a whole-GPU request no longer matches a replica."""
+    data = cluster.model_dump()
+    sliced = [node["name"] for node in data["nodes"] if node["gpu"] and node["gpu"]["replicas"] > 1]
+    for node in data["nodes"]:
+        if node["name"] in sliced:
+            node["gpu"]["rename_shared"] = True
+    found = _extended_choice(Cluster.model_validate(data), pod, gpus)
+    then = found.message if isinstance(found, Diagnosis) else f"it binds it to {found.node.name}"
+    return (
+        f"renameByDefault: true in the device plugin's time-slicing config ({', '.join(sliced)}) advertises replicas "
+        f"as {SHARED_RESOURCE}, so a pod asking for {GPU_RESOURCE} cannot land on one; kube-scheduler then: {then}"
+    )
 
 
 def suitable(state: ClusterState, pod: GpuNeeds) -> list[NodeState]:

@@ -26,6 +26,7 @@ class SchedulerView(BaseModel):
     node: str | None = Field(None, description="where kube-scheduler would bind it (extended resources)")
     message: str | None = Field(None, description="the FitError when it stays Pending")
     warnings: list[str] = Field(default_factory=list, description="what goes wrong at runtime on that node")
+    fix: str | None = Field(None, description="the configuration that stops it binding there, and what it does then")
 
 
 class Capacity(BaseModel):

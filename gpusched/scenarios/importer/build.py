@@ -110,6 +110,7 @@ def _node(kube: KubeNode, gpus: Gpus | None, held: Holdings, pods: list[KubePod]
             memory_gib=gpus.memory_gib,
             islands=gpus.islands,
             replicas=gpus.replicas,
+            rename_shared=gpus.rename_shared,
             mig_strategy=gpus.mig_strategy,  # type: ignore[arg-type]
             mig=held.mig,
             busy=held.busy,

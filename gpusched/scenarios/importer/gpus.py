@@ -35,6 +35,7 @@ class Gpus:
     count: int
     memory_gib: float
     replicas: int = 1
+    rename_shared: bool = False  # replicas advertised as nvidia.com/gpu.shared (renameByDefault)
     sharing: str = "exclusive"
     mig_strategy: str = "mixed"
     mig: list[MigInstance] = field(default_factory=list)
@@ -128,11 +129,12 @@ def _from_plugin(ctx: NodeContext) -> Gpus | None:
     ctx.sources["count"] = "allocatable " + " + ".join(
         [n for n in (GPU, SHARED) if ctx.allocatable(n)] + ([MIG_PREFIX + "*"] if instances else [])
     )
-    gpus = Gpus(model=model, count=count, memory_gib=memory, replicas=replicas, sharing=_sharing(ctx, replicas))
+    gpus = Gpus(model=model, count=count, memory_gib=memory, replicas=replicas, sharing=_sharing(ctx, replicas),
+                rename_shared=replicas > 1 and ctx.allocatable(SHARED) > 0)
     if instances:
         if replicas > 1:
             ctx.note("warning", "shared-mig", "time-sliced MIG devices are not modelled: GPUs modelled unshared")
-            gpus.replicas, gpus.sharing = 1, "exclusive"
+            gpus.replicas, gpus.sharing, gpus.rename_shared = 1, "exclusive", False
         gpus.mig = _mig_from_counts(ctx, model, memory, instances, list(range(whole, count)))
         gpus.sharing = "MIG mixed"
     return gpus
