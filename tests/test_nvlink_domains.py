@@ -172,3 +172,27 @@ def test_optimum_with_domain_jobs_equals_exhaustive_search(case):
     assert check_plan(cluster, jobs, report.assignments) == []
     for heuristic in report.heuristics:
         assert (heuristic.metrics.weighted_gpus, heuristic.metrics.jobs_placed) <= best
+
+
+def _plain(name: str) -> dict:
+    return {"name": name, "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80, "islands": [list(range(8))]}}
+
+
+def test_plain_nodes_too_small_for_any_domain_job_stay_aggregated():
+    """A node in no rack is a domain of its own, but one too small for every confined job cannot host one: those
+    nodes keep one class, and the optimum is the same as with one class per node."""
+    nodes = [_tray("a1"), _tray("a2"), *(_plain(f"p{i}") for i in range(6))]
+    cluster = Cluster.model_validate({"nodes": nodes, "nvlink_domains": [{"name": "rack", "nodes": ["a1", "a2"], "gbps": 900}]})
+    big = Job(name="rack-job", pods=2, gpus_per_pod=4, duration=60, nvlink_domain=True)
+    small = Job(name="node-job", pods=2, gpus_per_pod=4, duration=60)
+    report = plan(cluster, pending_jobs([], [big, small]), SolverConfig(workers=1))
+    assert report.node_classes == 1 + 6  # the trays, and each plain node (it can hold the 8-GPU rack job alone)
+    bigger = Job(name="rack-job", pods=2, gpus_per_pod=8, duration=60, nvlink_domain=True)
+    trays = [_tray(f"a{i}", count=8) for i in (1, 2)]
+    cluster = Cluster.model_validate({"nodes": [*trays, *(_plain(f"p{i}") for i in range(6))],
+                                      "nvlink_domains": [{"name": "rack", "nodes": ["a1", "a2"], "gbps": 900}]})
+    report = plan(cluster, pending_jobs([], [bigger, small]), SolverConfig(workers=1))
+    assert report.node_classes == 2  # the trays (one domain), the six plain nodes (too small for 16 GPUs)
+    placed = {a.pod: a.node for a in report.assignments}
+    assert {placed["rack-job-0"], placed["rack-job-1"]} == {"a1", "a2"}
+    assert {placed["node-job-0"], placed["node-job-1"]} <= {f"p{i}" for i in range(6)} | {"a1", "a2"}

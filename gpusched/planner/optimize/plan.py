@@ -133,7 +133,7 @@ class _JobType:
         return self.jobs[0]
 
 
-def _job_types(jobs: list[PendingJob], classes: list[NodeClass]) -> list[_JobType]:
+def _job_types(jobs: list[PendingJob], classes: list[NodeClass], tags: list[str | None]) -> list[_JobType]:
     lowest = min((job.needs.priority for job in jobs), default=0)
     grouped: dict[tuple, list[PendingJob]] = defaultdict(list)
     for job in jobs:
@@ -142,7 +142,10 @@ def _job_types(jobs: list[PendingJob], classes: list[NodeClass]) -> list[_JobTyp
     types = []
     for members in grouped.values():
         sample = members[0]
-        usable = [i for i, c in enumerate(classes) if compatible(sample.needs, sample.gpus, c.representative)]
+        usable = [
+            i for i, c in enumerate(classes)
+            if compatible(sample.needs, sample.gpus, c.representative) and not (sample.confined and tags[i] is None)
+        ]
         shape = Shape.of(sample.needs, sample.gpus)
         types.append(_JobType(members, shape, weight_of(sample.needs.priority, lowest), usable, sample.confined))
     return types
@@ -378,12 +381,23 @@ def check_plan(cluster: Cluster, jobs: list[PendingJob], assignments: list[Plann
 # --- entry point ---------------------------------------------------------------------------------------------
 
 
-def _by_domain(classes: list[NodeClass], domain_of: dict[str, str]) -> tuple[list[NodeClass], list[str | None]]:
-    """Split classes so that each lies in one NVLink domain (a node in none is a domain, so a class, of its own)."""
+def _units(node: NodeState) -> int:
+    """Every GPU unit the node has, free or not: replicas of whole GPUs and MIG instances."""
+    return sum(len(gpu.mig) if gpu.mig else gpu.replicas for gpu in node.gpus)
+
+
+def _by_domain(
+    classes: list[NodeClass], domain_of: dict[str, str], racks: set[str], smallest: int
+) -> tuple[list[NodeClass], list[str | None]]:
+    """Split classes so that each lies in one NVLink domain. A node in no rack-scale domain is a domain of its own,
+    so a class of its own, but only if it could hold a whole confined job (`smallest` units); the others stay
+    aggregated, untagged, and no confined job may use them."""
     split: dict[tuple, NodeClass] = {}
     for c in classes:
         for node in c.nodes:
             tag = domain_of.get(node.name)
+            if node.name not in racks and _units(node) < smallest:
+                tag = None
             split.setdefault((c.key, tag), NodeClass(c.key + (tag,))).nodes.append(node)
     return list(split.values()), [tag for _, tag in split]
 
@@ -399,9 +413,11 @@ def plan(
     state = ClusterState.from_cluster(cluster)
     classes = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector))
     tags: list[str | None] = [None] * len(classes)
-    if any(job.confined for job in jobs):
-        classes, tags = _by_domain(classes, cluster.domain_of())
-    types = _job_types(jobs, classes)
+    confined = [job.pods * job.gpus for job in jobs if job.confined]
+    if confined:
+        racks = {name for domain in cluster.nvlink_domains for name in domain.nodes}
+        classes, tags = _by_domain(classes, cluster.domain_of(), racks, min(confined))
+    types = _job_types(jobs, classes, tags)
     largest = max((job.gpus for job in jobs if not job.needs.mig_profile and not job.needs.shared), default=1) or 1
     built, levels = _build(classes, types, largest, tags)
     solver, report = solve_lexicographic(built.model, levels, config)
