@@ -21,7 +21,7 @@ from .planner.k8s import K8sPrediction, parse_version, predict
 if TYPE_CHECKING:  # the client is imported when a kubeconfig is used, not at every CLI start
     from kubernetes import client
 
-__all__ = ["RestError", "call", "connect", "fetch", "predict_live", "request", "split_name"]
+__all__ = ["RestError", "call", "connect", "fetch", "fetch_dra", "predict_live", "request", "split_name"]
 
 TIMEOUT = (5, 30)  # seconds: connect, read
 
@@ -145,6 +145,24 @@ def fetch(kubeconfig: str | Path, context: str | None, pod: str) -> tuple[Any, A
             paths = [f"/apis/resource.k8s.io/v1/{collection}" for collection in DRA_COLLECTIONS]
             objects = objects_from([(path, [_as_kubectl(_get(api, path))]) for path in paths], pods=False)
     return nodes, pods, target, objects
+
+
+def fetch_dra(kubeconfig: str | Path, context: str | None) -> list[tuple[str, list[Any]]]:
+    """Every DRA object, and the Pending pods that use claims, as `kubectl get -o json` prints them (for `dra`):
+    claims already allocated keep their devices; bound pods are left out, their claims hold what they hold."""
+    api = connect(kubeconfig, context)
+    with api:
+        paths = [f"/apis/resource.k8s.io/v1/{collection}" for collection in DRA_COLLECTIONS]
+        documents = [(path, [_as_kubectl(_get(api, path))]) for path in paths]
+        pods = _as_kubectl(_get(api, "/api/v1/pods"))
+    pods["items"] = [pod for pod in pods["items"] if _pending_with_claims(pod)]
+    return [*documents, ("/api/v1/pods", [pods])]
+
+
+def _pending_with_claims(pod: dict) -> bool:
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    finished = status.get("phase") in ("Succeeded", "Failed")
+    return bool(spec.get("resourceClaims")) and not spec.get("nodeName") and not finished
 
 
 def _as_kubectl(listed: Any) -> Any:

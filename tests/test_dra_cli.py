@@ -326,3 +326,16 @@ def test_k8s_template_claim_is_stamped_for_the_pod(gpusched, write):
                       KIND / "dra-objects.json", "--objects", write("t.json", template), "--objects", KIND / "slice.json")
     assert result.lines == ["fits: cc-lab-control-plane",
                             "claim gpu/dra-gpus -> cc-lab-control-plane/gpu-0, cc-lab-control-plane/gpu-2"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "give the DRA objects"),
+        (("--objects", "seed-claims", "--context", "c"), "--context goes with --kubeconfig"),
+        (("--kubeconfig", "k", "--cluster", "monday"), "drop --cluster"),
+    ],
+)
+def test_dra_needs_objects_or_a_cluster_to_read_them_from(gpusched, args, message):
+    result = gpusched("dra", *args)
+    assert result.exit_code == 2 and message in result.stderr

@@ -12,7 +12,8 @@ from rich.console import Console
 
 from ..apply import ApplyReport, apply_objects
 from ..bench.dra_bench import DraBench, bench_dra
-from ..planner.dra.objects import load_objects
+from ..live import fetch_dra
+from ..planner.dra.objects import objects_from, read_all
 from ..planner.dra.run import DraReport, run_dra
 from ..planner.dra.slices import DRIVERS, EXAMPLE, cluster_slices, driver_classes
 from ..planner.k8s import parse_version
@@ -82,10 +83,14 @@ def render_apply(console: Console, report: ApplyReport) -> None:
 @app.command("dra")
 def dra_command(
     objects: Annotated[
-        list[str],
+        list[str] | None,
         typer.Option("--objects", help="DeviceClasses, claims, templates, slices, pods (kubectl -o json|yaml), or a built-in set"),
-    ],
+    ] = None,
     cluster: Annotated[str | None, typer.Option("--cluster", help="cluster file or scenario: its slices and busy devices")] = None,
+    kubeconfig: Annotated[
+        str | None, typer.Option("--kubeconfig", help="read the DRA objects and the Pending pods with claims from this cluster")
+    ] = None,
+    context: Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: current)")] = None,
     driver: DriverOpt = EXAMPLE,
     k8s_version: Annotated[str, typer.Option("--k8s-version", help="1.34 to 1.37 (the PostFilter wording)")] = "1.37",
     as_json: JsonFlag = False,
@@ -96,8 +101,16 @@ def dra_command(
         version = parse_version(k8s_version)
         if driver not in DRIVERS:
             raise ValueError(f"--driver: expected {' or '.join(DRIVERS)}, got {driver!r}")
+        if not objects and not kubeconfig:
+            raise ValueError("give the DRA objects: --objects FILE (or a built-in set), or --kubeconfig to read a cluster's")
+        if context and not kubeconfig:
+            raise ValueError("--context goes with --kubeconfig")
+        if kubeconfig and cluster:
+            raise ValueError("--kubeconfig reads the cluster's own ResourceSlices: drop --cluster (its slices would be added twice)")
+        documents = fetch_dra(kubeconfig, context) if kubeconfig else []
+        documents += [(source, read_all(source)) for source in objects or []]
         model = load_cluster(cluster) if cluster else None
-        report = run_dra(model, load_objects(objects), driver, version)
+        report = run_dra(model, objects_from(documents), driver, version)
         show(report, as_json, render_dra)
         return 0 if report.all_allocated else 1
 

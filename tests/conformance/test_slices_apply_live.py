@@ -92,7 +92,7 @@ def test_a_changed_model_is_an_update_that_the_dry_run_only_describes(rest, appl
     assert f"updated ResourceSlice {SLICE}: spec.devices" in restored.lines
 
 
-def test_the_scheduler_allocates_from_the_applied_slices_as_gpusched_predicts(rest, apply, gpusched, write):
+def test_the_scheduler_allocates_from_the_applied_slices_as_gpusched_predicts(rest, apply, gpusched, write, control_plane):
     assert apply("--yes").exit_code == 0
     claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
              "metadata": {"name": "pair", "namespace": NAMESPACE},
@@ -109,11 +109,17 @@ def test_the_scheduler_allocates_from_the_applied_slices_as_gpusched_predicts(re
     (expected,) = predicted["claims"]
     assert expected["allocated"] and expected["devices"] == [f"{NODE}/gpu-0", f"{NODE}/gpu-2"]
     rest.create(f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaims", claim)
+    live = gpusched("dra", "--kubeconfig", control_plane.kubeconfig, "--json")
+    (before,) = [c for c in live.json()["claims"] if c["claim"] == f"{NAMESPACE}/pair"]
+    assert before["devices"] == expected["devices"]  # read from the server: the same prediction as from the files
     rest.create(f"/api/v1/namespaces/{NAMESPACE}/pods", pod)
     node, message = rest.wait(lambda: verdict(rest.get(f"/api/v1/namespaces/{NAMESPACE}/pods/dra")), timeout=60)
     assert (node, message) == (NODE, None)
     allocation = rest.get(f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaims/pair")["status"]["allocation"]
     assert allocation["devices"]["results"] == expected["allocation"]["devices"]["results"]
+    after = gpusched("dra", "--kubeconfig", control_plane.kubeconfig, "--context", "gpusched", "--json").json()
+    (held,) = [c for c in after["claims"] if c["claim"] == f"{NAMESPACE}/pair"]
+    assert held["allocated"] and held["devices"] == expected["devices"]  # the real allocation, read back
 
 
 def test_a_user_without_rights_gets_one_message_and_nothing_is_written(rest, apply, gpusched, write, control_plane):
