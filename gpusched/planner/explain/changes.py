@@ -18,7 +18,7 @@ from ...errors import InputError
 from ...models.cluster import Cluster, MigInstance
 from ...models.graph import allreduce_seconds, build_graph, gpu_id
 from ...models.mig import profiles_for
-from ...models.scheduling import Taint, Toleration
+from ...models.scheduling import Toleration
 from ...models.workload import GpuNeeds, Pod
 from ..allreduce import allreduce_for
 from ..fit import Option
@@ -75,10 +75,10 @@ def _try(ctx: Context, kind, summary: str, edit: Edit, cost: Cost, details: list
 
 def _taints(ctx: Context) -> Iterator[Found]:
     """Tolerate every NoSchedule/NoExecute taint of one tainted node (fewest tolerations first)."""
-    sets: dict[tuple[Taint, ...], str] = {}
-    for name in ctx.failing("TaintToleration"):
-        taints = tuple(t for t in ctx.state.node(name).spec.taints if t.effect != "PreferNoSchedule")
-        sets.setdefault(taints, name)
+    sets = dict.fromkeys(  # in node order, so that ties repeat
+        tuple(t for t in ctx.state.node(name).spec.taints if t.effect != "PreferNoSchedule")
+        for name in ctx.failing("TaintToleration")
+    )
     for taints in sorted(sets, key=len):
         tolerations = [Toleration(key=t.key, operator="Equal", value=t.value, effect=t.effect) for t in taints]
         text = ", ".join(f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}" for t in taints)
