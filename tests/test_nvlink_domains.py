@@ -196,3 +196,9 @@ def test_plain_nodes_too_small_for_any_domain_job_stay_aggregated():
     placed = {a.pod: a.node for a in report.assignments}
     assert {placed["rack-job-0"], placed["rack-job-1"]} == {"a1", "a2"}
     assert {placed["node-job-0"], placed["node-job-1"]} <= {f"p{i}" for i in range(6)} | {"a1", "a2"}
+
+
+def test_bench_plan_with_a_domain_job_keeps_the_plain_nodes_aggregated(gpusched):
+    report = gpusched("bench", "plan", "--nodes", "200", "--jobs", "20", "--domain-jobs", "1", "--json").json()
+    assert report["status"] == "OPTIMAL" and report["jobs"] == 21
+    assert report["node_classes"] < 40  # 8-GPU nodes cannot hold a 4x8 job alone: no class per node

@@ -6,6 +6,7 @@ import time
 
 from pydantic import BaseModel
 
+from ..models.workload import Job
 from ..planner.optimize.plan import pending_jobs, plan
 from ..planner.optimize.solver import SolverConfig
 from ..scenarios.synthetic import synthetic_cluster, synthetic_jobs
@@ -27,9 +28,13 @@ class PlanBench(BaseModel):
     jobs_placed: int
 
 
-def bench_plan(nodes: int, jobs: int, busy: float = 0.5, seed: int = 42, time_limit: float = 60.0) -> PlanBench:
+def bench_plan(
+    nodes: int, jobs: int, busy: float = 0.5, seed: int = 42, time_limit: float = 60.0, domain_jobs: int = 0
+) -> PlanBench:
+    """`domain_jobs` adds that many 4x8-GPU jobs confined to one NVLink domain (each plain node is one)."""
     cluster = synthetic_cluster(nodes, seed, busy)
-    backlog = pending_jobs([], synthetic_jobs(jobs, seed))
+    confined = [Job(name=f"domain-{i}", pods=4, gpus_per_pod=8, duration=3600, nvlink_domain=True) for i in range(domain_jobs)]
+    backlog = pending_jobs([], [*synthetic_jobs(jobs, seed), *confined])
     began = time.perf_counter()
     report = plan(cluster, backlog, SolverConfig(time_limit=time_limit, seed=seed), heuristics=False)
     seconds = time.perf_counter() - began
@@ -37,7 +42,7 @@ def bench_plan(nodes: int, jobs: int, busy: float = 0.5, seed: int = 42, time_li
         nodes=nodes,
         gpus=sum(node.gpu.count for node in cluster.nodes if node.gpu),
         busy_fraction=busy,
-        jobs=jobs,
+        jobs=jobs + domain_jobs,
         status=report.solve.status,
         seconds=round(seconds, 3),
         solve_seconds=round(report.solve.seconds, 3),

@@ -150,6 +150,7 @@ def bench_plan_command(
     nodes: Annotated[int, typer.Option(min=1, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 10000,
     jobs: Annotated[int, typer.Option(min=1, help="generated pending jobs (1-8 GPUs per pod, 1-8 pods)")] = 2000,
     busy: Annotated[float, typer.Option(min=0.0, max=1.0, help="fraction of GPUs already busy")] = 0.5,
+    domain_jobs: Annotated[int, typer.Option(min=0, help="add 4x8-GPU jobs confined to one NVLink domain")] = 0,
     seed: Seed = 42,
     time_limit: TimeLimit = 60.0,
     as_json: JsonFlag = False,
@@ -158,7 +159,7 @@ def bench_plan_command(
 
     def body() -> int:
         solver_config(time_limit, 1, seed)
-        result = bench_plan(nodes, jobs, busy, seed, time_limit)
+        result = bench_plan(nodes, jobs, busy, seed, time_limit, domain_jobs)
         show(result, as_json, render_bench)
         return 0
 
