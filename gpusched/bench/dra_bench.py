@@ -17,7 +17,13 @@ from ..models.cluster import Cluster
 from ..models.dra import DeviceClass, ResourceClaim
 from ..planner.dra.allocator import Inventory, NodeRef
 from ..planner.dra.plugin import Unit, run_cycle
-from ..planner.dra.slices import EXAMPLE, cluster_slices, driver_classes, held_devices
+from ..planner.dra.slices import (
+    EXAMPLE,
+    cluster_slices,
+    driver_classes,
+    held_devices,
+    island_attribute,
+)
 
 __all__ = ["DraBench", "bench_dra", "fragmented_cluster", "island_claim"]
 
@@ -52,7 +58,7 @@ def island_claim(count: int = 4) -> ResourceClaim:
         "spec": {"devices": {
             "requests": [{"name": "gpus", "exactly": {"deviceClassName": EXAMPLE, "count": count, "selectors": [
                 {"cel": {"expression": f'device.capacity["{EXAMPLE}"].memory.compareTo(quantity("40Gi")) >= 0'}}]}}],
-            "constraints": [{"requests": ["gpus"], "matchAttribute": f"{EXAMPLE}/nvlinkIsland"}],
+            "constraints": [{"requests": ["gpus"], "matchAttribute": island_attribute(EXAMPLE)}],
         }},
     })
 

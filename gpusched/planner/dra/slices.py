@@ -40,11 +40,37 @@ from ...models.dra import (
 from ...models.mig import MigProfile, profiles_for
 from ...models.quantity import format_quantity
 
-__all__ = ["EXAMPLE", "NVIDIA", "DRIVERS", "NVLINK_ATTRIBUTE", "cluster_slices", "driver_classes", "held_devices"]
+__all__ = [
+    "DRIVERS",
+    "EXAMPLE",
+    "NVIDIA",
+    "NVLINK_ATTRIBUTE",
+    "cluster_slices",
+    "driver_classes",
+    "held_devices",
+    "island_attribute",
+    "mig_class",
+    "product_name",
+]
 
 EXAMPLE, NVIDIA = "gpu.example.com", "gpu.nvidia.com"
 DRIVERS = (EXAMPLE, NVIDIA)
 NVLINK_ATTRIBUTE = "gpusched.io/nvlinkIsland"
+
+
+def product_name(model: str) -> str:
+    """NVIDIA's productName attribute for a GPU model."""
+    return f"NVIDIA {model}"
+
+
+def mig_class(driver: str) -> str:
+    """The driver's DeviceClass of MIG devices (mig.nvidia.com beside gpu.nvidia.com)."""
+    return "mig" + driver.removeprefix("gpu")
+
+
+def island_attribute(driver: str) -> str:
+    """The qualified attribute naming a device's NVLink island: the example driver's own, gpusched's for NVIDIA."""
+    return NVLINK_ATTRIBUTE if driver == NVIDIA else f"{driver}/nvlinkIsland"
 GIB = 2**30
 DRIVER_VERSION, CUDA_DRIVER_VERSION = "580.95.5", "13.0.0"
 # (architecture, CUDA compute capability) by a substring of the model name, first match wins
@@ -113,7 +139,7 @@ def _nvidia_common(node: Node, gpu: GpuBlock, index: int) -> dict[str, DeviceAtt
     arch, compute = _architecture(gpu.model)
     island = gpu.island_of()[index]
     return {
-        "productName": _string(f"NVIDIA {gpu.model}"),
+        "productName": _string(product_name(gpu.model)),
         "brand": _string("Nvidia"),
         "architecture": _string(arch),
         "cudaComputeCapability": DeviceAttribute(version_value=compute),
@@ -202,9 +228,8 @@ def held_devices(cluster: Cluster, driver: str = EXAMPLE) -> set[tuple[str, str,
 def driver_classes(driver: str = EXAMPLE) -> list[DeviceClass]:
     """The driver's DeviceClasses: whole GPUs and MIG devices (NVIDIA's GPU class maps nvidia.com/gpu, v25.12+)."""
     _check(driver)
-    domain = "mig" + driver.removeprefix("gpu")
     classes = []
-    for name, kind in ((driver, "gpu"), (domain, "mig")):
+    for name, kind in ((driver, "gpu"), (mig_class(driver), "mig")):
         expression = f"device.driver == '{driver}' && device.attributes['{driver}'].type == '{kind}'"
         spec = DeviceClassSpec(
             selectors=(DeviceSelector.model_validate({"cel": {"expression": expression}}),),

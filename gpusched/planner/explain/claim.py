@@ -13,7 +13,13 @@ from ...models.dra import ResourceClaim
 from ...models.workload import GpuNeeds
 from ..dra.objects import DraObjects, objects_from
 from ..dra.run import ClaimOutcome, run_dra
-from ..dra.slices import EXAMPLE, NVIDIA, NVLINK_ATTRIBUTE, driver_classes
+from ..dra.slices import (
+    NVIDIA,
+    driver_classes,
+    island_attribute,
+    mig_class,
+    product_name,
+)
 from .edit import Edit
 from .report import Change, ClaimInfo, Cost, Explanation, NotHelp
 
@@ -28,7 +34,7 @@ def _selectors(needs: GpuNeeds, driver: str) -> list[str]:
     if needs.mig_profile:
         expressions.append(f"{attributes}.profile == '{needs.mig_profile}'")
     elif needs.model:
-        name = f"NVIDIA {needs.model}" if driver == NVIDIA else needs.model
+        name = product_name(needs.model) if driver == NVIDIA else needs.model
         field = "productName" if driver == NVIDIA else "model"
         expressions.append(f"{attributes}.{field} == '{name}'")
     if needs.memory_gib:
@@ -40,15 +46,14 @@ def claim_for(name: str, needs: GpuNeeds, gpus: int, driver: str = NVIDIA, names
     """resource.k8s.io/v1 ResourceClaim `<name>-gpus` for `gpus` devices of the driver's GPU (or MIG) class."""
     if needs.shared:
         raise ValueError("a time-sliced replica is device configuration (the driver's sharing settings), not a claim")
-    device_class = ("mig" + driver.removeprefix("gpu")) if needs.mig_profile else driver
+    device_class = mig_class(driver) if needs.mig_profile else driver
     exactly: dict = {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": gpus}
     selectors = _selectors(needs, driver)
     if selectors:
         exactly["selectors"] = [{"cel": {"expression": expression}} for expression in selectors]
     spec: dict = {"devices": {"requests": [{"name": REQUEST, "exactly": exactly}]}}
     if needs.nvlink and gpus > 1 and not needs.mig_profile:
-        island = NVLINK_ATTRIBUTE if driver == NVIDIA else f"{EXAMPLE}/nvlinkIsland"
-        spec["devices"]["constraints"] = [{"requests": [REQUEST], "matchAttribute": island}]
+        spec["devices"]["constraints"] = [{"requests": [REQUEST], "matchAttribute": island_attribute(driver)}]
     metadata = {"name": f"{name.rpartition('/')[2]}-gpus"}
     if namespace:
         metadata["namespace"] = namespace
