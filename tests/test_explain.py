@@ -242,7 +242,7 @@ def test_claim_for_a_mig_pod_and_a_shared_pod():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("nobody", "--cluster", "monday"), "no pending pod or job named 'nobody'"),
+        (("nobody", "--cluster", "monday"), "scenario monday: no pod or job named 'nobody' (pods: notebook-0,"),
         (("train-8",), "give the cluster"),
         (("train-8", "--cluster", "monday", "--kubeconfig", "x"), "give the cluster"),
         (("train-8", "--cluster", "monday", "--context", "c"), "--context goes with --kubeconfig"),
@@ -366,3 +366,10 @@ def test_rename_by_default_keeps_whole_gpu_pods_off_replicas():
 def test_rename_by_default_needs_replicas():
     with pytest.raises(ValueError, match="renameByDefault renames time-sliced replicas"):
         _cluster(_node("a", gpu={"rename_shared": True}))
+
+
+def test_a_name_both_a_pod_and_a_job_is_refused(gpusched, write):
+    scenario = write("both.yaml", {"cluster": "monday", "pods": [{"name": "x"}],
+                                   "jobs": [{"name": "x", "pods": 2, "gpus_per_pod": 1, "duration": 60}]})
+    result = gpusched("explain", "x", "--cluster", scenario)
+    assert result.exit_code == 2 and "both a pod and a job are named 'x'" in result.stderr

@@ -20,10 +20,9 @@ from ..bench.replay import ReplayBench, bench_replay, write_replay
 from ..bench.synthetic_bench import SyntheticBench, bench_synthetic, write_synthetic
 from ..planner.gpushare import POLICIES, policy_named
 from ..scenarios.openb import OPENB_TRACES
-from .common import JsonFlag, run, show
+from .common import JsonFlag, new_table, run, show
 from .core import bench_app
 from .progress import progress_bar
-from .render import new_table
 
 DATA_DIR = "../shared/data/openb"  # beside the repository, where the project keeps the trace (never in it)
 DataDir = Annotated[

@@ -14,9 +14,11 @@ from typing import Annotated, Any
 import typer
 from pydantic_core import to_jsonable_python
 from rich.console import Console
+from rich.table import Table
 
 from ..errors import Infeasible, InputError
 from ..planner.frag import DEFAULT_SIZES
+from ..scenarios import scenario_names
 
 app = typer.Typer(
     name="gpusched",
@@ -103,7 +105,9 @@ Seed = Annotated[int, typer.Option("--seed", help="CP-SAT random seed, for repea
 
 def solver_config(time_limit: float, workers: int, seed: int) -> Any:
     """The CP-SAT settings, checked here so that a bad one is one clear line (exit 2)."""
-    from ..planner.optimize.solver import SolverConfig  # CP-SAT loads only for the commands that solve
+    from ..planner.optimize.solver import (
+        SolverConfig,  # CP-SAT loads only for the commands that solve
+    )
 
     if not time_limit > 0:
         raise ValueError(f"--time-limit: must be more than 0 seconds, got {time_limit:g}")
@@ -152,3 +156,27 @@ def show_emitted(
         render_result, render_note = renderers
         render_result(console, result)
         render_note(console, emitted, target)
+
+
+def new_table(*columns: str) -> Table:
+    """A borderless table with bold headers: every command's tables look alike."""
+    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
+    for column in columns:
+        table.add_column(column)
+    return table
+
+
+def pick_pending(pods: list[Any], jobs: list[Any], name: str, source: str) -> Any:
+    """The pod or job called `name` among those of `source`; exit 2 when there is none, or both."""
+    where = f"scenario {source}" if source in scenario_names() else source
+    found = [item for item in [*pods, *jobs] if item.name == name]
+    if len(found) > 1:
+        raise InputError(where, f"both a pod and a job are named {name!r}")
+    if not found:
+        listed = "; ".join(
+            f"{what}: {', '.join(i.name for i in items)}" for what, items in (("pods", pods), ("jobs", jobs)) if items
+        )
+        raise InputError(
+            where, f"no pod or job named {name!r}" + (f" ({listed})" if listed else " (it has no pods or jobs)")
+        )
+    return found[0]

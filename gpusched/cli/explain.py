@@ -29,6 +29,7 @@ from .common import (
     app,
     emit_json,
     out,
+    pick_pending,
     run,
     show,
     solver_config,
@@ -48,14 +49,6 @@ def _pending(scenario: Scenario, pods: str | None, jobs: str | None) -> tuple[li
     if pods is None and jobs is None:
         return (scenario.pods.pods if scenario.pods else []), (scenario.jobs.jobs if scenario.jobs else [])
     return (load_pods(pods).pods if pods else []), (load_jobs(jobs).jobs if jobs else [])
-
-
-def _target(items: list[Pod | Job], name: str) -> Pod | Job:
-    for item in items:
-        if item.name == name:
-            return item
-    known = ", ".join(item.name for item in items) or "none"
-    raise ValueError(f"no pending pod or job named {name!r} (known: {known})")
 
 
 def _write_claim(claim: dict, target: str) -> None:
@@ -102,7 +95,8 @@ def explain_command(
             if claim is not None:
                 show(claim, as_json, render)
                 return 0 if claim.fits else 1
-        scenario = load_scenario(_cluster_source(cluster, kubeconfig, context))
+        source = _cluster_source(cluster, kubeconfig, context)
+        scenario = load_scenario(source)
         model = scenario.cluster
         running = {pod.name: pod.node for pod in model.running_pods()}
         pending_pods, pending_jobs = _pending(scenario, pods, jobs)
@@ -110,7 +104,7 @@ def explain_command(
             result = Explanation(target=target, kind="pod", fits=True, running=True, node=running[target])
             show(result, as_json, render)
             return 0
-        item = _target([*pending_pods, *pending_jobs], target)
+        item = pick_pending(pending_pods, pending_jobs, target, pods or jobs or source)
         if isinstance(item, Job):
             if emit_claim:
                 raise ValueError("--emit-claim writes a claim for one pod; a job's pods each need their own")

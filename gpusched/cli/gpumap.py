@@ -12,9 +12,8 @@ from rich.console import Console
 from ..planner.gpumap import PLACEMENTS, ClusterMap, MapGpu, cluster_map
 from ..planner.state import ClusterState
 from ..scenarios import load_cluster
-from .common import ClusterArg, JsonFlag, app, choice, run, show
+from .common import ClusterArg, JsonFlag, app, choice, new_table, run, show
 from .figures import png_target, save_figure, wrote
-from .render import new_table
 
 SYMBOLS = {"free": ".", "stranded": "s", "busy": "#", "mig": "m", "time-sliced": "t"}
 

@@ -12,8 +12,7 @@ from rich.console import Console
 from ..models.cluster import Cluster
 from ..scenarios.importer import ImportReport, build_cluster, read_inputs
 from ..scenarios.importer.live import read_live
-from .common import JsonFlag, app, emit_json, run, write_output
-from .render import new_table
+from .common import JsonFlag, app, emit_json, new_table, run, write_output
 
 WIDTH = 160  # a row per node with its model and sources: wider than a terminal rather than folded
 

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 import yaml
 from rich.console import Console
-from rich.table import Table
 
 from ..bench.mig_bench import MigBench, bench_mig
 from ..emit import mig_parted_file
@@ -32,6 +31,7 @@ from .common import (
     emit_json,
     emit_target,
     err,
+    new_table,
     run,
     show,
     solver_config,
@@ -132,11 +132,6 @@ def _timing(plan: MigPlan) -> None:
     )
 
 
-def _table(*columns: str) -> Table:
-    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
-    for column in columns:
-        table.add_column(column)
-    return table
 
 
 def _instances(items: list[InstanceOut] | None) -> str:
@@ -183,7 +178,7 @@ def render_plan(console: Console, plan: MigPlan) -> None:
 def _render_solve(console: Console, report: SolveReport) -> None:
     proven = "proven optimal" if report.optimal else "NOT proven optimal"
     console.print(f"solver {report.status} ({proven})", markup=False)
-    table = _table("level", "status", "objective", "bound", "gap")
+    table = new_table("level", "status", "objective", "bound", "gap")
     for level in report.levels:
         value = "-" if level.objective is None else f"{level.objective:g}"
         bound = "-" if level.best_bound is None else f"{level.best_bound:g}"
@@ -201,7 +196,7 @@ def _render_resources(console: Console, plan: MigPlan) -> None:
 
 
 def _render_comparison(console: Console, plan: MigPlan) -> None:
-    table = _table("plan", *plan.demand, "met", "GPUs reconfigured", "unused slices")
+    table = new_table("plan", *plan.demand, "met", "GPUs reconfigured", "unused slices")
     for row in plan.comparison:
         served = [f"{row.outcome.served[name]}/{count}" for name, count in plan.demand.items()]
         table.add_row(row.plan, *served, "yes" if row.outcome.met else "no", str(row.outcome.reconfigured),

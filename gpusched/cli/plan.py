@@ -27,13 +27,13 @@ from .common import (
     SolverWorkers,
     TimeLimit,
     app,
+    new_table,
     run,
     show,
     solver_config,
 )
 from .common import sizes as parse_sizes
 from .core import bench_app
-from .render import new_table
 
 
 @app.command("plan")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
 from ..bench import PlaceBench
 from ..emit import KueueSetup, SchedulerConfig
@@ -12,13 +11,7 @@ from ..planner.frag import FragReport
 from ..planner.gang import GangReport
 from ..planner.k8s import K8sPrediction
 from ..planner.place import PlaceReport, PodResult
-
-
-def new_table(*columns: str) -> Table:
-    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
-    for column in columns:
-        table.add_column(column)
-    return table
+from .common import new_table
 
 
 def _seconds(value: float | None) -> str:

@@ -10,7 +10,6 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from ..bench.repair import (
     FILL,
@@ -41,6 +40,8 @@ from .common import (
     SolverWorkers,
     TimeLimit,
     app,
+    new_table,
+    pick_pending,
     run,
     show,
     solver_config,
@@ -76,31 +77,9 @@ def _workload(source: str) -> tuple[list[Pod], list[Job]]:
     return (scenario.pods.pods if scenario.pods else []), (scenario.jobs.jobs if scenario.jobs else [])
 
 
-def _pick(source: str, name: str) -> Pod | Job:
-    """The pod or job called `name` in `source`; exit 2 when there is none or both."""
-    where = f"scenario {source}" if source in scenario_names() else source
-    pods, jobs = _workload(source)
-    found = [item for item in [*pods, *jobs] if item.name == name]
-    if len(found) > 1:
-        raise InputError(where, f"both a pod and a job are named {name!r}")
-    if not found:
-        listed = "; ".join(
-            f"{what}: {', '.join(i.name for i in items)}" for what, items in (("pods", pods), ("jobs", jobs)) if items
-        )
-        raise InputError(
-            where, f"no pod or job named {name!r}" + (f" ({listed})" if listed else " (it has no pods or jobs)")
-        )
-    return found[0]
-
-
 # --- rendering ---------------------------------------------------------------------------------------------------
 
 
-def _table(*columns: str) -> Table:
-    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
-    for column in columns:
-        table.add_column(column)
-    return table
 
 
 def _plural(count: int, word: str) -> str:
@@ -166,7 +145,7 @@ def render_preempt(console: Console, report: PreemptReport) -> None:
         cost=report.cost,
         valid=report.feasible,
     )
-    table = _table("plan", "nodes", "victims", "top prio", "GPUs", "PDB over", "valid")
+    table = new_table("plan", "nodes", "victims", "top prio", "GPUs", "PDB over", "valid")
     notes = []
     for alternative in [optimum, *report.comparison]:
         used = sorted({p.node for p in alternative.placements})
@@ -216,7 +195,7 @@ def render_defrag(console: Console, report: DefragReport) -> None:
         render_solve(console, report.solve, summary if report.feasible else "no plan")
     for command in report.commands:
         console.print(command, markup=False)
-    table = _table("plan", "moves", "GPUs moved", "target pods", "valid")
+    table = new_table("plan", "moves", "GPUs moved", "target pods", "valid")
     if report.feasible:
         table.add_row("optimum", str(len(report.moves)), str(report.gpus_moved), str(len(report.targets)), "yes")
     else:
@@ -263,7 +242,7 @@ def preempt_command(
     def body() -> int:
         config = solver_config(time_limit, workers, seed)
         model = load_cluster(cluster)
-        report = preempt(model, _pick(source or cluster, name), config)
+        report = preempt(model, pick_pending(*_workload(source or cluster), name, source or cluster), config)
         show(report, as_json, render_preempt)
         return 0 if report.feasible else 1
 
