@@ -9,7 +9,7 @@ from __future__ import annotations
 from gpusched.models.kube import parse_pod
 from gpusched.planner.dra.extended import class_mapping, extended_claim
 from gpusched.planner.dra.objects import objects_from
-from gpusched.planner.k8s import predict
+from gpusched.planner.scheduler.predict import predict
 
 DRIVER = "gpu.nvidia.com"
 NO_CLAIMS = "cannot allocate all claims"

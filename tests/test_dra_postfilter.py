@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from gpusched.planner.dra.objects import objects_from
-from gpusched.planner.k8s import predict
+from gpusched.planner.scheduler.predict import predict
 
 DRIVER = "gpu.nvidia.com"
 PINNED = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n0"]}]}]}

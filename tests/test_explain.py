@@ -18,9 +18,9 @@ from gpusched.planner.explain import (
     job_outcome,
     place_one,
 )
-from gpusched.planner.fit import Option
 from gpusched.planner.optimize.solver import SolverConfig
 from gpusched.planner.place import Placer
+from gpusched.planner.scheduler.plugins.gpudevices import GpuChoice
 from gpusched.planner.state import ClusterState, advertised
 from gpusched.scenarios import load_scenario, scenario_names
 from gpusched.scenarios.synthetic import synthetic_cluster
@@ -32,11 +32,11 @@ def _pod(scenario: str, name: str) -> tuple[Cluster, Pod]:
     return found.cluster, next(pod for pod in found.pods.pods if pod.name == name)
 
 
-def _schedules(cluster: Cluster, pod: Pod, change) -> Option:
+def _schedules(cluster: Cluster, pod: Pod, change) -> GpuChoice:
     """Apply the change to the model and place the pod again: it must now fit, where the change says."""
     changed, updated = apply_edit(cluster, pod, change.edit)
     found = place_one(changed, updated, updated.gpus)
-    assert isinstance(found, Option), f"{change.summary}: {found.message}"
+    assert isinstance(found, GpuChoice), f"{change.summary}: {found.message}"
     assert found.node.name == change.lands_on
     return found
 
@@ -109,7 +109,7 @@ def _pending_pods():
 def test_every_suggested_change_schedules_the_pod_and_ranks_by_cost(scenario, name):
     cluster, pod = _pod(scenario, name)
     result = explain_pod(cluster, pod)
-    assert result.fits == isinstance(place_one(cluster, pod, pod.gpus), Option)
+    assert result.fits == isinstance(place_one(cluster, pod, pod.gpus), GpuChoice)
     for change in result.changes:
         _schedules(cluster, pod, change)
     keys = [change.cost.key() for change in result.changes]
@@ -322,7 +322,7 @@ def _cases(draw):
 def test_explain_on_random_clusters_offers_only_changes_that_work(case):
     cluster, pod = case
     result = explain_pod(cluster, pod, SolverConfig(time_limit=5, workers=1))
-    assert result.fits == isinstance(place_one(cluster, pod, pod.gpus), Option)
+    assert result.fits == isinstance(place_one(cluster, pod, pod.gpus), GpuChoice)
     assert result.fits or result.reasons
     for change in result.changes:
         _schedules(cluster, pod, change)
@@ -359,7 +359,7 @@ def test_rename_by_default_keeps_whole_gpu_pods_off_replicas():
     assert advertised(state.node("l4-a")) == {"nvidia.com/gpu.shared": 8}
     chat = Pod(name="chat", shared=True, memory_gib=10)
     found = Placer(ClusterState.from_cluster(renamed), "extended").best(chat, 1)
-    assert isinstance(found, Option) and (found.node.name, found.resource) == ("l4-a", "nvidia.com/gpu.shared")
+    assert isinstance(found, GpuChoice) and (found.node.name, found.resource) == ("l4-a", "nvidia.com/gpu.shared")
     assert explain_pod(renamed, pod).scheduler.message == "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpusched.errors import InputError
-from gpusched.planner.k8s import parse_version, predict
+from gpusched.planner.scheduler.predict import parse_version, predict
 
 CP = "cc-lab-control-plane"
 GPU = "example.com/gpu"

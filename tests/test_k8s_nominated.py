@@ -8,7 +8,7 @@ priority than its own, takes a pod slot too, and is never a victim.
 
 from __future__ import annotations
 
-from gpusched.planner.k8s import predict
+from gpusched.planner.scheduler.predict import predict
 
 GPU = "example.com/gpu"
 

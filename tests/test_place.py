@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 
 from gpusched.models.cluster import Cluster
 from gpusched.models.workload import Pod
-from gpusched.planner.fit import Option
 from gpusched.planner.place import place
 from gpusched.planner.policies import fit_score
+from gpusched.planner.scheduler.plugins.gpudevices import GpuChoice
 from gpusched.planner.state import ClusterState
 from gpusched.planner.validate import Assignment, violations
 from gpusched.scenarios import load_scenario
@@ -47,7 +47,7 @@ class TestGpuBinpackExercise:
     def test_score_uses_the_schedulers_integer_arithmetic(self):
         node = ClusterState.from_cluster(load_scenario("monday").cluster).node("dgx-a")
         pod = Pod(name="n", gpus=1, cpu=8, memory="64Gi")
-        option = Option(node, "nvidia.com/gpu", (0,), free_after=7)
+        option = GpuChoice(node, "nvidia.com/gpu", (0,), free_after=7)
         # cpu 8000m of 256000m -> 3, memory 64Gi of 2Ti -> 3, gpu 1 of 8 -> 12 at weight 10: (3+3+120)//12
         assert fit_score(option, pod, 1, "binpack", 10) == 10
         # LeastAllocated, gpu not scored: (96 + 96) // 2
@@ -55,7 +55,7 @@ class TestGpuBinpackExercise:
 
     def test_empty_requests_score_with_the_schedulers_defaults(self):
         node = ClusterState.from_cluster(_cluster({"name": "a", "cpu": "1", "memory": "1Gi"})).node("a")
-        option = Option(node, "nvidia.com/gpu", ())
+        option = GpuChoice(node, "nvidia.com/gpu", ())
         # 100m of 1000m -> 10; 200Mi of 1024Mi -> 19; (10 + 19) // 2
         assert fit_score(option, Pod(name="p", gpus=0), 0, "binpack", 10) == 14
 

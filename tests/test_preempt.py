@@ -14,7 +14,12 @@ from gpusched.models.workload import Job, Pod
 from gpusched.planner.optimize.disrupt import problems, without
 from gpusched.planner.optimize.preempt import preempt
 from gpusched.planner.optimize.solver import LevelReport, SolverConfig, SolveReport
-from gpusched.planner.preemption import Candidate, budget_split, pick, reprieve
+from gpusched.planner.scheduler.plugins.defaultpreemption import (
+    Candidate,
+    budget_split,
+    pick,
+    reprieve,
+)
 from gpusched.planner.validate import Assignment, violations
 
 DGX = {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80, "islands": [list(range(8))]}

@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field, computed_field
 
 from ..errors import InputError
 from ..planner.dra.objects import DraObjects, objects_from
-from ..planner.k8s import K8sPrediction, predict
+from ..planner.scheduler.predict import K8sPrediction, predict
 from . import kubelet, sync
 from .api import Rest, RestError
 from .scenarios import (

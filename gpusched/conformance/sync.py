@@ -17,6 +17,7 @@ import itertools
 import time
 from collections.abc import Callable
 
+from ..planner.scheduler.plugins.noderesources import insufficient
 from .api import Rest
 from .scenarios import IMAGE, SCENARIO_LABEL
 
@@ -80,7 +81,7 @@ def _pod(name: str, namespace: str, label: str, container: dict, **spec: object)
 
 def nodes(rest: Rest, namespace: str, label: str, count: int) -> None:
     """The scheduler's cache holds exactly this play's `count` nodes."""
-    expected = f"0/{count} nodes are available: {count} Insufficient {PROBE_RESOURCE}."
+    expected = f"0/{count} nodes are available: {count} {insufficient(PROBE_RESOURCE)}."
     container = {"resources": {"limits": {PROBE_RESOURCE: "1"}}}
     _probe_until(rest, namespace, f"{label}-probe", lambda name: _pod(name, namespace, label, container),
                  lambda message: message.startswith(expected))

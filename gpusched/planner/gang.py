@@ -16,10 +16,10 @@ from pydantic import BaseModel
 
 from ..models.cluster import Cluster
 from ..models.workload import Job
-from .fit import Option
-from .framework import Diagnosis
 from .place import Placer
 from .policies import Policy
+from .scheduler.framework import Diagnosis
+from .scheduler.plugins.gpudevices import GpuChoice
 from .state import ClusterState
 
 __all__ = ["Mode", "JobOutcome", "Deadlock", "GangReport", "simulate"]
@@ -56,7 +56,7 @@ class GangReport(BaseModel):
 @dataclass
 class _Run:
     job: Job
-    bound: list[tuple[str, Option]] = field(default_factory=list)
+    bound: list[tuple[str, GpuChoice]] = field(default_factory=list)
     start: float | None = None
     finish: float | None = None
     deadline: float | None = None
@@ -101,7 +101,7 @@ class _Simulator:
         if not _confined(job):
             return self._fill(trial, job, []) == job.pods
         for members in self.domains.values():
-            bound: list[tuple[str, Option]] = []
+            bound: list[tuple[str, GpuChoice]] = []
             if self._fill(trial, job, bound, members) == job.pods:
                 return True
             for name, option in bound:
@@ -109,7 +109,7 @@ class _Simulator:
         return False
 
     @staticmethod
-    def _fill(placer: Placer, job: Job, bound: list[tuple[str, Option]], within: set[str] | None = None) -> int:
+    def _fill(placer: Placer, job: Job, bound: list[tuple[str, GpuChoice]], within: set[str] | None = None) -> int:
         """Bind the job's remaining pods while they fit (inside `within`); returns how many are bound."""
         while len(bound) < job.pods:
             option = placer.best(job, job.gpus_per_pod, within)

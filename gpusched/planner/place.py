@@ -15,10 +15,11 @@ from ..models.cluster import Cluster
 from ..models.graph import build_graph, gpu_id
 from ..models.workload import GpuNeeds, Pod
 from .allreduce import AllReduce, allreduce_for
-from .fit import Option, View, evaluate
 from .frag import DEFAULT_SIZES, FragReport, fragmentation
-from .framework import Diagnosis, Status
 from .policies import Policy, rank
+from .scheduler.framework import Diagnosis, Status
+from .scheduler.plugins.gpudevices import GpuChoice
+from .scheduler.views import View, evaluate
 from .state import ClusterState, NodeState
 from .validate import Assignment, violations
 
@@ -69,7 +70,7 @@ class _ShapeCache:
     """Every node's verdict for one pod shape, the feasible ones in a heap by rank (stale entries skipped)."""
 
     seen: int = 0  # how much of the change log these verdicts reflect
-    verdicts: dict[str, Status | Option] = field(default_factory=dict)
+    verdicts: dict[str, Status | GpuChoice] = field(default_factory=dict)
     heap: list[tuple[tuple, int, str]] = field(default_factory=list)  # (rank, token, node)
     tokens: dict[str, int] = field(default_factory=dict)  # node -> token of its current verdict
     diagnosis: Diagnosis | None = None  # reused while no node changes
@@ -98,21 +99,21 @@ class Placer:
             cache.verdicts[name] = verdict
             self._token += 1
             cache.tokens[name] = self._token
-            if isinstance(verdict, Option):
+            if isinstance(verdict, GpuChoice):
                 heapq.heappush(cache.heap, (rank(verdict, pod, gpus, self.policy, self.gpu_weight), self._token, name))
         if stale:
             cache.diagnosis = None
         cache.seen = len(self._changes)
         return cache
 
-    def best(self, pod: GpuNeeds, gpus: int, within: set[str] | None = None) -> Option | Diagnosis:
+    def best(self, pod: GpuNeeds, gpus: int, within: set[str] | None = None) -> GpuChoice | Diagnosis:
         """The best node for the pod, or why none fits; `within` confines the choice to those nodes."""
         cache = self._refresh(pod, gpus)
         if within is not None:
             ranked = [
                 (rank(verdict, pod, gpus, self.policy, self.gpu_weight), cache.tokens[name], verdict)
                 for name, verdict in cache.verdicts.items()
-                if name in within and isinstance(verdict, Option)
+                if name in within and isinstance(verdict, GpuChoice)
             ]
             if ranked:
                 return min(ranked, key=lambda entry: entry[:2])[2]
@@ -123,14 +124,14 @@ class Placer:
             heapq.heappop(heap)
         if heap:
             found = cache.verdicts[heap[0][2]]
-            assert isinstance(found, Option)
+            assert isinstance(found, GpuChoice)
             return found
         if cache.diagnosis is None:
             statuses = {n: v for n, v in cache.verdicts.items() if isinstance(v, Status)}
             cache.diagnosis = Diagnosis(len(cache.verdicts), statuses)
         return cache.diagnosis
 
-    def bind(self, name: str, pod: GpuNeeds, option: Option) -> None:
+    def bind(self, name: str, pod: GpuNeeds, option: GpuChoice) -> None:
         option.node.occupy(name, pod, option.gpus, option.mig)
         self._changes.append(option.node.name)
 
@@ -139,7 +140,7 @@ class Placer:
         self._changes.append(node.name)
 
 
-def consequences(pod: Pod, option: Option) -> list[str]:
+def consequences(pod: Pod, option: GpuChoice) -> list[str]:
     """What goes wrong at runtime when the count decided: the truth the extended view did not check."""
     node = option.node
     warnings = []
@@ -210,7 +211,7 @@ def _check(cluster: Cluster, pods: list[Pod], results: list[PodResult], view: Vi
         raise RuntimeError("internal error: a placement failed validation: " + "; ".join(problems))
 
 
-def _result(pod: Pod, option: Option, view: View, graph, gradient_gb: float) -> PodResult:
+def _result(pod: Pod, option: GpuChoice, view: View, graph, gradient_gb: float) -> PodResult:
     physical = sorted(set(option.gpus))
     allreduce = None
     if len(physical) > 1 and not option.mig:

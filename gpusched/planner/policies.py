@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ..models.workload import GpuNeeds
-from .fit import Option
+from .scheduler.plugins.gpudevices import GpuChoice
 from .state import DEFAULT_MEMORY, DEFAULT_MILLI_CPU, advertised
 
 __all__ = ["Policy", "POLICIES", "rank", "fit_score", "least_allocated", "most_allocated"]
@@ -33,7 +33,7 @@ def most_allocated(requested: int, capacity: int) -> int:
     return min(requested, capacity) * MAX_NODE_SCORE // capacity
 
 
-def fit_score(option: Option, pod: GpuNeeds, gpus: int, policy: Policy, gpu_weight: int) -> int:
+def fit_score(option: GpuChoice, pod: GpuNeeds, gpus: int, policy: Policy, gpu_weight: int) -> int:
     """NodeResourcesFit's score of the node for this pod, the pod's own request included (extended view)."""
     scorer = most_allocated if policy == "binpack" else least_allocated
     node = option.node
@@ -53,7 +53,7 @@ def fit_score(option: Option, pod: GpuNeeds, gpus: int, policy: Policy, gpu_weig
     return total // weights if weights else 0
 
 
-def rank(option: Option, pod: GpuNeeds, gpus: int, policy: Policy, gpu_weight: int | None) -> tuple:
+def rank(option: GpuChoice, pod: GpuNeeds, gpus: int, policy: Policy, gpu_weight: int | None) -> tuple:
     name = option.node.name
     if gpu_weight is not None:
         return (-fit_score(option, pod, gpus, policy, gpu_weight), name)

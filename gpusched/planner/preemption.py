@@ -1,105 +1,15 @@
-"""DefaultPreemption's rules, in one place for `k8s` (kubectl JSON) and `preempt` (gpusched's model).
-
-Victims on a node: remove every lower-priority pod; if the pod then fits, put back as many as possible, the pods
-whose eviction would break a disruption budget first, each group most important first. The node: fewest budget
-violations, the lowest "most important victim", the smallest priority sum, the fewest victims, the latest start
-(`pickOneNodeForPreemption`, identical in 1.34-1.37; see /work/notes/k8s-research.md §6).
-"""
+# TEMPORARY re-export shim: removed when the branches merge
+"""Moved to `scheduler/plugins/defaultpreemption.py`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Generic, Protocol, TypeVar
-
-__all__ = ["LATEST", "Candidate", "Victim", "budget_split", "candidates_wanted", "importance", "pick", "reprieve"]
-
-LATEST = datetime.max.replace(tzinfo=UTC)  # a pod without a start time counts as started now
-
-
-class Victim(Protocol):
-    @property
-    def priority(self) -> int: ...
-
-    @property
-    def start_time(self) -> datetime | None: ...
-
-
-V = TypeVar("V", bound=Victim)
-
-
-def candidates_wanted(nodes: int) -> int:
-    """How many candidate nodes the dry run collects before it stops (`GetOffsetAndNumCandidates`: 10% of the
-    nodes, at least 100, at most all), once at least one of them violates no budget."""
-    return min(nodes, max(100, nodes * 10 // 100))
-
-
-def importance(pod: Victim) -> tuple[int, datetime]:
-    """Sort key, most important first (`MoreImportantPod`): higher priority, then the earlier start."""
-    return (-pod.priority, pod.start_time or LATEST)
-
-
-@dataclass(frozen=True)
-class Candidate(Generic[V]):
-    node: str
-    victims: tuple[V, ...]  # most important first
-    budget_violations: int = 0
-
-
-def budget_split(
-    ordered: Sequence[V], allowed: Sequence[int], selects: Callable[[int, V], bool]
-) -> tuple[list[V], list[V]]:
-    """`filterPodsWithPDBViolation`: walking most important first, a pod whose budget is used up violates it."""
-    left = list(allowed)
-    violating, fine = [], []
-    for pod in ordered:
-        broken = False
-        for index in range(len(left)):
-            if selects(index, pod):
-                left[index] -= 1
-                broken = broken or left[index] < 0
-        (violating if broken else fine).append(pod)
-    return violating, fine
-
-
-def reprieve(violating: Sequence[V], fine: Sequence[V], fits: Callable[[list[V]], bool]) -> tuple[V, ...]:
-    """Put pods back while the pod still fits without the rest; `fits(removed)` with every given pod removed holds.
-
-    Budget-violating pods are tried first. Returns the victims, most important first.
-    """
-    removed = [*violating, *fine]
-    victims = []
-    for pod in removed.copy():
-        trial = [other for other in removed if other is not pod]
-        if fits(trial):
-            removed = trial
-        else:
-            victims.append(pod)
-    return tuple(sorted(victims, key=importance))
-
-
-def _top_start(candidate: Candidate[Any]) -> datetime:
-    """The earliest start among the node's highest-priority victims."""
-    top = candidate.victims[0].priority
-    return min(v.start_time or LATEST for v in candidate.victims if v.priority == top)
-
-
-_PICK_RULES: tuple[Callable[[Candidate[Any]], Any], ...] = (
-    lambda c: -c.budget_violations,  # the fewest disruption budget violations
-    lambda c: -c.victims[0].priority if c.victims else 2**63,  # the lowest "most important victim"
-    lambda c: -sum(v.priority + 2**31 for v in c.victims),  # the smallest priority sum (shifted positive)
-    lambda c: -len(c.victims),  # the fewest victims
-    lambda c: _top_start(c) if c.victims else LATEST,  # the latest start among the top victims
+from .scheduler.plugins.defaultpreemption import (
+    Candidate,
+    budget_split,
+    candidates_wanted,
+    importance,
+    pick,
+    reprieve,
 )
 
-
-def pick(candidates: Sequence[Candidate[V]]) -> Candidate[V]:
-    """pickOneNodeForPreemption: each rule keeps only its best; a tie after all rules goes to the first."""
-    remaining = list(candidates)
-    for rule in _PICK_RULES:
-        best = max(rule(c) for c in remaining)
-        remaining = [c for c in remaining if rule(c) == best]
-        if len(remaining) == 1:
-            break
-    return remaining[0]
+__all__ = ["Candidate", "budget_split", "candidates_wanted", "importance", "pick", "reprieve"]

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..models.cluster import Cluster, Node
+from ..models.scheduling import Taint
 from ..models.workload import GpuNeeds
 
 __all__ = ["GPU_RESOURCE", "SHARED_RESOURCE", "DEFAULT_MILLI_CPU", "DEFAULT_MEMORY", "mig_resource", "MigSlot", "GpuState", "NodeState", "ClusterState", "advertised"]
@@ -60,6 +61,19 @@ class NodeState:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.spec.labels
+
+    @property
+    def taints(self) -> list[Taint]:
+        return self.spec.taints
+
+    @property
+    def unschedulable(self) -> bool:
+        """Cordoned: the scheduler's node filters read the same three facts from a kubectl node."""
+        return self.spec.unschedulable
 
     @property
     def model(self) -> str:

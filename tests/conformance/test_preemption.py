@@ -19,7 +19,7 @@ import pytest
 from gpusched.conformance import kubelet
 from gpusched.conformance.api import Rest, RestError
 from gpusched.conformance.sync import await_verdict
-from gpusched.planner.k8s import predict
+from gpusched.planner.scheduler.predict import predict
 
 NAMESPACE = "gpu-preempt"
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"

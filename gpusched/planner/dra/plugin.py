@@ -26,6 +26,7 @@ from .allocator import DraError, Inventory, NodeRef, allocate, gather_pools, ite
 from .objects import DraObjects
 
 __all__ = [
+    "NO_CLAIMS_TO_DEALLOCATE",
     "CANNOT_ALLOCATE", "NOT_AVAILABLE", "NO_MATCH", "Unit", "Cycle", "units_for", "pod_unit", "run_cycle", "explain",
     "postfilter_reason", "summarize", "with_allocation", "prefilter", "filter_node", "score", "normalized",
 ]
@@ -35,6 +36,7 @@ NOT_AVAILABLE = "resourceclaim not available on the node"
 NO_MATCH = "no device matches the DeviceClass and the selectors"
 NOT_CREATED = "ResourceClaim not created yet"
 NO_SLICES = "no ResourceSlice offers devices to this node"
+NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"  # the PostFilter before 1.37, with nothing to deallocate
 
 
 @dataclass
@@ -200,7 +202,7 @@ def postfilter_reason(cycle: Cycle, version: tuple[int, ...], pod: str | None = 
     """DynamicResources' PostFilter text for a pod (`namespace/name`) with claims; a PreFilter failure leaves it
     none to look at. An unavailable claim is deallocated only when no other pod has it reserved."""
     if cycle.prefilter:
-        return "no new claims to deallocate" if version[:2] < (1, 37) else ""
+        return NO_CLAIMS_TO_DEALLOCATE if version[:2] < (1, 37) else ""
     if any(_deallocatable(claim, pod) for claim in cycle.unavailable.values()):
         return "deallocation of ResourceClaim completed"
     return "still not schedulable" if version[:2] < (1, 37) else ""

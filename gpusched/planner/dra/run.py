@@ -12,15 +12,24 @@ from pydantic import BaseModel, Field, computed_field
 from ...errors import InputError
 from ...models.cluster import Cluster
 from ...models.dra import ResourceClaim
-from ..framework import fit_error, unresolvable
+from ..scheduler.framework import fit_error, unresolvable
+from ..scheduler.names import DYNAMIC_RESOURCES
+from ..scheduler.plugins.defaultpreemption import ERR_REASON_NOT_HELPFUL
 from .allocator import DeviceID, DraError, Inventory, NodeRef
 from .objects import DraObjects, selector_paths
-from .plugin import Cycle, Unit, explain, postfilter_reason, run_cycle, summarize, units_for, with_allocation
+from .plugin import (
+    Cycle,
+    Unit,
+    explain,
+    postfilter_reason,
+    run_cycle,
+    summarize,
+    units_for,
+    with_allocation,
+)
 from .slices import EXAMPLE, cluster_slices, held_devices
 
 __all__ = ["ClaimOutcome", "DraReport", "run_dra", "inventory_for", "error_to_input"]
-
-PREEMPTION = "Preemption is not helpful for scheduling"
 
 
 class ClaimOutcome(BaseModel):
@@ -69,7 +78,7 @@ def inventory_for(cluster: Cluster | None, objects: DraObjects, driver: str = EX
 
 def error_to_input(error: DraError, objects: DraObjects) -> InputError:
     """A selector that fails at runtime, as the scheduler says it, naming the file and field of the object."""
-    text = f'running "DynamicResources" filter plugin: {error}'
+    text = f'running "{DYNAMIC_RESOURCES}" filter plugin: {error}'
     if error.selector is None:
         return InputError("objects", text)
     kind, name, _, expression = error.selector
@@ -87,11 +96,11 @@ def _failure(cycle: Cycle, unit: Unit, inventory: Inventory, nodes: list[NodeRef
     total = len(nodes)
     post = postfilter_reason(cycle, version, unit.pod)
     if cycle.prefilter:
-        inner = fit_error(total, [unresolvable("", PREEMPTION)] * total)
+        inner = fit_error(total, [unresolvable("", ERR_REASON_NOT_HELPFUL)] * total)
         message = fit_error(total, [], prefilter=cycle.prefilter, postfilter=", ".join(filter(None, [post, f"preemption: {inner}"])))
         return cycle.prefilter, cycle.prefilter, {}, message
-    statuses = [unresolvable("DynamicResources", reason) for reason in cycle.reasons.values()]
-    inner = fit_error(total, [unresolvable("", PREEMPTION)] * total)
+    statuses = [unresolvable(DYNAMIC_RESOURCES, reason) for reason in cycle.reasons.values()]
+    inner = fit_error(total, [unresolvable("", ERR_REASON_NOT_HELPFUL)] * total)
     message = fit_error(total, statuses, postfilter=", ".join(filter(None, [post, f"preemption: {inner}"])))
     per_node = {node.name: explain(inventory, node, unit.claims) for node in sorted(nodes, key=lambda n: n.name)}
     reasons = sorted(set(cycle.reasons.values()))

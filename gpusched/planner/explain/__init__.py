@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from ...models.cluster import Cluster
 from ...models.workload import Pod
-from ..fit import Option
 from ..optimize.disrupt import running_state
 from ..optimize.solver import SolverConfig
 from ..place import DEFAULT_GRADIENT_GB
+from ..scheduler.plugins.gpudevices import GpuChoice
 from .changes import Context, candidates
 from .claim import check_claim, claim_for, explain_claim
 from .edit import Edit, apply_edit, place_one
@@ -30,7 +30,7 @@ def explain_pod(
     state = running_state(cluster)
     found = place_one(cluster, pod, pod.gpus)
     scheduler = scheduler_view(cluster, pod, pod.gpus)
-    if isinstance(found, Option):
+    if isinstance(found, GpuChoice):
         return Explanation(
             target=pod.name,
             kind="pod",

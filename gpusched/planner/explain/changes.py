@@ -21,14 +21,15 @@ from ...models.mig import profiles_for
 from ...models.scheduling import Toleration
 from ...models.workload import GpuNeeds, Pod
 from ..allreduce import allreduce_for
-from ..fit import Option
-from ..framework import Diagnosis
 from ..mig_repartition import inventory
 from ..optimize.defrag import Shape, defrag
 from ..optimize.mig import plan_mig
 from ..optimize.preempt import preempt
 from ..optimize.solver import Infeasible, SolverConfig
 from ..place import DEFAULT_GRADIENT_GB
+from ..scheduler.framework import Diagnosis
+from ..scheduler.names import NODE_AFFINITY, NODE_UNSCHEDULABLE, TAINT_TOLERATION
+from ..scheduler.plugins.gpudevices import GpuChoice
 from ..state import ClusterState, mig_resource
 from .edit import Edit, MigLayout, MovedPod, apply_edit, place_one
 from .report import Change, Cost, NotHelp
@@ -51,10 +52,7 @@ class Context:
     def graph(self) -> nx.Graph:
         return build_graph(self.cluster)
 
-    def failing(self, plugin: str) -> list[str]:
-        return sorted(name for name, status in self.diagnosis.statuses.items() if status.plugin == plugin)
-
-    def attempt(self, edit: Edit) -> Option | Diagnosis:
+    def attempt(self, edit: Edit) -> GpuChoice | Diagnosis:
         cluster, pod = apply_edit(self.cluster, self.pod, edit)
         return place_one(cluster, pod, pod.gpus)
 
@@ -77,7 +75,7 @@ def _taints(ctx: Context) -> Iterator[Found]:
     """Tolerate every NoSchedule/NoExecute taint of one tainted node (fewest tolerations first)."""
     sets = dict.fromkeys(  # in node order, so that ties repeat
         tuple(t for t in ctx.state.node(name).spec.taints if t.effect != "PreferNoSchedule")
-        for name in ctx.failing("TaintToleration")
+        for name in ctx.diagnosis.failing(TAINT_TOLERATION)
     )
     for taints in sorted(sets, key=len):
         tolerations = [Toleration(key=t.key, operator="Equal", value=t.value, effect=t.effect) for t in taints]
@@ -87,13 +85,13 @@ def _taints(ctx: Context) -> Iterator[Found]:
 
 
 def _selector(ctx: Context) -> Iterator[Found]:
-    if ctx.failing("NodeAffinity") and ctx.pod.node_selector:
+    if ctx.diagnosis.failing(NODE_AFFINITY) and ctx.pod.node_selector:
         wanted = ", ".join(f"{k}={v}" for k, v in ctx.pod.node_selector.items())
         yield _try(ctx, "selector", f"drop the nodeSelector {wanted}", Edit(pod={"node_selector": {}}), Cost(edits=1))
 
 
 def _uncordon(ctx: Context) -> Iterator[Found]:
-    for name in ctx.failing("NodeUnschedulable"):
+    for name in ctx.diagnosis.failing(NODE_UNSCHEDULABLE):
         yield _try(ctx, "uncordon", f"uncordon {name} (kubectl uncordon {name})", Edit(uncordon=[name]), Cost(edits=1))
 
 

@@ -13,10 +13,10 @@ from pydantic import BaseModel, Field
 
 from ...models.cluster import BusyGpu, Cluster, MigInstance
 from ...models.workload import GpuNeeds, Job, Pod
-from ..fit import Option
-from ..framework import Diagnosis
 from ..optimize.disrupt import running_state, without
 from ..place import Placer
+from ..scheduler.framework import Diagnosis
+from ..scheduler.plugins.gpudevices import GpuChoice
 
 __all__ = ["Edit", "MigLayout", "MovedPod", "apply_edit", "place_one"]
 
@@ -77,6 +77,6 @@ def _move(nodes: dict[str, dict], move: MovedPod) -> None:
     target["busy"] += [BusyGpu(gpu=index, pod=move.pod, memory_gib=memory).model_dump() for index in move.to_gpus]
 
 
-def place_one(cluster: Cluster, pod: GpuNeeds, gpus: int) -> Option | Diagnosis:
+def place_one(cluster: Cluster, pod: GpuNeeds, gpus: int) -> GpuChoice | Diagnosis:
     """Where the pod goes on the cluster as it is (running pods' requests counted), in the hardware view."""
     return Placer(running_state(cluster), "gpu", "binpack").best(pod, gpus)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from ...models.cluster import Cluster
 from ...models.workload import Job
-from ..framework import Diagnosis
 from ..gang import GangReport, JobOutcome, simulate
 from ..place import Placer
+from ..scheduler.framework import Diagnosis
 from ..state import ClusterState
 from .edit import Edit
 from .reasons import restate

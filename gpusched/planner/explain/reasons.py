@@ -8,11 +8,15 @@ from collections.abc import Callable
 from ...models.cluster import Cluster
 from ...models.scheduling import untolerated
 from ...models.workload import GpuNeeds
-from ..fit import Option, mismatch, node_filters
 from ..frag import fragmentation
-from ..framework import Diagnosis
 from ..optimize.disrupt import running_state
 from ..place import Placer, consequences
+from ..scheduler.framework import Diagnosis
+from ..scheduler.names import NODE_RESOURCES_FIT, TAINT_TOLERATION
+from ..scheduler.plugins import gpudevices, nodeaffinity, nodeunschedulable
+from ..scheduler.plugins.gpudevices import GpuChoice, mismatch
+from ..scheduler.plugins.noderesources import insufficient
+from ..scheduler.views import node_filters
 from ..state import GPU_RESOURCE, SHARED_RESOURCE, ClusterState, NodeState, mig_resource
 from .report import Capacity, Reason, SchedulerView
 
@@ -70,32 +74,32 @@ def _models(nodes: list[NodeState]) -> str:
     return "; ".join(f"{_names(names)}: {model}" for model, names in by_model.items())
 
 
-def _hardware_of(reason: str, nodes: list[NodeState], pod: GpuNeeds, gpus: int) -> str:
-    """One sentence about the GPUs behind one reason string."""
+def _hardware_of(reason: str, plugin: str, nodes: list[NodeState], pod: GpuNeeds, gpus: int) -> str:
+    """One sentence about the GPUs behind one reason, which `plugin` gave."""
     names = _names([node.name for node in nodes])
     first = nodes[0]
     texts: dict[str, Callable[[], str]] = {
-        "node is time-sliced": lambda: (
+        gpudevices.ERR_REASON_TIME_SLICED: lambda: (
             f"{names} {'shares' if len(nodes) == 1 else 'share'} each GPU between {first.spec.gpu.replicas if first.spec.gpu else 1} pods by time-slicing: "
             "a replica has no memory or fault isolation, and the pod is not marked shared"
         ),
-        "node is not time-sliced": lambda: f"{names} give whole GPUs only; the pod asks for a time-sliced replica",
-        f"GPU model is not {pod.model}": lambda: f"the pod needs {pod.model}; {_models(nodes)}",
-        f"GPU memory below {pod.memory_gib or 0:g} GiB": lambda: f"the pod needs {pod.memory_gib:g} GiB per GPU; {_models(nodes)}",
-        f"no NVLink island with {gpus} free GPUs": lambda: _island(nodes, pod, gpus),
-        "Insufficient nvidia.com/gpu": lambda: _insufficient(nodes, pod, gpus),
-        "Insufficient cpu": lambda: f"{names}: too little cpu left for the pod's {pod.cpu}",
-        "Insufficient memory": lambda: f"{names}: too little host memory left for the pod's {pod.memory}",
-        "node(s) were unschedulable": lambda: f"{names} {'is' if len(nodes) == 1 else 'are'} cordoned",
-        "node(s) didn't match Pod's node affinity/selector": lambda: (
+        gpudevices.ERR_REASON_NOT_TIME_SLICED: lambda: f"{names} give whole GPUs only; the pod asks for a time-sliced replica",
+        gpudevices.ERR_REASON_MODEL.format(model=pod.model): lambda: f"the pod needs {pod.model}; {_models(nodes)}",
+        gpudevices.ERR_REASON_MEMORY.format(gib=pod.memory_gib or 0): lambda: f"the pod needs {pod.memory_gib:g} GiB per GPU; {_models(nodes)}",
+        gpudevices.ERR_REASON_NVLINK.format(count=gpus): lambda: _island(nodes, pod, gpus),
+        insufficient(GPU_RESOURCE): lambda: _insufficient(nodes, pod, gpus),
+        insufficient("cpu"): lambda: f"{names}: too little cpu left for the pod's {pod.cpu}",
+        insufficient("memory"): lambda: f"{names}: too little host memory left for the pod's {pod.memory}",
+        nodeunschedulable.ERR_REASON: lambda: f"{names} {'is' if len(nodes) == 1 else 'are'} cordoned",
+        nodeaffinity.ERR_REASON: lambda: (
             f"{names} lack the label(s) the pod selects: {', '.join(f'{k}={v}' for k, v in pod.node_selector.items())}"
         ),
     }
     if pod.mig_profile:
-        texts[f"Insufficient {mig_resource(pod.mig_profile)}"] = lambda: _insufficient(nodes, pod, gpus)
+        texts[insufficient(mig_resource(pod.mig_profile))] = lambda: _insufficient(nodes, pod, gpus)
     if reason in texts:
         return texts[reason]()
-    if reason.startswith("node(s) had untolerated taint"):
+    if plugin == TAINT_TOLERATION:
         taints = sorted({_taint_text(node, pod) for node in nodes})
         verb = "carries" if len(nodes) == 1 else "carry"
         return f"{names} {verb} taint(s) the pod does not tolerate: {', '.join(taints)}"
@@ -112,12 +116,15 @@ def _taint_text(node: NodeState, pod: GpuNeeds) -> str:
 def restate(diagnosis: Diagnosis, state: ClusterState, pod: GpuNeeds, gpus: int) -> list[Reason]:
     """Each reason of the diagnosis with the nodes that gave it (in cluster order), the most common first."""
     by_reason: dict[str, list[str]] = {}
+    plugin_of: dict[str, str] = {}
     for node in state.nodes:
         status = diagnosis.statuses.get(node.name)
         for reason in status.reasons if status else ():
             by_reason.setdefault(reason, []).append(node.name)
+            plugin_of[reason] = status.plugin
     return [
-        Reason(reason=reason, nodes=names, hardware=_hardware_of(reason, [state.node(n) for n in names], pod, gpus))
+        Reason(reason=reason, nodes=names,
+               hardware=_hardware_of(reason, plugin_of[reason], [state.node(n) for n in names], pod, gpus))
         for reason, names in sorted(by_reason.items(), key=lambda item: (-len(item[1]), item[0]))
     ]
 
@@ -133,7 +140,7 @@ def scheduler_view(cluster: Cluster, pod: GpuNeeds, gpus: int) -> SchedulerView:
     return view
 
 
-def _extended_choice(cluster: Cluster, pod: GpuNeeds, gpus: int) -> Option | Diagnosis:
+def _extended_choice(cluster: Cluster, pod: GpuNeeds, gpus: int) -> GpuChoice | Diagnosis:
     return Placer(running_state(cluster), "extended", "binpack").best(pod, gpus)
 
 
@@ -167,7 +174,7 @@ def _hardware_suits(pod: GpuNeeds, node: NodeState) -> bool:
     return bool(node.whole_gpus()) and not mismatch(pod, node)
 
 
-def capacity(state: ClusterState, pod: GpuNeeds, gpus: int, found: Option | Diagnosis, moves: int | None) -> Capacity:
+def capacity(state: ClusterState, pod: GpuNeeds, gpus: int, found: GpuChoice | Diagnosis, moves: int | None) -> Capacity:
     """Fits; fragmented (moving pods makes room, or enough is free in the wrong shape); gone; or unsuitable."""
     nodes = suitable(state, pod)
     free = sum(_free_units(node, pod) for node in nodes)
@@ -184,7 +191,7 @@ def capacity(state: ClusterState, pod: GpuNeeds, gpus: int, found: Option | Diag
         "moves": moves,
     }
     unit = f"{pod.mig_profile} instances" if pod.mig_profile else "GPUs"
-    if isinstance(found, Option):
+    if isinstance(found, GpuChoice):
         return Capacity(verdict="fits", summary=f"it fits on {found.node.name}", **common)
     if not nodes:
         return Capacity(verdict="unsuitable", summary="no node's hardware and labels suit the pod", **common)
@@ -203,5 +210,5 @@ def capacity(state: ClusterState, pod: GpuNeeds, gpus: int, found: Option | Diag
 
 def _blocked_by_host(found: Diagnosis, nodes: list[NodeState]) -> bool:
     """Every suitable node failed on host cpu or memory, none on its GPUs."""
-    statuses = [found.statuses[node.name] for node in nodes if node.name in found.statuses]
-    return bool(statuses) and all(status.plugin == "NodeResourcesFit" for status in statuses)
+    rejected = {node.name for node in nodes if node.name in found.statuses}
+    return bool(rejected) and rejected <= set(found.failing(NODE_RESOURCES_FIT))

@@ -1,0 +1,23 @@
+"""Every plugin name, spelled once: statuses, messages and explanations all refer to these."""
+
+from __future__ import annotations
+
+__all__ = [
+    "NODE_NAME",
+    "NODE_UNSCHEDULABLE",
+    "TAINT_TOLERATION",
+    "NODE_AFFINITY",
+    "NODE_RESOURCES_FIT",
+    "DYNAMIC_RESOURCES",
+    "DEFAULT_PREEMPTION",
+    "GPU_DEVICES",
+]
+
+NODE_NAME = "NodeName"
+NODE_UNSCHEDULABLE = "NodeUnschedulable"
+TAINT_TOLERATION = "TaintToleration"
+NODE_AFFINITY = "NodeAffinity"
+NODE_RESOURCES_FIT = "NodeResourcesFit"
+DYNAMIC_RESOURCES = "DynamicResources"
+DEFAULT_PREEMPTION = "DefaultPreemption"
+GPU_DEVICES = "GpuDevices"  # gpusched's own: the GPU view's check of model, memory, sharing, MIG and NVLink

@@ -1,0 +1,245 @@
+"""Predict kube-scheduler's verdict for one pod from kubectl JSON: the nodes that fit, or the exact message.
+
+Covers the default profile of 1.34–1.37 for what kubectl shows of Nodes and Pods: NodeName, NodeUnschedulable,
+TaintToleration, NodeAffinity and NodeResourcesFit, then the PostFilter (DRA's message and DefaultPreemption).
+Unbound pods that preemption nominated to a node count there for pods of no higher priority, as the Filter does.
+The wording and the version differences follow /work/notes/k8s-research.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field, computed_field
+
+from ...errors import InputError
+from ...models.kube import KubePod, parse_nodes, parse_pod, parse_pods
+from ...scenarios import read_document
+from ..dra.extended import class_mapping, uses_extended
+from ..dra.extended import enabled as extended_enabled
+from ..dra.objects import DraObjects, load_objects
+from .framework import (
+    NEWEST,
+    OLDEST,
+    Diagnosis,
+    Status,
+    Version,
+    outside_prefilter,
+    unresolvable,
+)
+from .nodeinfo import KubeNodeInfo, snapshot
+from .plugins import defaultpreemption, dynamicresources, nodeaffinity, noderesources
+from .plugins.defaultpreemption import Candidate
+from .plugins.dynamicresources import ClaimPrediction, DynamicResources
+from .plugins.nodeaffinity import NodeAffinity
+from .plugins.nodename import NodeName
+from .plugins.noderesources import Shortfall, shortfalls
+from .views import Filter, kubectl_filters, run_filters
+
+__all__ = [
+    "Shortfall",
+    "NodeVerdict",
+    "Nomination",
+    "ClaimPrediction",
+    "K8sPrediction",
+    "parse_version",
+    "predict",
+    "predict_files",
+]
+
+NO_NODES = "no nodes available to schedule pods"
+EVENT_LIMIT = 1024  # bytes kept of an event's note
+
+
+class NodeVerdict(BaseModel):
+    name: str
+    fits: bool
+    plugin: str = Field("", description="the first filter plugin that rejected the node")
+    code: str = Field("Success", description="Success, Unschedulable or UnschedulableAndUnresolvable")
+    reasons: list[str] = Field(default_factory=list)
+    shortfalls: list[Shortfall] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def detail(self) -> str:
+        """`node reason` — with the numbers for resource reasons, which the event never shows."""
+        if self.fits:
+            return ""
+        parts = [s.text() for s in self.shortfalls] or self.reasons
+        return f"{self.name} {', '.join(parts)}"
+
+
+class Nomination(BaseModel):
+    node: str
+    victims: list[str] = Field(description="namespace/name, most important first")
+
+
+class K8sPrediction(BaseModel):
+    version: str
+    pod: str = Field(description="namespace/name")
+    priority: int
+    requests: dict[str, int] = Field(description="what the scheduler counts for the pod; cpu in millicores")
+    feasible: list[str] = Field(description="nodes that pass every filter")
+    nodes: list[NodeVerdict]
+    message: str | None = Field(None, description="the PodScheduled=False condition message when Pending")
+    event: str | None = Field(None, description="the FailedScheduling event note (the message cut to 1024 bytes)")
+    nomination: Nomination | None = Field(None, description="where preemption would make room, and whom it evicts")
+    claims: list[ClaimPrediction] = Field(default_factory=list, description="the pod's ResourceClaims (with --objects)")
+    extended_resource_claim_status: dict | None = Field(
+        None, description="status.extendedResourceClaimStatus when DRA serves an extended resource (DRAExtendedResource); "
+        "resourceClaimName is the generateName, the API server appends 5 random characters")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def fits(self) -> bool:
+        return bool(self.feasible)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def details(self) -> list[str]:
+        return [verdict.detail for verdict in self.nodes if not verdict.fits]
+
+
+def parse_version(version: str | Version) -> Version:
+    """`1.37` or `1.34.1` (a leading v is fine); a version outside 1.34–1.37 is refused, not guessed at."""
+    text = version if isinstance(version, str) else ".".join(str(part) for part in version)
+    try:
+        parsed = tuple(int(part) for part in text.strip().lstrip("v").split("."))
+    except ValueError:
+        parsed = ()
+    if not 2 <= len(parsed) <= 3 or not OLDEST <= parsed[:2] <= NEWEST:
+        raise ValueError(f"--k8s-version: expected 1.34 to 1.37, optionally with a patch such as 1.34.1, got {text!r}")
+    return parsed
+
+
+@dataclass(frozen=True)
+class _PreFilter:
+    """The PreFilter results: the nodes still considered (None: all), which plugins narrowed them, or a failure."""
+
+    names: frozenset[str] | None = None
+    plugins: tuple[str, ...] = ()
+    failure: str = ""
+    failed_plugin: str = nodeaffinity.NAME
+
+
+def _prefilter(pod: KubePod, version: Version, dra: DynamicResources | None) -> _PreFilter:
+    """1.37's NodeName and NodeAffinity's `metadata.name` matchFields narrow the nodes; DRA's PreFilter may fail."""
+    names = NodeName.prefilter(pod, version)
+    plugins = [NodeName.name] if names is not None else []
+    pinned = NodeAffinity.prefilter(pod)
+    if pinned is not None and not pinned:
+        return _PreFilter(failure=nodeaffinity.ERR_REASON_CONFLICT)
+    if dra is not None and dra.cycle.prefilter:
+        return _PreFilter(failure=dra.cycle.prefilter, failed_plugin=dynamicresources.NAME)
+    if pinned is not None:
+        names = pinned if names is None else names & pinned
+        plugins.append(NodeAffinity.name)
+    return _PreFilter(names, tuple(sorted(plugins)))
+
+
+def _statuses(pod: KubePod, infos: list[KubeNodeInfo], pre: _PreFilter, filters: tuple[Filter, ...]) -> dict[str, Status]:
+    if pre.failure:
+        return {info.name: unresolvable(pre.failed_plugin, pre.failure) for info in infos}
+    return {
+        info.name: run_filters(filters, pod, info) if pre.names is None or info.name in pre.names
+        else outside_prefilter(pre.plugins)
+        for info in infos
+    }
+
+
+def _postfilter(pod: KubePod, infos: list[KubeNodeInfo], statuses: dict[str, Status], version: Version,
+                filters: tuple[Filter, ...], dra: DynamicResources | None) -> tuple[str, Candidate[KubePod] | None]:
+    """DynamicResources then DefaultPreemption; a success drops the reasons gathered before it."""
+    reasons = dynamicresources.postfilter_reasons(dra, version, pod)
+    ok, message, best = defaultpreemption.preempt(
+        pod, infos, statuses, version, lambda pod, info: run_filters(filters, pod, info))
+    if ok:
+        return message, best
+    return ", ".join([*reasons, message]), None
+
+
+def _truncate(message: str) -> str:
+    """An event note keeps at most 1024 bytes, ending ` ...` when cut."""
+    raw = message.encode()
+    if len(raw) <= EVENT_LIMIT:
+        return message
+    return raw[: EVENT_LIMIT - 4].decode(errors="ignore") + " ..."
+
+
+def _verdict(pod: KubePod, info: KubeNodeInfo, status: Status) -> NodeVerdict:
+    return NodeVerdict(
+        name=info.name,
+        fits=status.ok,
+        plugin=status.plugin,
+        code=status.code.value,
+        reasons=list(status.reasons),
+        shortfalls=shortfalls(pod, info) if status.plugin == noderesources.NAME else [],
+    )
+
+
+def _schedule(pod: KubePod, infos: list[KubeNodeInfo], version: Version, dra: DynamicResources | None) -> K8sPrediction:
+    result = K8sPrediction(
+        version=".".join(map(str, version)),
+        pod=pod.key,
+        priority=pod.priority,
+        requests=dict(sorted(pod.requests.items())),
+        feasible=[],
+        nodes=[],
+    )
+    if not infos:
+        return result.model_copy(update={"message": NO_NODES, "event": NO_NODES})
+    filters = (*kubectl_filters(version), *([dra] if dra else []))
+    pre = _prefilter(pod, version, dra)
+    statuses = _statuses(pod, infos, pre, filters)
+    result.nodes = [_verdict(pod, info, statuses[info.name]) for info in infos]
+    result.feasible = [name for name, status in statuses.items() if status.ok]
+    if dra is not None:
+        result.claims = dra.predictions(result.feasible)
+        chosen = next((c.node for c in result.claims if c.node), None)
+        result.extended_resource_claim_status = dra.extended_status(chosen) if chosen else None
+    if result.feasible:
+        return result
+    post, best = _postfilter(pod, infos, statuses, version, filters, dra)
+    diagnosis = Diagnosis(len(infos), statuses, prefilter=pre.failure, postfilter=post)
+    result.message = diagnosis.message
+    result.event = _truncate(result.message)
+    if best is not None:
+        result.nomination = Nomination(node=best.node, victims=[victim.key for victim in best.victims])
+    return result
+
+
+def predict(
+    nodes_doc: Any,
+    pods_doc: Any,
+    pod_doc: Any,
+    version: str | Version = NEWEST,
+    sources: tuple[str, str, str] = ("nodes", "pods", "pod"),
+    objects: DraObjects | None = None,
+) -> K8sPrediction:
+    """Parsed `kubectl get -o json` documents in; `sources` names them in errors. `pods_doc` may be None.
+
+    A pod with spec.resourceClaims needs `objects`: the DeviceClasses, ResourceSlices and claims or templates.
+    """
+    release = parse_version(version)
+    nodes = parse_nodes(nodes_doc, sources[0])
+    pods = parse_pods(pods_doc, sources[1]) if pods_doc is not None else []
+    pod = parse_pod(pod_doc, sources[2])
+    dra = None
+    mapping = class_mapping(objects.classes) if objects is not None and extended_enabled(release) else {}
+    if pod.claims or uses_extended(pod, mapping):
+        if objects is None:
+            raise InputError(sources[2], "ResourceClaims need --objects: the DeviceClasses, ResourceSlices and "
+                             "ResourceClaims or templates, as kubectl get -o json prints them", "spec.resourceClaims")
+        dra = DynamicResources.for_pod(pod, nodes, objects, mapping)
+    return _schedule(pod, snapshot(nodes, pods, pod, frozenset(mapping)), release, dra)
+
+
+def predict_files(
+    nodes: str, pods: str | None, pod: str, version: str | Version = NEWEST, objects: list[str] | None = None
+) -> K8sPrediction:
+    """The same from file paths, each named in any error."""
+    release = parse_version(version)
+    pods_doc = read_document(pods) if pods else None
+    found = load_objects(objects, pods=False) if objects else None
+    return predict(read_document(nodes), pods_doc, read_document(pod), release, (nodes, pods or "pods", pod), found)
