@@ -14,7 +14,18 @@ from ...models.workload import GpuNeeds
 from ..fit import Option, evaluate
 from ..state import NodeState
 
-__all__ = ["PodShape", "Item", "Arrangement", "NodeClass", "node_classes", "compatible", "room_of", "arrange", "patterns", "canonical_free"]
+__all__ = [
+    "Arrangement",
+    "Item",
+    "NodeClass",
+    "PodShape",
+    "arrange",
+    "canonical_free",
+    "compatible",
+    "node_classes",
+    "patterns",
+    "room_of",
+]
 
 MAX_PATTERNS = 20000  # per class; beyond this the instance is too varied for the class model
 

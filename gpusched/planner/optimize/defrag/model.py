@@ -87,7 +87,11 @@ def _items(
 
 @lru_cache(maxsize=50_000)
 def _patterns(
-    caps: tuple[int, ...], targets: int, shape: TargetShape, classes: tuple[MoverClass, ...], room: tuple[int | None, int | None]
+    caps: tuple[int, ...],
+    targets: int,
+    shape: TargetShape,
+    classes: tuple[MoverClass, ...],
+    room: tuple[int | None, int | None],
 ) -> tuple[tuple[int, ...], ...]:
     """Every maximal combination of incoming movers (counts per given class) that fits beside the targets."""
     cpu_left, memory_left = room

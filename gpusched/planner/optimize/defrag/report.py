@@ -105,5 +105,6 @@ class DefragReport(BaseModel):
     gpus_moved: int = 0
     commands: list[str] = Field(default_factory=list)
     solve: SolveReport | None = None
-    kinds: int = Field(0, description="kinds of node the model was built on (identical nodes aggregated)")  # node classes; the JSON key stays
+    # node classes; the JSON key and its description stay as the CLI has always printed them
+    kinds: int = Field(0, description="kinds of node the model was built on (identical nodes aggregated)")
     comparison: list[Greedy] = Field(default_factory=list)

@@ -17,7 +17,9 @@ from .report import MigPlan
 __all__ = ["mig_parted", "mig_parted_file", "node_layouts"]
 
 
-def node_layouts(block: GpuBlock, node: str, gpus: dict[str, MigGpu], layouts: dict[str, Layout]) -> list[list[NewInstance] | None]:
+def node_layouts(
+    block: GpuBlock, node: str, gpus: dict[str, MigGpu], layouts: dict[str, Layout]
+) -> list[list[NewInstance] | None]:
     """Every GPU of the node after the plan: its instances, or None for MIG disabled."""
     result = []
     for index in range(block.count):

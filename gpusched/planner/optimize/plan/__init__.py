@@ -61,6 +61,7 @@ def plan(
     sizes: tuple[int, ...] = (1, 2, 4, 8),
     heuristics: bool = True,
 ) -> PlanReport:
+    """The optimal plan for the batch, validated, beside kube-scheduler-style placement under each policy."""
     config = config or SolverConfig()
     state = ClusterState.from_cluster(cluster)
     classes = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector))

@@ -96,7 +96,11 @@ def _link_supply(
     for shape in {t.shape for t in types}:
         shape_groups = {group: members for group, members in groups.items() if group.shape == shape}
         offered = {
-            c: sum(counts[c][k] * pattern.count(shape) for k, (pattern, _) in enumerate(class_patterns[c]) if shape in pattern)
+            c: sum(
+                counts[c][k] * pattern.count(shape)
+                for k, (pattern, _) in enumerate(class_patterns[c])
+                if shape in pattern
+            )
             for c in {c for group in shape_groups for c in group.classes}
         }
         if len(shape_groups) == 1 and next(iter(shape_groups)).confined is None:
@@ -107,7 +111,8 @@ def _link_supply(
             shares = supply[group] = {c: model.new_int_var(0, len(classes[c].nodes) * 64, "z") for c in group.classes}
             model.add(sum(shares.values()) == sum(types[j].sample.pods * placed[j] for j in members))
         for c, total in offered.items():
-            model.add(sum(shares[c] for group, shares in supply.items() if group.shape == shape and c in shares) == total)
+            shared = [shares[c] for group, shares in supply.items() if group.shape == shape and c in shares]
+            model.add(sum(shared) == total)
     return groups, supply
 
 
@@ -132,7 +137,9 @@ def _confine(
     return placed_in
 
 
-def build(classes: list[NodeClass], types: list[JobType], largest: int, tags: list[str | None]) -> tuple[PlanModel, list]:
+def build(
+    classes: list[NodeClass], types: list[JobType], largest: int, tags: list[str | None]
+) -> tuple[PlanModel, list]:
     """The model and its objective levels."""
     model = cp_model.CpModel()
     shapes_by_class: dict[int, list[PodShape]] = defaultdict(list)

@@ -90,5 +90,6 @@ class PreemptReport(BaseModel):
     placements: list[Placement] = Field(default_factory=list)
     cost: EvictionCost | None = None
     solve: SolveReport | None = None
-    kinds: int = Field(0, description="kinds of node the model was built on (identical nodes aggregated)")  # node classes; the JSON key stays
+    # node classes; the JSON key and its description stay as the CLI has always printed them
+    kinds: int = Field(0, description="kinds of node the model was built on (identical nodes aggregated)")
     comparison: list[Alternative] = Field(default_factory=list)
