@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from gpusched.errors import InputError
 from gpusched.models.cluster import Cluster
 from gpusched.planner.optimize.defrag import Move, defrag, parse_shape
-from gpusched.planner.optimize.defrag import _order as order_moves
+from gpusched.planner.optimize.defrag.extract import order_moves
 from gpusched.planner.optimize.disrupt import without
 from gpusched.planner.optimize.solver import SolverConfig
 from gpusched.planner.validate import Assignment, violations

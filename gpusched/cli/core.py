@@ -9,7 +9,7 @@ import typer
 from pydantic import BaseModel
 
 from ..bench import bench_place
-from ..emit import DEFAULT_GPU_WEIGHT, kueue_setup, scheduler_config
+from ..planner.emit import DEFAULT_GPU_WEIGHT, kueue_setup, scheduler_config
 from ..live import predict_live
 from ..models.cluster import Cluster
 from ..models.dra import ClaimList

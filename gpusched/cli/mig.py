@@ -10,8 +10,8 @@ import yaml
 from rich.console import Console
 
 from ..bench.mig_bench import MigBench, bench_mig
-from ..emit import mig_parted_file
-from ..planner.mig_repartition import (
+from ..planner.optimize.mig.migparted import mig_parted_file
+from ..planner.optimize.mig.layouts import (
     MigGpu,
     check_demand,
     demand_from_pods,

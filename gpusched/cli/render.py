@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from ..bench import PlaceBench
-from ..emit import KueueSetup, SchedulerConfig
+from ..planner.emit import KueueSetup, SchedulerConfig
 from ..planner.allreduce import AllReduce
 from ..planner.frag import FragReport
 from ..planner.gang import GangReport

@@ -21,8 +21,8 @@ from ...models.mig import profiles_for
 from ...models.scheduling import Toleration
 from ...models.workload import GpuNeeds, Pod
 from ..allreduce import allreduce_for
-from ..mig_repartition import inventory
-from ..optimize.defrag import Shape, defrag
+from ..optimize.defrag import TargetShape, defrag
+from ..optimize.mig.layouts import inventory
 from ..optimize.mig import plan_mig
 from ..optimize.preempt import preempt
 from ..optimize.solver import Infeasible, SolverConfig
@@ -290,7 +290,7 @@ def _move(ctx: Context) -> Iterator[Found]:
         return
     # defrag packs GPUs, not the target's cpu and memory: those are checked when the moves are tried below
     gpu_needs = GpuNeeds.model_validate(pod.model_dump(include=set(GpuNeeds.model_fields), exclude={"cpu", "memory"}))
-    shape = Shape(pod.gpus, 1, pod.nvlink and pod.gpus > 1, target=gpu_needs)
+    shape = TargetShape(pod.gpus, 1, pod.nvlink and pod.gpus > 1, target=gpu_needs)
     try:
         report = defrag(ctx.cluster, shape, None, ctx.config)
     except InputError as error:  # a shape no node could ever hold

@@ -2,7 +2,7 @@
 host becomes a list of patterns (multisets of shapes that fit together), each with its exact arrangement.
 
 A CP-SAT model over pattern counts per class is exact — pods never span nodes, so a node's contents are a
-pattern — and its size depends on how many kinds of node and pod there are, not how many nodes and pods.
+pattern — and its size depends on how many classes of node and shapes of pod there are, not how many nodes and pods.
 """
 
 from __future__ import annotations
@@ -14,13 +14,24 @@ from ...models.workload import GpuNeeds
 from ..fit import Option, evaluate
 from ..state import NodeState
 
-__all__ = ["Shape", "Item", "Arrangement", "NodeClass", "node_classes", "patterns", "canonical_free"]
+__all__ = [
+    "Arrangement",
+    "Item",
+    "NodeClass",
+    "PodShape",
+    "arrange",
+    "canonical_free",
+    "compatible",
+    "node_classes",
+    "patterns",
+    "room_of",
+]
 
 MAX_PATTERNS = 20000  # per class; beyond this the instance is too varied for the class model
 
 
 @dataclass(frozen=True)
-class Shape:
+class PodShape:
     """What one pod takes from a node: interchangeable pods have the same shape."""
 
     gpus: int
@@ -31,7 +42,7 @@ class Shape:
     memory: int  # bytes
 
     @classmethod
-    def of(cls, needs: GpuNeeds, gpus: int) -> Shape:
+    def of(cls, needs: GpuNeeds, gpus: int) -> PodShape:
         return cls(
             gpus=gpus,
             nvlink=needs.nvlink and gpus > 1 and not needs.mig_profile,
@@ -46,7 +57,7 @@ class Shape:
 class Item:
     """One pod's place in an arrangement: GPU slots by canonical position on the node."""
 
-    shape: Shape
+    shape: PodShape
     slots: tuple[int, ...]  # canonical whole-GPU positions, time-sliced GPU positions, or MIG instance positions
     split: bool = False  # spans NVLink islands
 
@@ -144,7 +155,7 @@ def room_of(node: NodeState) -> _Room:
 
 
 @lru_cache(maxsize=None)
-def arrange(room: _Room, shapes: tuple[Shape, ...]) -> Arrangement | None:
+def arrange(room: _Room, shapes: tuple[PodShape, ...]) -> Arrangement | None:
     """The arrangement of these pods on a node with this room that splits the fewest pods, or None if none fits."""
     if room.cpu is not None and sum(s.cpu for s in shapes) > room.cpu:
         return None
@@ -160,7 +171,7 @@ def arrange(room: _Room, shapes: tuple[Shape, ...]) -> Arrangement | None:
     return Arrangement(tuple(whole_items + sliced_items + mig_items), splits, sum(room.islands) - used)
 
 
-def _arrange_mig(free: tuple[str, ...], shapes: list[Shape]) -> list[Item] | None:
+def _arrange_mig(free: tuple[str, ...], shapes: list[PodShape]) -> list[Item] | None:
     taken: set[int] = set()
     items = []
     for shape in shapes:
@@ -172,7 +183,7 @@ def _arrange_mig(free: tuple[str, ...], shapes: list[Shape]) -> list[Item] | Non
     return items
 
 
-def _arrange_sliced(gpus: tuple[tuple[int, float], ...], shapes: list[Shape]) -> list[Item] | None:
+def _arrange_sliced(gpus: tuple[tuple[int, float], ...], shapes: list[PodShape]) -> list[Item] | None:
     """Each shared pod takes one replica (and its declared memory) on each of `gpus` distinct GPUs."""
     state = [list(gpu) for gpu in gpus]
     order = sorted(range(len(shapes)), key=lambda i: (-shapes[i].gpus, -(shapes[i].shared_gib or 0)))
@@ -215,7 +226,7 @@ def _distinct_combos(candidates: list[int], size: int, state: list[list]) -> lis
     return combos
 
 
-def _arrange_whole(islands: tuple[int, ...], shapes: list[Shape]) -> tuple[list[Item], int] | None:
+def _arrange_whole(islands: tuple[int, ...], shapes: list[PodShape]) -> tuple[list[Item], int] | None:
     """Exact: NVLink pods inside one island, others in one island where possible; fewest split pods."""
     order = sorted(range(len(shapes)), key=lambda i: (-shapes[i].gpus, not shapes[i].nvlink))
     if sum(s.gpus for s in shapes) > sum(islands):
@@ -249,7 +260,7 @@ def _arrange_whole(islands: tuple[int, ...], shapes: list[Shape]) -> tuple[list[
     return _slots(islands, shapes, choice), splits
 
 
-def _slots(islands: tuple[int, ...], shapes: list[Shape], choice: dict[int, int | None]) -> list[Item]:
+def _slots(islands: tuple[int, ...], shapes: list[PodShape], choice: dict[int, int | None]) -> list[Item]:
     """Canonical GPU positions: island i's GPUs are positions offset[i] .. offset[i] + islands[i] - 1."""
     offsets = [sum(islands[:i]) for i in range(len(islands))]
     cursor = list(offsets)
@@ -270,11 +281,11 @@ def _spans(islands: tuple[int, ...], slots: tuple[int, ...]) -> bool:
     return len({next(i for i, b in enumerate(bounds) if p < b) for p in slots}) > 1
 
 
-def patterns(room: _Room, shapes: list[Shape]) -> list[tuple[tuple[Shape, ...], Arrangement]]:
+def patterns(room: _Room, shapes: list[PodShape]) -> list[tuple[tuple[PodShape, ...], Arrangement]]:
     """Every multiset of these shapes that fits together in the room (the empty one included)."""
-    found: list[tuple[tuple[Shape, ...], Arrangement]] = []
+    found: list[tuple[tuple[PodShape, ...], Arrangement]] = []
 
-    def extend(start: int, chosen: list[Shape]) -> None:
+    def extend(start: int, chosen: list[PodShape]) -> None:
         arrangement = arrange(room, tuple(chosen))
         if arrangement is None:
             return

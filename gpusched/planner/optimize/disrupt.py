@@ -1,5 +1,5 @@
 """What preempt and defrag share: the running pods as the planners see them, disruption budgets, nodes grouped
-into kinds, and the independent check of a cluster after pods were evicted, moved or added.
+into classes, and the independent check of a cluster after pods were evicted, moved or added.
 
 Running pods' cpu and memory requests count against their node here (kube-scheduler counts every bound pod), so
 an eviction frees them and a moved pod takes them along.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from ortools.sat.python import cp_model
 from pydantic import BaseModel
@@ -26,14 +26,16 @@ from .solver import SolverConfig, SolveReport, solve_lexicographic
 __all__ = [
     "Budgets",
     "running_pods",
-    "counts_per_kind",
-    "choices_per_kind",
+    "ChoiceCount",
+    "ClassPick",
+    "counts_per_class",
+    "choices_per_class",
     "solve_counts",
     "out_of_time",
     "problems",
     "running_state",
     "scratch",
-    "spread_over_kinds",
+    "spread_over_classes",
     "without",
 ]
 
@@ -162,13 +164,13 @@ def problems(cluster: Cluster, gone: Iterable[str], placed: Sequence[Assignment]
     return violations(without(cluster, names), list(placed)) + _requests(cluster, names, placed)
 
 
-def counts_per_kind(
+def counts_per_class(
     model: cp_model.CpModel, sizes: Sequence[int], options: Sequence[int], name: str
 ) -> list[list[cp_model.IntVar]]:
-    """One integer per (kind, option): how many of the kind's nodes take that option; together at most its size."""
+    """One integer per (class, option): how many of the class's nodes take that option; together at most its size."""
     chosen = []
-    for kind, (size, count) in enumerate(zip(sizes, options, strict=True)):
-        row = [model.new_int_var(0, size, f"{name}_{kind}_{option}") for option in range(count)]
+    for node_class, (size, count) in enumerate(zip(sizes, options, strict=True)):
+        row = [model.new_int_var(0, size, f"{name}_{node_class}_{option}") for option in range(count)]
         if row:
             model.add(sum(row) <= size)
         chosen.append(row)
@@ -178,13 +180,20 @@ def counts_per_kind(
 _T = TypeVar("_T")
 
 
-def choices_per_kind(
+class ChoiceCount(NamedTuple, Generic[_T]):
+    """One choice a class of nodes may take, and the variable counting its nodes that take it."""
+
+    choice: _T
+    count: cp_model.IntVar
+
+
+def choices_per_class(
     model: cp_model.CpModel, nodes: Sequence[Sequence[str]], choices: Sequence[Sequence[_T]]
-) -> tuple[list[list[cp_model.IntVar]], list[tuple[_T, cp_model.IntVar]]]:
-    """counts_per_kind for kinds of `nodes` with their `choices`, and every (choice, count) pair in kind order."""
-    take = counts_per_kind(model, [len(n) for n in nodes], [len(c) for c in choices], "take")
+) -> tuple[list[list[cp_model.IntVar]], list[ChoiceCount[_T]]]:
+    """counts_per_class for classes of `nodes` with their `choices`, and every choice with its count in class order."""
+    take = counts_per_class(model, [len(n) for n in nodes], [len(c) for c in choices], "take")
     flat = [
-        (choice, var)
+        ChoiceCount(choice, var)
         for row_choices, row in zip(choices, take, strict=True)
         for choice, var in zip(row_choices, row, strict=True)
     ]
@@ -194,13 +203,13 @@ def choices_per_kind(
 def solve_counts(
     model: cp_model.CpModel,
     take: list[list[cp_model.IntVar]],
-    flat: Sequence[tuple[object, cp_model.IntVar]],
+    flat: Sequence[ChoiceCount],
     levels: list,
     config: SolverConfig,
 ) -> tuple[list[list[int]] | None, SolveReport]:
-    """Solve `levels`, then the earliest nodes by name (so that runs repeat): how many nodes of each kind take
+    """Solve `levels`, then the earliest nodes by name (so that runs repeat): how many nodes of each class take
     each choice; None when the time ran out before any plan was found."""
-    levels = [*levels, ("earliest nodes by name", "minimize", sum(rank * var for rank, (_, var) in enumerate(flat)))]
+    levels = [*levels, ("earliest nodes by name", "minimize", sum(rank * pair.count for rank, pair in enumerate(flat)))]
     solver, report = solve_lexicographic(model, levels, config)
     if report.status == "UNKNOWN":
         return None, report
@@ -221,11 +230,19 @@ def out_of_time(report: _R, solve: SolveReport, config: SolverConfig) -> _R:
     )
 
 
-def spread_over_kinds(nodes: Sequence[Sequence[str]], counts: Sequence[Sequence[int]]) -> list[tuple[int, str, int]]:
-    """Disaggregate: (kind, node, option) triples, each kind's options given to its nodes in name order."""
+class ClassPick(NamedTuple):
+    """One node of a class and the option it takes."""
+
+    node_class: int
+    node: str
+    option: int
+
+
+def spread_over_classes(nodes: Sequence[Sequence[str]], counts: Sequence[Sequence[int]]) -> list[ClassPick]:
+    """Disaggregate: each class's options given to its nodes in name order."""
     chosen = []
-    for kind, (members, row) in enumerate(zip(nodes, counts, strict=True)):
+    for node_class, (members, row) in enumerate(zip(nodes, counts, strict=True)):
         queue = iter(members)
         for option, count in enumerate(row):
-            chosen += [(kind, next(queue), option) for _ in range(count)]
+            chosen += [ClassPick(node_class, next(queue), option) for _ in range(count)]
     return chosen

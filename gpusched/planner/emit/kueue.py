@@ -1,51 +1,20 @@
-"""Configuration a user can apply, built from the same model as the command that motivates it.
-
-- `scheduler_config`: the KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) whose profile ranks nodes as
-  `place --view extended --gpu-weight N` does (`place --emit-scheduler-config`).
-- `kueue_setup`: Kueue v1beta1 ResourceFlavors (one per GPU product), a ClusterQueue sized from the nodes'
-  allocatable and a LocalQueue, with the label a Job needs to join it (`gang --emit-kueue`).
-- `mig_parted_file`: the mig-parted config of a MIG plan with the node labels that select it (`mig plan --emit`).
-
-Each returns an `Emitted`: the objects, the comment lines that say how to apply them, and the YAML text. Every
-refusal is a ValueError naming the option, so the CLI exits 2 before anything is written.
-"""
+"""Kueue v1beta1 ResourceFlavors (one per GPU product), a ClusterQueue sized from the nodes' allocatable and a
+LocalQueue, with the label a Job needs to join it (`gang --emit-kueue`)."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import TYPE_CHECKING
 
-import yaml
 from pydantic import BaseModel, Field
 
-from .models.cluster import Cluster, Node
-from .models.quantity import format_quantity
-from .models.workload import Job
-from .planner.state import GPU_RESOURCE, ClusterState, advertised, mig_resource
+from ...models.cluster import Cluster, Node
+from ...models.quantity import format_quantity
+from ...models.workload import Job
+from ..state import GPU_RESOURCE, ClusterState, advertised, mig_resource
+from .emitted import Emitted, gpu_resources
 
-if TYPE_CHECKING:  # the MIG planner loads CP-SAT: only `mig plan` imports it
-    from .planner.optimize.mig import MigPlan
-
-__all__ = [
-    "DEFAULT_GPU_WEIGHT",
-    "QUEUE_LABEL",
-    "Emitted",
-    "Flavor",
-    "JobAdmission",
-    "KueueSetup",
-    "SchedulerConfig",
-    "kueue_setup",
-    "mig_parted_file",
-    "scheduler_config",
-]
-
-DEFAULT_GPU_WEIGHT = 10  # the seed's gpu-binpack profile
-MAX_WEIGHT = 100  # kube-scheduler rejects resource weights outside (0, 100]
-STRATEGIES = {"binpack": "MostAllocated", "spread": "LeastAllocated"}
-# Score plugins on by default whose scores differ between nodes although gpusched does not model them: off, so that
-# the profile ranks exactly as the simulation does. Preference-driven scorers (taints, affinity) stay on.
-UNMODELLED_SCORES = ("NodeResourcesBalancedAllocation", "ImageLocality")
+__all__ = ["QUEUE_LABEL", "Flavor", "JobAdmission", "KueueSetup", "kueue_setup"]
 
 KUEUE_API = "kueue.x-k8s.io/v1beta1"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -53,84 +22,6 @@ PRODUCT_LABEL = "nvidia.com/gpu.product"
 MODEL_LABEL = "gpusched.io/gpu-model"  # for nodes without a product label: the label to add, printed
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
-class Emitted(BaseModel):
-    """Objects to apply and the comment lines that head the file; `text()` is what gets written."""
-
-    comments: list[str]
-    documents: list[dict]
-
-    def text(self) -> str:
-        """The file: comment lines, then the objects (scalar lists and maps inline, as kubectl users read them)."""
-        head = "".join(f"# {line}\n" for line in self.comments)
-        return head + yaml.safe_dump_all(self.documents, sort_keys=False, default_flow_style=None, width=1000)
-
-
-# --- kube-scheduler ---------------------------------------------------------------------------------------------
-
-
-class SchedulerConfig(Emitted):
-    scheduler_name: str = Field(description="the profile's name: pods choose it with spec.schedulerName")
-    strategy: str = Field(description="NodeResourcesFit scoringStrategy.type")
-    resources: dict[str, int] = Field(description="resource -> weight in the score")
-
-
-def gpu_resources(cluster: Cluster) -> list[str]:
-    """nvidia.com/gpu and every other GPU resource a node advertises (nvidia.com/mig-* under the mixed strategy)."""
-    state = ClusterState.from_cluster(cluster)
-    found = {name for node in state.nodes for name in advertised(node)}
-    return [GPU_RESOURCE, *sorted(found - {GPU_RESOURCE})]
-
-
-def scheduler_config(cluster: Cluster, policy: str, gpu_weight: int | None) -> SchedulerConfig:
-    """The profile that scores as `place --view extended --policy P --gpu-weight N`: NodeResourcesFit alone.
-
-    A pod requests one GPU resource and kube-scheduler leaves the others out of its score, so every GPU resource the
-    cluster advertises gets the weight; 0 leaves GPUs out (an explicit 0 would be defaulted to 1 by the scheduler).
-    """
-    option = "--emit-scheduler-config"
-    if policy not in STRATEGIES:
-        raise ValueError(f"{option}: kube-scheduler cannot score NVLink islands (--policy {policy}); "
-                         "use --policy binpack or spread")  # fmt: skip
-    weight = DEFAULT_GPU_WEIGHT if gpu_weight is None else gpu_weight
-    if weight > MAX_WEIGHT:
-        raise ValueError(f"{option}: kube-scheduler accepts resource weights 1 to {MAX_WEIGHT}, got --gpu-weight {weight}")
-    resources = {**dict.fromkeys(gpu_resources(cluster) if weight else [], weight), "cpu": 1, "memory": 1}
-    name = f"gpu-{policy}"
-    strategy = STRATEGIES[policy]
-    profile = {
-        "schedulerName": name,
-        "plugins": {"score": {"disabled": [{"name": plugin} for plugin in UNMODELLED_SCORES]}},
-        "pluginConfig": [
-            {"name": "NodeResourcesFit", "args": {"scoringStrategy": {
-                "type": strategy, "resources": [{"name": r, "weight": w} for r, w in resources.items()]}}},
-            {"name": "PodTopologySpread", "args": {"defaultingType": "List"}},  # no implicit spreading
-        ],
-    }  # fmt: skip
-    document = {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "percentageOfNodesToScore": 100,  # score every feasible node, as gpusched does
-        "leaderElection": {"leaderElect": True, "resourceName": name, "resourceNamespace": "kube-system"},
-        "profiles": [profile],
-    }
-    gpus = [r for r in resources if r not in ("cpu", "memory")]
-    comments = [
-        f"Profile {name}: NodeResourcesFit {strategy}; it ranks nodes as",
-        f"`gpusched place CLUSTER --view extended --policy {policy} --gpu-weight {weight}` does",
-        f"(weight {weight}: {', '.join(gpus)}; weight 1: cpu, memory)." if gpus else "(weight 1: cpu, memory).",
-        f"Pods choose it with spec.schedulerName: {name}.",
-        f"Run it as a second scheduler (`kube-scheduler --config FILE`; its own lease, {name}),",
-        "or copy the profile into the profiles of your kube-scheduler's configuration.",
-        f"Not scored: {', '.join(UNMODELLED_SCORES)}; PodTopologySpread adds no default constraints;",
-        "every feasible node is scored (percentageOfNodesToScore: 100).",
-    ]
-    return SchedulerConfig(comments=comments, documents=[document], scheduler_name=name, strategy=strategy,
-                           resources=resources)  # fmt: skip
-
-
-# --- Kueue ------------------------------------------------------------------------------------------------------
 
 
 class Flavor(BaseModel):
@@ -289,21 +180,3 @@ def _kueue_comments(setup: KueueSetup) -> list[str]:
     for node, labels in setup.node_labels.items():
         lines.append(f"kubectl label node {node} {' '.join(f'{key}={value}' for key, value in labels.items())}")
     return lines
-
-
-# --- mig-parted -------------------------------------------------------------------------------------------------
-
-
-def mig_parted_file(plan: MigPlan) -> Emitted | None:
-    """The plan's mig-parted config (version v1, mig-configs) headed by the labels that select it; None: no change."""
-    if not plan.labels:
-        return None
-    drain = sorted({holder for change in plan.changes for holder in change.holders})
-    comments = [
-        "mig-parted config (nvidia-mig-parted apply -f FILE -c NAME, or the GPU Operator MIG manager's ConfigMap).",
-        "The MIG manager applies a config when a node is labelled with its name:",
-        *(f"kubectl label node {node} nvidia.com/mig.config={name} --overwrite" for node, name in plan.labels.items()),
-    ]
-    if drain:
-        comments.append(f"Drain first: mig-manager re-creates every instance of a GPU it reconfigures ({', '.join(drain)}).")
-    return Emitted(comments=comments, documents=[plan.mig_parted])

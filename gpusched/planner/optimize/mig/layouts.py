@@ -19,25 +19,27 @@ from functools import cached_property
 
 from pydantic import BaseModel
 
-from ..models.cluster import Cluster
-from ..models.mig import (
+from ....models.cluster import Cluster
+from ....models.mig import (
     COMPUTE_SLICES,
     MEMORY_SLICES,
     MigProfile,
     mig_family,
     profiles_for,
 )
-from ..models.workload import Pod
+from ....models.workload import Pod
 
 __all__ = [
     "Instance",
     "Layout",
     "MigGpu",
-    "Outcome",
+    "NewInstance",
+    "RepartitionOutcome",
     "check_demand",
     "compute_of",
     "demand_from_pods",
     "free_layouts",
+    "instances_after",
     "inventory",
     "is_reconfigured",
     "outcome",
@@ -46,6 +48,7 @@ __all__ = [
 
 Instance = tuple[str, int]  # (profile name, first memory slice)
 Layout = tuple[Instance, ...] | None  # free instances after the plan, sorted by start; None: a whole GPU
+NewInstance = tuple[str, int, str | None]  # (profile, start, holder): every instance of a GPU after a plan
 
 
 @dataclass(frozen=True)
@@ -230,7 +233,14 @@ def is_reconfigured(gpu: MigGpu, layout: Layout) -> bool:
     return set(gpu.free) != set(layout)
 
 
-class Outcome(BaseModel):
+def instances_after(gpu: MigGpu, layout: Layout) -> list[NewInstance] | None:
+    """Every instance of the GPU once it takes the layout, busy ones included; None: MIG disabled."""
+    if layout is None:
+        return None
+    return sorted(list(gpu.busy) + [(p, s, None) for p, s in layout], key=lambda i: i[1])
+
+
+class RepartitionOutcome(BaseModel):
     """What a set of layouts achieves for the demand: comparable across the optimum and the heuristics."""
 
     served: dict[str, int]  # free instances of each demanded profile, at most the demand
@@ -239,7 +249,7 @@ class Outcome(BaseModel):
     unused_slices: int  # compute slices of reconfigured GPUs in no instance
 
 
-def outcome(gpus: list[MigGpu], layouts: dict[str, Layout], demand: dict[str, int]) -> Outcome:
+def outcome(gpus: list[MigGpu], layouts: dict[str, Layout], demand: dict[str, int]) -> RepartitionOutcome:
     """Score layouts (GPU name -> layout; a GPU not named keeps its own) against the demand."""
     supply: Counter[str] = Counter()
     reconfigured = unused = 0
@@ -251,4 +261,4 @@ def outcome(gpus: list[MigGpu], layouts: dict[str, Layout], demand: dict[str, in
             instances = gpu.kept + (layout or ())
             unused += COMPUTE_SLICES - sum(gpu.profiles[name].compute for name, _ in instances)
     served = {name: min(count, supply[name]) for name, count in demand.items()}
-    return Outcome(served=served, met=served == demand, reconfigured=reconfigured, unused_slices=unused)
+    return RepartitionOutcome(served=served, met=served == demand, reconfigured=reconfigured, unused_slices=unused)

@@ -1,20 +1,23 @@
 """An independent check of a MIG repartitioning plan against the cluster model.
 
-It knows nothing of CP-SAT or of how plans are made: it reads the cluster, the new instances per GPU, the
-mig-parted config and the labels, recounts what they serve, and uses the geometry check of gpusched.models.mig.
-Every plan, optimal or heuristic, passes through it before it is printed.
+`mig_plan_violations` knows nothing of CP-SAT or of how plans are made: it reads the cluster, the new instances
+per GPU, the mig-parted config and the labels, recounts what they serve, and uses the geometry check of
+gpusched.models.mig. Every plan, optimal or heuristic, passes through it (`layout_violations`) before it is
+printed; `disagreements` checks that the plan scores what the solver said.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from ..models.cluster import Cluster, GpuBlock
-from ..models.mig import COMPUTE_SLICES, placement_error, profiles_for
+from ....models.cluster import Cluster, GpuBlock
+from ....models.mig import COMPUTE_SLICES, placement_error, profiles_for
+from ..solver import SolveReport
+from .layouts import Layout, MigGpu, NewInstance, RepartitionOutcome, compute_of, instances_after, outcome
+from .migparted import mig_parted
 
-__all__ = ["NewInstance", "mig_plan_violations"]
+__all__ = ["disagreements", "layout_violations", "mig_plan_violations"]
 
-NewInstance = tuple[str, int, str | None]  # (profile, start, holder)
 After = dict[tuple[str, int], list[NewInstance] | None]  # (node, GPU) -> every instance after; None: MIG disabled
 
 
@@ -149,3 +152,29 @@ def _config_problems(
             elif entries[0]["mig-enabled"] != bool(now) or entries[0].get("mig-devices", {}) != wanted:
                 found.append(f"{node.name}/{index}: the mig-parted entry does not give its planned instances")
     return found
+
+
+def disagreements(gpus: list[MigGpu], result: RepartitionOutcome, report: SolveReport) -> list[str]:
+    """The plan, recounted, scores what the solver said: a proven level exactly, an unproven one or better
+    (a later level's solution may improve on it: it is kept no worse, not fixed)."""
+    served = sum(compute_of(gpus, name) * count for name, count in result.served.items())
+    recount = (served, result.reconfigured, result.unused_slices)
+    found = []
+    for level, value in zip(report.levels, recount):
+        if level.objective is None:
+            continue
+        said = round(level.objective)
+        worse = value < said if level.sense == "maximize" else value > said
+        if worse or (level.status == "OPTIMAL" and value != said):
+            found.append(f"level {level.name}: the solver says {said}, the plan gives {value}")
+    return found
+
+
+def layout_violations(cluster: Cluster, gpus: list[MigGpu], layouts: dict[str, Layout], demand: dict[str, int]) -> list[str]:
+    """Run any plan's layouts (optimal or heuristic), with their config, labels and score, past the validator."""
+    by_name = {gpu.name: gpu for gpu in gpus}
+    after = {(by_name[name].node, by_name[name].index): instances_after(by_name[name], layout) for name, layout in layouts.items()}
+    result = outcome(gpus, layouts, demand)
+    config, labels = mig_parted(cluster, gpus, layouts)
+    claimed = (result.served, result.reconfigured, result.unused_slices)
+    return mig_plan_violations(cluster, demand, after, claimed, config["mig-configs"], labels)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..models.mig import placement_error
-from .mig_repartition import Instance, Layout, MigGpu, free_layouts, is_reconfigured
+from ....models.mig import placement_error
+from .layouts import Instance, Layout, MigGpu, free_layouts, is_reconfigured
 
 __all__ = ["BALANCED", "all_balanced", "first_fit"]
 

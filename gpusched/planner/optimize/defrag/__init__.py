@@ -1,0 +1,109 @@
+"""defrag: the fewest pod moves that make room for a target shape, as an ordered sequence of valid states.
+
+build (world.py, model.py) → solve → extract (extract.py) → validate (validate.py). Only exclusive whole GPUs
+matter (a time-sliced replica or a MIG instance is never room for the shape), so the planner works on NVLink
+islands: inside one, GPUs are interchangeable. Nodes identical up to pod names form one node class.
+
+Objective: fewest moves, then fewest GPUs moved, then the earliest nodes by name (so that runs repeat); with
+`xmax`, first the most target pods within --max-moves. Beside it, a descheduler-style greedy (baselines.py).
+"""
+
+from __future__ import annotations
+
+from ....errors import InputError
+from ....models.cluster import Cluster
+from ..disrupt import Budgets, out_of_time
+from ..solver import Infeasible, SolverConfig
+from .baselines import descheduler
+from .extract import commands_for, extract, order_moves
+from .model import caps_after, move_options, node_classes, solve_moves
+from .report import DefragReport, Greedy, Move, ShapeInfo, Step, TargetPlacement, TargetShape, parse_shape
+from .validate import validate
+from .world import World, build_world, room_for
+
+__all__ = [
+    "DefragReport",
+    "Greedy",
+    "Move",
+    "Step",
+    "TargetPlacement",
+    "TargetShape",
+    "defrag",
+    "parse_shape",
+]
+
+
+def _check_shape(world: World) -> None:
+    """A shape no node could ever hold is bad input (exit 2), not an infeasible plan."""
+    shape = world.shape
+    if shape.island and shape.gpus > 1:
+        largest = max((len(island) for islands in world.islands.values() for island in islands), default=0)
+        if largest < shape.gpus:
+            raise InputError(
+                "--for", f"no node has {shape.gpus} GPUs in one NVLink island (the largest island has {largest})"
+            )
+    else:
+        largest = max((sum(len(i) for i in islands) for islands in world.islands.values()), default=0)
+        if largest < shape.gpus:
+            raise InputError("--for", f"no node has {shape.gpus} exclusive whole GPUs (the largest has {largest})")
+
+
+def _why(world: World, max_moves: int | None) -> str:
+    """Why no plan exists: too little room even with every movable pod gone, or the pods that leave fit nowhere."""
+    shape = world.shape
+    bound = 0
+    for name in world.islands:
+        if world.hosts_target[name]:
+            caps = caps_after(world, name, [p for p in world.movers.values() if p.node == name])
+            bound += sum(c // shape.gpus for c in caps) if shape.island else sum(caps) // shape.gpus
+    if shape.pods is not None and bound < shape.pods:
+        return (
+            f"even with every movable pod elsewhere there is room for {bound} of the {shape.pods} target pods "
+            "(pods pinned by disruption budgets, MIG instances, time-sliced nodes and taints stay in the way)"
+        )
+    limit = f" within {max_moves} moves" if max_moves is not None else ""
+    return f"the pods that would have to leave fit nowhere else{limit}"
+
+
+def defrag(
+    cluster: Cluster, shape: TargetShape, max_moves: int | None = None, config: SolverConfig | None = None
+) -> DefragReport:
+    """The fewest moves that make room for the shape, ordered and validated, beside the descheduler's greedy."""
+    config = config or SolverConfig()
+    if max_moves is not None and max_moves < 0:
+        raise ValueError(f"--max-moves: must be 0 or more, got {max_moves}")
+    if shape.pods is None and max_moves is None:
+        raise ValueError("--for GPUSxmax asks for as many as the moves allow: give --max-moves")
+    world = build_world(cluster, shape, Budgets.of(cluster))
+    _check_shape(world)
+    classes = node_classes(world)
+    for node_class in classes:
+        node_class.options = move_options(world, node_class, shape.pods)
+    report = DefragReport(
+        shape=ShapeInfo(gpus=shape.gpus, pods=shape.pods, island=shape.island, text=shape.describe()),
+        max_moves=max_moves,
+        feasible=False,
+        before=room_for(world, world.nodes),
+        kinds=len(classes),
+        comparison=[descheduler(world, max_moves)],
+    )
+    try:
+        counts, solve = solve_moves(world, classes, config, max_moves)
+    except Infeasible:
+        return report.model_copy(update={"reason": _why(world, max_moves)})
+    if counts is None:
+        return out_of_time(report, solve, config)
+    plan = extract(world, classes, counts)
+    steps = order_moves(plan.moves)
+    validate(world, plan, steps)
+    return report.model_copy(
+        update={
+            "feasible": True,
+            "moves": plan.moves,
+            "steps": steps,
+            "targets": plan.targets,
+            "gpus_moved": sum(m.gpus for m in plan.moves),
+            "commands": commands_for(steps),
+            "solve": solve,
+        }
+    )

@@ -1,0 +1,151 @@
+"""defrag's extraction: where each pod that leaves lands, on which GPUs, and in which order the moves run.
+
+The moves are ordered so that every intermediate state is valid: a pod lands only on GPUs already free, and a cycle
+is broken by evicting one pod first and re-creating it last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ....models.cluster import RunningPod
+from ..disrupt import spread_over_classes
+from .model import DefragNodeClass, MoveOption, caps_after, pack
+from .report import Move, Step, TargetPlacement
+from .world import World
+
+__all__ = ["DefragPlan", "commands_for", "extract", "order_moves"]
+
+
+@dataclass
+class DefragPlan:
+    moves: list[Move]
+    targets: list[TargetPlacement]
+
+
+def _landing(world: World, picks: list[tuple[str, MoveOption]], leavers: list[RunningPod]) -> dict[str, str]:
+    """Each leaver's destination node: the first node (by name, another node if possible) with a slot of its class."""
+    slots = {node: list(option.take) for node, option in picks}
+    order = sorted(slots)
+    destination = {}
+    for pod in leavers:
+        index = world.mover_class[pod.name]
+        open_nodes = [n for n in order if slots[n][index] > 0]
+        chosen = next((n for n in open_nodes if n != pod.node), open_nodes[0])
+        slots[chosen][index] -= 1
+        destination[pod.name] = chosen
+    return destination
+
+
+def _arrange(
+    world: World, node: str, gone: list[RunningPod], incoming: list[RunningPod], targets: int
+) -> tuple[dict[str, list[int]], list[list[int]]]:
+    """Concrete GPUs on one node: incoming pods take GPUs free now first (so they wait for nobody), targets the rest."""
+    state = world.nodes[node]
+    leaving = {pod.name for pod in gone}
+    pools = []
+    for members in world.islands[node]:
+        free = [g for g in members if not state.gpus[g].holders]
+        vacated = [g for g in members if state.gpus[g].holders and state.gpus[g].holders[0][0] in leaving]
+        pools.append(free + vacated)
+    shape = world.shape
+    wants = [(pod.name, len(pod.gpus), world.mover_classes[world.mover_class[pod.name]].nvlink) for pod in incoming]
+    wants += [(f"\0target-{i}", shape.gpus, shape.island and shape.gpus > 1) for i in range(targets)]
+    linked = sorted((w for w in wants if w[2]), key=lambda w: -w[1])
+    found = pack(caps_after(world, node, gone), tuple(w[1] for w in linked), sum(w[1] for w in wants if not w[2]))
+    if found is None:
+        raise RuntimeError(f"internal error: the option chosen for {node} does not pack")
+    island_of = {w[0]: island for w, island in zip(linked, found, strict=True)}
+    taken: dict[str, list[int]] = {}
+    for name, gpus, nvlink in sorted(wants, key=lambda w: w[0].startswith("\0")):  # movers before targets
+        if nvlink:
+            pool = pools[island_of[name]]
+            taken[name], pool[:] = pool[:gpus], pool[gpus:]
+    everywhere = sorted(
+        (g for pool in pools for g in pool), key=lambda g: bool(state.gpus[g].holders)
+    )  # free now first
+    for name, gpus, nvlink in sorted(wants, key=lambda w: w[0].startswith("\0")):
+        if not nvlink:
+            taken[name], everywhere = everywhere[:gpus], everywhere[gpus:]
+    placed = {name: sorted(g) for name, g in taken.items() if not name.startswith("\0")}
+    return placed, [sorted(taken[f"\0target-{i}"]) for i in range(targets)]
+
+
+def extract(world: World, classes: list[DefragNodeClass], counts: list[list[int]]) -> DefragPlan:
+    picks = [(node, classes[k].options[o]) for k, node, o in spread_over_classes([k.nodes for k in classes], counts)]
+    class_of = {node: node_class for node_class in classes for node in node_class.nodes}
+    gone: dict[str, list[RunningPod]] = {}
+    for node, option in picks:
+        members = class_of[node].members[node]
+        gone[node] = [pod for group, count in zip(members, option.leave, strict=True) for pod in group[:count]]
+    leavers = [pod for node, _ in picks for pod in gone[node]]
+    destination = _landing(world, picks, leavers)
+    moves, targets = [], []
+    for node, option in sorted(picks):
+        incoming = [pod for pod in leavers if destination[pod.name] == node]
+        placed, blocks = _arrange(world, node, gone[node], incoming, option.targets)
+        for pod in incoming:
+            moves.append(
+                Move(
+                    pod=pod.name,
+                    gpus=len(pod.gpus),
+                    from_node=pod.node,
+                    from_gpus=sorted(pod.gpus),
+                    to_node=node,
+                    to_gpus=placed[pod.name],
+                )
+            )
+        for gpus in blocks:
+            islands = sorted({world.nodes[node].gpus[g].island for g in gpus})
+            targets.append(TargetPlacement(pod=f"target-{len(targets)}", node=node, gpus=gpus, islands=islands))
+    if world.shape.pods is not None:
+        targets = targets[: world.shape.pods]
+    moves.sort(key=lambda m: (m.from_node, m.pod))
+    return DefragPlan(moves, targets)
+
+
+def order_moves(moves: list[Move]) -> list[Step]:
+    """Steps in which a pod lands only on free GPUs; when every remaining move waits on another, evict one first."""
+    held = {(m.from_node, g): m.pod for m in moves for g in m.from_gpus}
+    waiting = list(moves)
+    evicted: set[str] = set()
+    steps: list[Step] = []
+    while waiting:
+        ready = next((m for m in waiting if all(held.get((m.to_node, g), m.pod) == m.pod for g in m.to_gpus)), None)
+        if ready is None:
+            blocker = next(m for m in waiting if m.pod not in evicted)
+            steps.append(Step(action="evict", pod=blocker.pod, node=blocker.from_node, gpus=blocker.from_gpus))
+            _leave(held, blocker, evicted)
+            continue
+        if ready.pod not in evicted:
+            _leave(held, ready, evicted)
+        steps.append(
+            Step(
+                action="create" if any(s.pod == ready.pod for s in steps) else "move",
+                pod=ready.pod,
+                node=ready.to_node,
+                gpus=ready.to_gpus,
+            )
+        )
+        held.update({(ready.to_node, g): ready.pod for g in ready.to_gpus})
+        waiting.remove(ready)
+    return steps
+
+
+def _leave(held: dict[tuple[str, int], str], move: Move, evicted: set[str]) -> None:
+    for g in move.from_gpus:
+        held.pop((move.from_node, g), None)
+    evicted.add(move.pod)
+
+
+def commands_for(steps: list[Step]) -> list[str]:
+    """What a user runs: evictions of named pods, each with where the pod must land (kubectl drain-free)."""
+    lines = []
+    for step in steps:
+        if step.action == "move":
+            lines.append(f"kubectl delete pod {step.pod}   # re-create on {step.node}, GPUs {step.gpus}")
+        elif step.action == "evict":
+            lines.append(f"kubectl delete pod {step.pod}   # keep it down until the step that re-creates it")
+        else:
+            lines.append(f"# re-create {step.pod} on {step.node}, GPUs {step.gpus}")
+    return lines

@@ -1,0 +1,110 @@
+"""defrag's input and output: the target shape (`--for`), and the pydantic report of a move plan."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ....models.workload import GpuNeeds
+from ..solver import SolveReport
+
+__all__ = ["DefragReport", "Greedy", "Move", "ShapeInfo", "Step", "TargetPlacement", "TargetShape", "parse_shape"]
+
+
+_SHAPE = re.compile(r"^(\d+)(?:x(\d+|max))?(@island)?$")
+
+
+@dataclass(frozen=True)
+class TargetShape:
+    """`GPUS[xPODS|xmax][@island]`: PODS pods of GPUS GPUs each (default 1 pod), each inside one NVLink island
+    with @island; `xmax` asks for as many as --max-moves allows."""
+
+    gpus: int
+    pods: int | None  # None: as many as possible
+    island: bool
+    target: GpuNeeds | None = field(default=None, compare=False)  # the real pod's needs (model, taints...), if known
+
+    @property
+    def needs(self) -> GpuNeeds:
+        return self.target or GpuNeeds(nvlink=self.island)
+
+    def describe(self) -> str:
+        size = f"{self.gpus} GPU{'s' if self.gpus != 1 else ''}"
+        where = ", each inside one NVLink island" if self.island and self.gpus > 1 else ""
+        if self.pods is None:
+            return f"as many pods of {size} as possible{where}"
+        return f"{self.pods} pod{'s' if self.pods != 1 else ''} x {size}{where}"
+
+
+def parse_shape(text: str) -> TargetShape:
+    match = _SHAPE.match(text.strip())
+    if not match:
+        raise ValueError(f"--for: expected GPUS[xPODS|xmax][@island] (e.g. 8@island, 8x2, 4xmax@island), got {text!r}")
+    gpus, pods, island = int(match[1]), match[2], bool(match[3])
+    if gpus < 1 or pods == "0":
+        raise ValueError(f"--for: GPUs and pods must be at least 1, got {text!r}")
+    return TargetShape(gpus, None if pods == "max" else int(pods or 1), island)
+
+
+class Move(BaseModel):
+    pod: str
+    gpus: int
+    from_node: str
+    from_gpus: list[int]
+    to_node: str
+    to_gpus: list[int]
+
+
+class Step(BaseModel):
+    """One action: `move` (evict, then re-create at once), or `evict` and later `create` to break a cycle."""
+
+    action: Literal["move", "evict", "create"]
+    pod: str
+    node: str = Field(description="where it runs after the step (the node it left, for evict)")
+    gpus: list[int]
+
+
+class TargetPlacement(BaseModel):
+    pod: str
+    node: str
+    gpus: list[int]
+    islands: list[int]
+
+
+class Greedy(BaseModel):
+    """The descheduler-style answer on the same input, judged by the same validator."""
+
+    name: str
+    moves: list[Move]
+    gpus_moved: int
+    targets: int = Field(description="target pods that fit afterwards")
+    fits: bool
+    valid: bool
+    problems: list[str] = Field(default_factory=list)
+
+
+class ShapeInfo(BaseModel):
+    gpus: int
+    pods: int | None
+    island: bool
+    text: str
+
+
+class DefragReport(BaseModel):
+    shape: ShapeInfo
+    max_moves: int | None
+    feasible: bool
+    reason: str | None = Field(None, description="why there is no plan (exit 1)")
+    before: int = Field(description="target pods that fit before any move")
+    moves: list[Move] = Field(default_factory=list)
+    steps: list[Step] = Field(default_factory=list)
+    targets: list[TargetPlacement] = Field(default_factory=list)
+    gpus_moved: int = 0
+    commands: list[str] = Field(default_factory=list)
+    solve: SolveReport | None = None
+    # node classes; the JSON key and its description stay as the CLI has always printed them
+    kinds: int = Field(0, description="kinds of node the model was built on (identical nodes aggregated)")
+    comparison: list[Greedy] = Field(default_factory=list)

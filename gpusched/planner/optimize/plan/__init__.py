@@ -1,0 +1,100 @@
+"""`plan`: the best placement of a batch of pending pods and gangs onto the cluster as it is (busy GPUs stay).
+
+build (model.py) → solve → extract (extract.py) → validate (validate.py). A job is all of its pods or none; a pod
+of a pods file is a job of one. The model counts, per node class, how many nodes take each pattern (classes.py);
+the plan is then disaggregated to concrete GPUs and checked by the independent validator, and compared with
+kube-scheduler-style placement under each policy (baselines.py).
+"""
+
+from __future__ import annotations
+
+from ....models.cluster import Cluster
+from ...state import ClusterState, NodeState
+from ..classes import NodeClass, node_classes
+from ..solver import Infeasible, SolverConfig, solve_lexicographic
+from .baselines import greedy
+from .extract import extract, plan_metrics
+from .model import build, job_types
+from .report import HeuristicResult, Metrics, PendingJob, PlanJob, PlannedPod, PlanReport, pending_jobs, weight_of
+from .validate import check_plan
+
+__all__ = [
+    "HeuristicResult",
+    "Metrics",
+    "PendingJob",
+    "PlanJob",
+    "PlanReport",
+    "PlannedPod",
+    "check_plan",
+    "greedy",
+    "pending_jobs",
+    "plan",
+    "weight_of",
+]
+
+
+def _units(node: NodeState) -> int:
+    """Every GPU unit the node has, free or not: replicas of whole GPUs and MIG instances."""
+    return sum(len(gpu.mig) if gpu.mig else gpu.replicas for gpu in node.gpus)
+
+
+def _by_domain(
+    classes: list[NodeClass], domain_of: dict[str, str], racks: set[str], smallest: int
+) -> tuple[list[NodeClass], list[str | None]]:
+    """Split classes so that each lies in one NVLink domain. A node in no rack-scale domain is a domain of its own,
+    so a class of its own, but only if it could hold a whole confined job (`smallest` units); the others stay
+    aggregated, untagged, and no confined job may use them."""
+    split: dict[tuple, NodeClass] = {}
+    for c in classes:
+        for node in c.nodes:
+            tag = domain_of.get(node.name)
+            if node.name not in racks and _units(node) < smallest:
+                tag = None
+            split.setdefault((c.key, tag), NodeClass(c.key + (tag,))).nodes.append(node)
+    return list(split.values()), [tag for _, tag in split]
+
+
+def plan(
+    cluster: Cluster,
+    jobs: list[PendingJob],
+    config: SolverConfig | None = None,
+    sizes: tuple[int, ...] = (1, 2, 4, 8),
+    heuristics: bool = True,
+) -> PlanReport:
+    """The optimal plan for the batch, validated, beside kube-scheduler-style placement under each policy."""
+    config = config or SolverConfig()
+    state = ClusterState.from_cluster(cluster)
+    classes = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector))
+    tags: list[str | None] = [None] * len(classes)
+    confined = [job.pods * job.gpus for job in jobs if job.confined]
+    if confined:
+        racks = {name for domain in cluster.nvlink_domains for name in domain.nodes}
+        classes, tags = _by_domain(classes, cluster.domain_of(), racks, min(confined))
+    types = job_types(jobs, classes, tags)
+    largest = max((job.gpus for job in jobs if not job.needs.mig_profile and not job.needs.shared), default=1) or 1
+    built, levels = build(classes, types, largest, tags)
+    solver, report = solve_lexicographic(built.model, levels, config)
+    if report.levels[0].objective is None:
+        raise Infeasible(f"no plan found within the time limit of {config.time_limit:g} s; give more time")
+    assignments, unplaced = extract(solver, built, classes, types)
+    problems = check_plan(cluster, jobs, assignments)
+    if problems:
+        raise RuntimeError("internal error: the optimal plan failed validation: " + "; ".join(problems[:5]))
+    all_sizes = tuple(sorted(set(sizes) | {largest}))
+    compared = [
+        HeuristicResult(policy=policy, mode=mode, metrics=greedy(cluster, jobs, policy, mode, all_sizes))
+        for policy in ("binpack", "spread", "topology")
+        for mode in ("pod", "gang")
+    ] if heuristics else []
+    return PlanReport(
+        jobs=[PlanJob.of(job) for job in jobs],
+        solve=report,
+        largest_size=largest,
+        node_classes=len(classes),
+        pod_shapes=len({t.shape for t in types}),
+        patterns=sum(len(found) for found in built.class_patterns),
+        assignments=assignments,
+        unplaced=unplaced,
+        metrics=plan_metrics(cluster, jobs, assignments, all_sizes),
+        heuristics=compared,
+    )

@@ -1,0 +1,48 @@
+"""What plan is compared with: kube-scheduler-style placement, job by job, under each policy."""
+
+from __future__ import annotations
+
+from ....models.cluster import Cluster
+from ...framework import Diagnosis
+from ...place import Placer
+from ...state import ClusterState
+from .extract import stranded
+from .report import Metrics, PendingJob, weight_of
+
+__all__ = ["greedy"]
+
+
+def greedy(cluster: Cluster, jobs: list[PendingJob], policy: str, mode: str, sizes: tuple[int, ...]) -> Metrics:
+    """kube-scheduler-style placement, job by job: pod mode keeps partial jobs' pods, gang mode gives them back."""
+    state = ClusterState.from_cluster(cluster)
+    placer = Placer(state, "gpu", policy)  # type: ignore[arg-type]
+    lowest = min((job.needs.priority for job in jobs), default=0)
+    complete: list[PendingJob] = []
+    partial_gpus = 0
+    domain_of = cluster.domain_of()
+    for job in jobs:
+        bound = []
+        for name in job.pod_names():
+            within = None  # a confined job's pods follow its first pod's domain, as pod affinity would
+            if job.confined and bound:
+                first = domain_of[bound[0][1].node.name]
+                within = {node for node, domain in domain_of.items() if domain == first}
+            option = placer.best(job.needs, job.gpus, within)
+            if isinstance(option, Diagnosis):
+                break
+            placer.bind(name, job.needs, option)
+            bound.append((name, option))
+        if len(bound) == job.pods:
+            complete.append(job)
+        elif mode == "gang":
+            for name, option in bound:
+                placer.release(name, job.needs, option.node)
+        else:
+            partial_gpus += len(bound) * job.gpus
+    return Metrics(
+        weighted_gpus=sum(weight_of(j.needs.priority, lowest) * j.pods * j.gpus for j in complete),
+        gpus_placed=sum(j.pods * j.gpus for j in complete),
+        jobs_placed=len(complete),
+        gpus_held_by_partial_jobs=partial_gpus,
+        stranded=stranded(state, sizes),
+    )

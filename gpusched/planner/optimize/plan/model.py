@@ -1,0 +1,170 @@
+"""plan's model: per node class, how many nodes take each pattern (classes.py), and per job type how many jobs
+are placed, so that the model's size follows the classes of node and shapes of pod, not their numbers.
+
+Objective, lexicographic: (1) priority-weighted GPUs placed, (2) jobs placed, (3) fewest stranded GPUs for the
+largest pod size pending, (4) fewest pods split across NVLink islands.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from ...place import needs_key
+from ..classes import Arrangement, NodeClass, PodShape, compatible, patterns, room_of
+from .report import PendingJob, weight_of
+
+__all__ = ["JobType", "PlanModel", "SupplyGroup", "build", "job_types"]
+
+Pattern = tuple[tuple[PodShape, ...], Arrangement]  # the pods a node takes together, and how they sit
+
+
+@dataclass
+class JobType:
+    """Pending jobs the model cannot tell apart: same pods, GPUs, priority, needs and confinement."""
+
+    jobs: list[PendingJob]
+    shape: PodShape
+    weight: int
+    classes: list[int]  # indices of compatible node classes
+    confined: bool = False  # its jobs' pods share one NVLink domain
+
+    @property
+    def sample(self) -> PendingJob:
+        return self.jobs[0]
+
+
+def job_types(jobs: list[PendingJob], classes: list[NodeClass], tags: list[str | None]) -> list[JobType]:
+    lowest = min((job.needs.priority for job in jobs), default=0)
+    grouped: dict[tuple, list[PendingJob]] = defaultdict(list)
+    for job in jobs:
+        key = (job.pods, job.gpus, job.needs.priority, needs_key(job.needs), job.confined)
+        grouped[key].append(job)
+    types = []
+    for members in grouped.values():
+        sample = members[0]
+        usable = [
+            i for i, c in enumerate(classes)
+            if compatible(sample.needs, sample.gpus, c.representative) and not (sample.confined and tags[i] is None)
+        ]
+        shape = PodShape.of(sample.needs, sample.gpus)
+        types.append(JobType(members, shape, weight_of(sample.needs.priority, lowest), usable, sample.confined))
+    return types
+
+
+@dataclass(frozen=True)
+class SupplyGroup:
+    """Job types of one shape that may use the same node classes: they draw on one supply of pods."""
+
+    shape: PodShape
+    classes: tuple[int, ...]  # the node classes its job types may use
+    confined: int | None  # the job type confined to one NVLink domain (a group of its own), or None
+
+
+@dataclass
+class PlanModel:
+    model: cp_model.CpModel
+    counts: list[list[cp_model.IntVar]]  # per class, per pattern: nodes taking it
+    groups: dict[SupplyGroup, list[int]]  # -> its job types
+    supply: dict[SupplyGroup, dict[int, cp_model.IntVar]]  # -> per class, its pods there, where groups share a class
+    placed: list[cp_model.IntVar]  # per job type: jobs placed
+    placed_in: dict[int, dict[str, cp_model.IntVar]]  # confined job type -> per NVLink domain, its jobs there
+    tags: list[str | None]  # per class: its NVLink domain, where a pending job is confined to one
+    class_patterns: list[list[Pattern]]
+
+
+def _link_supply(
+    model: cp_model.CpModel,
+    classes: list[NodeClass],
+    types: list[JobType],
+    class_patterns: list[list[Pattern]],
+    counts: list[list[cp_model.IntVar]],
+    placed: list[cp_model.IntVar],
+) -> tuple[dict[SupplyGroup, list[int]], dict[SupplyGroup, dict[int, cp_model.IntVar]]]:
+    """Pods of each shape placed = pods of that shape the chosen patterns offer.
+
+    Job types of one shape that may use the same node classes form a group, and a group needs no per-class
+    split; only when groups of one shape overlap on a class does a variable say how the class is shared. A job
+    type confined to one NVLink domain is a group of its own and always gets the per-class split.
+    """
+    groups: dict[SupplyGroup, list[int]] = defaultdict(list)
+    for j, t in enumerate(types):
+        groups[SupplyGroup(t.shape, tuple(t.classes), j if t.confined else None)].append(j)
+    supply: dict[SupplyGroup, dict[int, cp_model.IntVar]] = {}
+    for shape in {t.shape for t in types}:
+        shape_groups = {group: members for group, members in groups.items() if group.shape == shape}
+        offered = {
+            c: sum(
+                counts[c][k] * pattern.count(shape)
+                for k, (pattern, _) in enumerate(class_patterns[c])
+                if shape in pattern
+            )
+            for c in {c for group in shape_groups for c in group.classes}
+        }
+        if len(shape_groups) == 1 and next(iter(shape_groups)).confined is None:
+            (group, members), = shape_groups.items()
+            model.add(sum(types[j].sample.pods * placed[j] for j in members) == sum(offered.values()))
+            continue
+        for group, members in shape_groups.items():
+            shares = supply[group] = {c: model.new_int_var(0, len(classes[c].nodes) * 64, "z") for c in group.classes}
+            model.add(sum(shares.values()) == sum(types[j].sample.pods * placed[j] for j in members))
+        for c, total in offered.items():
+            shared = [shares[c] for group, shares in supply.items() if group.shape == shape and c in shares]
+            model.add(sum(shared) == total)
+    return groups, supply
+
+
+def _confine(
+    model: cp_model.CpModel,
+    types: list[JobType],
+    tags: list[str | None],
+    groups: dict[SupplyGroup, list[int]],
+    supply: dict[SupplyGroup, dict[int, cp_model.IntVar]],
+    placed: list[cp_model.IntVar],
+) -> dict[int, dict[str, cp_model.IntVar]]:
+    """A confined job type's jobs, counted per NVLink domain: each job's pods all come from one domain's classes."""
+    placed_in: dict[int, dict[str, cp_model.IntVar]] = {}
+    for group in (group for group in groups if group.confined is not None):
+        j = group.confined
+        t = types[j]
+        by_domain = placed_in[j] = {}
+        for domain in dict.fromkeys(tags[c] for c in t.classes):
+            by_domain[domain] = var = model.new_int_var(0, len(t.jobs), f"n{j}_{domain}")
+            model.add(sum(supply[group][c] for c in t.classes if tags[c] == domain) == t.sample.pods * var)
+        model.add(sum(by_domain.values()) == placed[j])
+    return placed_in
+
+
+def build(
+    classes: list[NodeClass], types: list[JobType], largest: int, tags: list[str | None]
+) -> tuple[PlanModel, list]:
+    """The model and its objective levels."""
+    model = cp_model.CpModel()
+    shapes_by_class: dict[int, list[PodShape]] = defaultdict(list)
+    for t in types:
+        for c in t.classes:
+            if t.shape not in shapes_by_class[c]:
+                shapes_by_class[c].append(t.shape)
+    class_patterns = [patterns(room_of(c.representative), shapes_by_class[i]) for i, c in enumerate(classes)]
+    counts = []
+    for c, found in enumerate(class_patterns):
+        size = len(classes[c].nodes)
+        row = [model.new_int_var(0, size, f"y{c}_{k}") for k in range(len(found))]
+        model.add(sum(row) == size)
+        counts.append(row)
+    placed = [model.new_int_var(0, len(t.jobs), f"n{j}") for j, t in enumerate(types)]
+    groups, supply = _link_supply(model, classes, types, class_patterns, counts, placed)
+    placed_in = _confine(model, types, tags, groups, supply, placed)
+    levels = [
+        ("priority-weighted GPUs placed", "maximize",
+         sum(t.weight * t.sample.pods * t.sample.gpus * placed[j] for j, t in enumerate(types))),
+        ("jobs placed", "maximize", sum(placed)),
+        (f"stranded GPUs for {largest}-GPU pods", "minimize",
+         sum(counts[c][k] * (a.free_whole % largest) for c, found in enumerate(class_patterns)
+             for k, (_, a) in enumerate(found))),
+        ("pods split across NVLink islands", "minimize",
+         sum(counts[c][k] * a.splits for c, found in enumerate(class_patterns) for k, (_, a) in enumerate(found))),
+    ]
+    return PlanModel(model, counts, groups, supply, placed, placed_in, tags, class_patterns), levels

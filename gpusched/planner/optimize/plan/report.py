@@ -1,0 +1,110 @@
+"""plan's input and output: the pending jobs, and the pydantic report of a batch plan (its JSON is the plan file)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field
+
+from ....models.workload import GpuNeeds, Job, Pod
+from ..solver import SolveReport
+
+__all__ = [
+    "HeuristicResult",
+    "Metrics",
+    "PendingJob",
+    "PlanJob",
+    "PlanReport",
+    "PlannedPod",
+    "pending_jobs",
+    "weight_of",
+]
+
+
+@dataclass(frozen=True)
+class PendingJob:
+    """A gang of `pods` identical pods of `gpus` GPUs each (a lone pod is a gang of one)."""
+
+    name: str
+    pods: int
+    gpus: int
+    needs: GpuNeeds
+    nvlink_domain: bool = False  # all pods inside one NVLink domain (Cluster.domain_of)
+
+    @property
+    def confined(self) -> bool:
+        return self.nvlink_domain and self.pods > 1
+
+    def pod_names(self) -> list[str]:
+        return [self.name] if self.pods == 1 else [f"{self.name}-{i}" for i in range(self.pods)]
+
+
+def pending_jobs(pods: list[Pod], jobs: list[Job]) -> list[PendingJob]:
+    found = [PendingJob(p.name, 1, p.gpus, p) for p in pods] + [
+        PendingJob(j.name, j.pods, j.gpus_per_pod, j, j.nvlink_domain) for j in jobs
+    ]
+    names = [job.name for job in found]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"pending pods and jobs must have distinct names: {', '.join(duplicates)}")
+    return found
+
+
+def weight_of(priority: int, lowest: int) -> int:
+    """Priorities as weights: the lowest pending priority weighs 1, each step above it one more."""
+    return priority - lowest + 1
+
+
+class PlanJob(BaseModel):
+    """A pending job as the plan file records it, so that `validate` needs nothing else."""
+
+    name: str
+    pods: int
+    gpus: int
+    needs: GpuNeeds
+    nvlink_domain: bool = False
+
+    @classmethod
+    def of(cls, job: PendingJob) -> PlanJob:
+        needs = GpuNeeds.model_validate(job.needs.model_dump(include=set(GpuNeeds.model_fields)))
+        return cls(name=job.name, pods=job.pods, gpus=job.gpus, needs=needs, nvlink_domain=job.nvlink_domain)
+
+    def pending(self) -> PendingJob:
+        return PendingJob(self.name, self.pods, self.gpus, self.needs, self.nvlink_domain)
+
+
+class PlannedPod(BaseModel):
+    pod: str
+    job: str
+    node: str
+    gpus: list[int] = Field(default_factory=list, description="physical GPUs (time-sliced: one replica of each)")
+    mig: list[tuple[int, int]] = Field(default_factory=list, description="(gpu, start) of MIG instances")
+    split: bool = Field(False, description="spans NVLink islands")
+
+
+class Metrics(BaseModel):
+    weighted_gpus: int
+    gpus_placed: int  # GPUs of complete jobs
+    jobs_placed: int
+    gpus_held_by_partial_jobs: int = 0
+    stranded: dict[int, int]  # job size -> stranded free exclusive GPUs afterwards
+    islands_split: int = 0
+
+
+class HeuristicResult(BaseModel):
+    policy: str
+    mode: str  # pod | gang
+    metrics: Metrics
+
+
+class PlanReport(BaseModel):
+    jobs: list[PlanJob]
+    solve: SolveReport
+    largest_size: int
+    node_classes: int
+    pod_shapes: int
+    patterns: int
+    assignments: list[PlannedPod]
+    unplaced: list[str]  # jobs left out
+    metrics: Metrics
+    heuristics: list[HeuristicResult]
