@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from ..bench import bench_place
 from ..emit import DEFAULT_GPU_WEIGHT, kueue_setup, scheduler_config
-from ..live import predict_live
+from ..planner.k8s_live import predict_live
 from ..models.cluster import Cluster
 from ..models.dra import ClaimList
 from ..models.graph import build_graph

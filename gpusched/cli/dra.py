@@ -10,9 +10,9 @@ import typer
 import yaml
 from rich.console import Console
 
-from ..apply import ApplyReport, apply_objects
+from ..actions.apply import ApplyReport, apply_objects
 from ..bench.dra_bench import DraBench, bench_dra
-from ..live import fetch_dra
+from ..scenarios.live import fetch_dra
 from ..planner.dra.objects import objects_from, read_all
 from ..planner.dra.run import DraReport, run_dra
 from ..planner.dra.slices import DRIVERS, EXAMPLE, cluster_slices, driver_classes

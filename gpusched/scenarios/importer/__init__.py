@@ -16,7 +16,7 @@ from .inputs import (
     read_dump_dir,
     read_inputs,
 )
-from .nvsmi import SmiLog, Topology, read_capture
+from .nvsmi import SmiLog, SmiTopology, read_capture
 from .report import Finding, ImportReport, NodeImport
 
 __all__ = [
@@ -28,7 +28,7 @@ __all__ = [
     "Imported",
     "NodeImport",
     "SmiLog",
-    "Topology",
+    "SmiTopology",
     "build_cluster",
     "catalogue",
     "from_documents",
