@@ -5,20 +5,17 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 
 from ..bench.plan_bench import PlanBench, bench_plan
 from ..planner.optimize.plan import (
-    PlanJob,
-    PlannedPod,
     PlanReport,
-    check_plan,
     pending_jobs,
     plan,
 )
 from ..planner.optimize.solver import SolveReport
-from ..scenarios import load_cluster, load_pending, read_document, validate
+from ..planner.planfile import PlanValidation, check_plan_file, load_plan
+from ..scenarios import load_cluster, load_pending
 from .common import (
     ClusterArg,
     JsonFlag,
@@ -60,19 +57,6 @@ def plan_command(
     run(body)
 
 
-class PlanFile(BaseModel):
-    """What `validate` reads from a plan: the jobs and where their pods go (other keys are ignored)."""
-
-    model_config = ConfigDict(extra="ignore")
-    jobs: list[PlanJob]
-    assignments: list[PlannedPod]
-
-
-class Validation(BaseModel):
-    valid: bool
-    violations: list[str]
-
-
 @app.command("validate")
 def validate_command(
     cluster: ClusterArg,
@@ -83,15 +67,9 @@ def validate_command(
 
     def body() -> int:
         model = load_cluster(cluster)
-        found = validate(plan_file, read_document(plan_file), PlanFile)
-        names = {node.name for node in model.nodes}
-        problems = [f"{a.pod}: unknown node {a.node}" for a in found.assignments if a.node not in names]
-        jobs = {job.name for job in found.jobs}
-        problems += [f"{a.pod}: unknown job {a.job}" for a in found.assignments if a.job not in jobs]
-        if not problems:
-            problems = check_plan(model, [job.pending() for job in found.jobs], found.assignments)
-        show(Validation(valid=not problems, violations=problems), as_json, render_validation)
-        return 1 if problems else 0
+        result = check_plan_file(model, load_plan(plan_file))
+        show(result, as_json, render_validation)
+        return 0 if result.valid else 1
 
     run(body)
 
@@ -136,7 +114,7 @@ def render_plan(console: Console, report: PlanReport) -> None:
     console.print(compare)
 
 
-def render_validation(console: Console, result: Validation) -> None:
+def render_validation(console: Console, result: PlanValidation) -> None:
     if result.valid:
         console.print("valid", markup=False)
     else:

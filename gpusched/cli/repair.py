@@ -19,20 +19,11 @@ from ..bench.repair import (
     bench_explain,
     bench_preempt,
 )
-from ..errors import InputError
-from ..models.workload import Job, JobList, Pod, PodList
+from ..planner.explain.target import pick_pending
 from ..planner.optimize.defrag import DefragReport, defrag, parse_shape
 from ..planner.optimize.preempt import Alternative, PreemptReport, preempt
 from ..planner.optimize.solver import SolveReport
-from ..scenarios import (
-    load_cluster,
-    load_jobs,
-    load_pods,
-    load_scenario,
-    read_document,
-    scenario_names,
-    validate,
-)
+from ..scenarios import load_cluster, load_pending
 from .common import (
     ClusterArg,
     JsonFlag,
@@ -41,7 +32,6 @@ from .common import (
     TimeLimit,
     app,
     new_table,
-    pick_pending,
     run,
     show,
     solver_config,
@@ -53,33 +43,7 @@ GeneratorSeed = Annotated[int, typer.Option(help="generator seed")]
 Fill = Annotated[float, typer.Option(min=0.0, help="generated pods ask for this many times the exclusive GPUs")]
 
 
-# --- loading what waits ------------------------------------------------------------------------------------------
-
-
-def _workload(source: str) -> tuple[list[Pod], list[Job]]:
-    """The pods and jobs of a scenario (name or file), a pods file or a jobs file."""
-    if source in scenario_names():
-        scenario = load_scenario(source)
-    else:
-        data = read_document(source, "no such file (nor a built-in scenario: see `gpusched scenarios`)")
-        if isinstance(data, dict) and "cluster" in data:
-            scenario = load_scenario(source)
-        elif isinstance(data, dict):
-            if not data or set(data) - {"pods", "jobs"}:
-                raise InputError(source, "expected `pods` and/or `jobs` lists, a bare list, or a scenario")
-            pods = validate(source, {"pods": data["pods"]}, PodList).pods if "pods" in data else []
-            jobs = validate(source, {"jobs": data["jobs"]}, JobList).jobs if "jobs" in data else []
-            return pods, jobs
-        elif isinstance(data, list) and any(isinstance(item, dict) and "gpus_per_pod" in item for item in data):
-            return [], load_jobs(source).jobs
-        else:
-            return load_pods(source).pods, []
-    return (scenario.pods.pods if scenario.pods else []), (scenario.jobs.jobs if scenario.jobs else [])
-
-
 # --- rendering ---------------------------------------------------------------------------------------------------
-
-
 
 
 def _plural(count: int, word: str) -> str:
@@ -242,7 +206,8 @@ def preempt_command(
     def body() -> int:
         config = solver_config(time_limit, workers, seed)
         model = load_cluster(cluster)
-        report = preempt(model, pick_pending(*_workload(source or cluster), name, source or cluster), config)
+        pods, jobs = load_pending(source or cluster)
+        report = preempt(model, pick_pending(pods.pods, jobs.jobs, name, source or cluster), config)
         show(report, as_json, render_preempt)
         return 0 if report.feasible else 1
 
