@@ -23,8 +23,17 @@ def test_every_command_is_mapped_to_the_module_that_registers_it():
     from gpusched.cli import COMMAND_MODULES, app
 
     registered = {(c.name or c.callback.__name__): c.callback.__module__ for c in app.registered_commands}
-    registered.update({g.name: None for g in app.registered_groups if g.name == "bench"})
     registered.update({g.name: g.typer_instance.registered_commands[0].callback.__module__
-                       for g in app.registered_groups if g.name != "bench"})
-    expected = {name: module and f"gpusched.cli.{module}" for name, module in COMMAND_MODULES.items()}
+                       for g in app.registered_groups})
+    expected = {name: f"gpusched.cli.{module}" for name, module in COMMAND_MODULES.items()}
     assert registered == expected
+
+
+def test_every_bench_command_lives_in_one_module():
+    from gpusched.cli import app
+
+    (bench,) = [g.typer_instance for g in app.registered_groups if g.name == "bench"]
+    assert {c.callback.__module__ for c in bench.registered_commands} == {"gpusched.cli.bench"}
+    assert [c.name for c in bench.registered_commands] == [
+        "place", "openb", "synthetic", "replay", "dra", "mig", "plan", "preempt", "defrag", "explain",
+    ]

@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from ..bench.plan_bench import PlanBench, bench_plan
 from ..planner.optimize.plan import (
     PlanReport,
     pending_jobs,
@@ -30,7 +29,6 @@ from .common import (
     solver_config,
 )
 from .common import sizes as parse_sizes
-from .core import bench_app
 
 
 @app.command("plan")
@@ -123,32 +121,3 @@ def render_validation(console: Console, result: PlanValidation) -> None:
             console.print(f"({len(result.violations) - 1} more; --json lists all)", markup=False)
 
 
-@bench_app.command("plan")
-def bench_plan_command(
-    nodes: Annotated[int, typer.Option(min=1, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 10000,
-    jobs: Annotated[int, typer.Option(min=1, help="generated pending jobs (1-8 GPUs per pod, 1-8 pods)")] = 2000,
-    busy: Annotated[float, typer.Option(min=0.0, max=1.0, help="fraction of GPUs already busy")] = 0.5,
-    domain_jobs: Annotated[int, typer.Option(min=0, help="add 4x8-GPU jobs confined to one NVLink domain")] = 0,
-    seed: Seed = 42,
-    time_limit: TimeLimit = 60.0,
-    as_json: JsonFlag = False,
-) -> None:
-    """Time `plan` on a generated cluster and backlog: classes, patterns, solve, disaggregation, validation."""
-
-    def body() -> int:
-        solver_config(time_limit, 1, seed)
-        result = bench_plan(nodes, jobs, busy, seed, time_limit, domain_jobs)
-        show(result, as_json, render_bench)
-        return 0
-
-    run(body)
-
-
-def render_bench(console: Console, result: PlanBench) -> None:
-    console.print(
-        f"plan {result.jobs} jobs on {result.nodes} nodes ({result.gpus} GPUs, {result.busy_fraction:.0%} busy): "
-        f"{result.status}, {result.jobs_placed} jobs placed, {result.seconds:.2f} s in all "
-        f"({result.solve_seconds:.2f} s solving; {result.node_classes} node classes, {result.pod_shapes} pod shapes, "
-        f"{result.patterns} patterns)",
-        markup=False,
-    )
