@@ -128,14 +128,13 @@ def _is_imported(source: str) -> bool:
 
 def _imported(source: str) -> Scenario:
     """The cluster a dump directory or a live cluster describes, its Pending GPU pods as the scenario's pods."""
-    from .importer import build_cluster, read_dump_dir  # the importer reads files through this module
-    from .importer.live import read_live
+    from .importer import import_cluster  # the importer reads files through this module
 
     live = _kubeconfig(source)
     if live is None:
-        imported = build_cluster(read_dump_dir(source))
+        imported = import_cluster(source)
         return Scenario(Path(source).name, f"kubectl dump {source}", imported.cluster, imported.pending)
-    imported = build_cluster(read_live(*live))
+    imported = import_cluster(*live)
     return Scenario(live[1] or Path(live[0]).stem, f"live cluster ({source})", imported.cluster, imported.pending)
 
 
