@@ -25,6 +25,7 @@ from ..bench.published import published
 from ..bench.repair import FILL, ExplainBench, RepairBench, bench_defrag, bench_explain, bench_preempt
 from ..bench.replay import ReplayBench, bench_replay, write_replay
 from ..bench.synthetic_bench import SyntheticBench, bench_synthetic, write_synthetic
+from ..errors import require
 from ..planner.gpushare import POLICIES, policy_named
 from ..planner.optimize.defrag import parse_shape
 from ..scenarios.openb import OPENB_TRACES
@@ -111,6 +112,7 @@ def _write_and_show(
 ) -> int:
     """A bench's outputs (CSV, JSON and the plot named `plot`) written when --out asks, then its result shown."""
     if out is not None:
+        require("matplotlib", "plots")
         from ..bench import plots  # matplotlib only when a plot is wanted
 
         result.outputs = write(result, out, getattr(plots, plot))

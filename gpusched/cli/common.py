@@ -16,7 +16,7 @@ from pydantic_core import to_jsonable_python
 from rich.console import Console
 from rich.table import Table
 
-from ..errors import Infeasible, InputError
+from ..errors import Infeasible, InputError, MissingExtra
 from ..planner.frag import DEFAULT_SIZES
 
 app = typer.Typer(
@@ -51,7 +51,7 @@ def run(body: Callable[[], int]) -> None:
     except InputError as error:
         err.print(f"error: {error}", markup=False)
         raise typer.Exit(2) from None
-    except ValueError as error:
+    except (ValueError, MissingExtra) as error:
         err.print(f"error: {error}", markup=False)
         raise typer.Exit(2) from None
     except Infeasible as error:  # a well-formed request with no answer (or none found in time): exit 1

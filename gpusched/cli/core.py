@@ -9,7 +9,6 @@ import typer
 from pydantic import BaseModel
 
 from ..emit import DEFAULT_GPU_WEIGHT, kueue_setup, scheduler_config
-from ..planner.k8s_live import predict_live
 from ..models.cluster import Cluster
 from ..models.dra import ClaimList
 from ..models.graph import build_graph
@@ -18,6 +17,7 @@ from ..planner.allreduce import ring_allreduce
 from ..planner.frag import fragmentation
 from ..planner.gang import simulate
 from ..planner.k8s import predict_files
+from ..planner.k8s_live import predict_live
 from ..planner.place import DEFAULT_GRADIENT_GB, place
 from ..planner.state import ClusterState, advertised
 from ..scenarios import (

@@ -11,12 +11,12 @@ import yaml
 from rich.console import Console
 
 from ..actions.apply import ApplyReport, apply_objects
-from ..scenarios.live import fetch_dra
 from ..planner.dra.objects import objects_from, read_all
 from ..planner.dra.run import DraReport, run_dra
 from ..planner.dra.slices import DRIVERS, EXAMPLE, cluster_slices, driver_classes
 from ..planner.k8s import parse_version
 from ..scenarios import load_cluster
+from ..scenarios.live import fetch_dra
 from .common import ClusterArg, JsonFlag, app, emit_json, run, show
 
 DriverOpt = Annotated[str, typer.Option("--driver", help=" | ".join(DRIVERS))]

@@ -8,15 +8,17 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..errors import require
 from .common import err, out
 
 __all__ = ["png_target", "save_figure", "wrote"]
 
 
 def png_target(option: str, path: Path | None) -> Path | None:
-    """Refuse a path that cannot take a PNG before anything is loaded, so bad input writes nothing."""
+    """Refuse a path that cannot take a PNG (or a missing matplotlib) before anything is loaded: nothing is written."""
     if path is None:
         return None
+    require("matplotlib", "plots")
     if path.is_dir():
         raise ValueError(f"{option}: {path} is a folder; give a file name ending in .png")
     if path.suffix.lower() != ".png":

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from urllib3.exceptions import HTTPError
 
-from ..errors import InputError
+from ..errors import InputError, require
 
 if TYPE_CHECKING:  # the client is imported when a kubeconfig is used, not at every CLI start
     from kubernetes import client
@@ -41,6 +40,7 @@ def _contexts(path: Path) -> tuple[list[str], str]:
 
 def connect(kubeconfig: str | Path, context: str | None = None) -> client.ApiClient:
     """An API client for the kubeconfig's context (its current one unless named)."""
+    require("kubernetes", "live")
     path = Path(kubeconfig)
     names, current = _contexts(path)
     wanted = context or current
@@ -105,6 +105,8 @@ def call(
     missing_ok: bool = False,
 ) -> Any:  # fmt: skip
     """`request` for the CLI: any failure becomes one InputError naming the server; `missing_ok`: None for a 404."""
+    from urllib3.exceptions import HTTPError  # the kubernetes client's transport (the live extra)
+
     server = api.configuration.host
     try:
         return request(api, method, path, body, content_type)
@@ -122,6 +124,8 @@ def _get(api: client.ApiClient, path: str) -> Any:
 
 def _root_cause(error: BaseException) -> str:
     """urllib3 wraps the socket error a few times; the innermost says what happened."""
+    from urllib3.exceptions import HTTPError
+
     while getattr(error, "reason", None) is not None and isinstance(error.reason, BaseException):
         error = error.reason
     return str(error).split(": ", 1)[-1] if isinstance(error, HTTPError) else str(error)

@@ -13,7 +13,8 @@ __all__ = ["pick_pending", "running_node"]
 def pick_pending(pods: list[Pod], jobs: list[Job], name: str, source: str) -> Pod | Job:
     """The pod or job called `name` among those of `source`; an InputError when there is none, or both."""
     where = f"scenario {source}" if source in scenario_names() else source
-    found: list[Pod | Job] = [item for item in [*pods, *jobs] if item.name == name]
+    candidates: list[Pod | Job] = [*pods, *jobs]
+    found = [item for item in candidates if item.name == name]
     if len(found) > 1:
         raise InputError(where, f"both a pod and a job are named {name!r}")
     if not found:
@@ -28,6 +29,6 @@ def pick_pending(pods: list[Pod], jobs: list[Job], name: str, source: str) -> Po
 
 def running_node(cluster: Cluster, pods: list[Pod], jobs: list[Job], name: str) -> str | None:
     """The node a running pod called `name` is on, unless a pending pod or job has that name (it is the target)."""
-    if name in {item.name for item in [*pods, *jobs]}:
+    if any(item.name == name for item in pods) or any(item.name == name for item in jobs):
         return None
     return {pod.name: pod.node for pod in cluster.running_pods()}.get(name)
