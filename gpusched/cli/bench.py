@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 
 from ..bench import PlaceBench, bench_place
@@ -28,7 +29,7 @@ from ..bench.synthetic_bench import SyntheticBench, bench_synthetic, write_synth
 from ..errors import require
 from ..planner.gpushare import POLICIES, policy_named
 from ..planner.optimize.defrag import parse_shape
-from ..scenarios.openb import OPENB_TRACES
+from ..scenarios.openb import OPENB_TRACES, OPENB_URL, download_openb, openb_dir
 from .common import (
     POLICY_CHOICES,
     VIEW_CHOICES,
@@ -46,9 +47,11 @@ from .common import (
 )
 from .progress import progress_bar
 
-DATA_DIR = "../shared/data/openb"  # beside the repository, where the project keeps the trace (never in it)
 DataDir = Annotated[
-    str, typer.Option("--data", envvar="GPUSCHED_OPENB", help="folder with the openb CSVs (or $GPUSCHED_OPENB)")
+    str | None,
+    typer.Option(
+        "--data", help="folder with the openb CSVs (default: $GPUSCHED_OPENB, else ~/.cache/gpusched/openb)"
+    ),
 ]
 NodesFile = Annotated[str | None, typer.Option("--nodes-file", help="node list CSV (default: the one in --data)")]
 NodeCount = Annotated[int | None, typer.Option("--nodes", min=1, help="an evenly spaced subset of this many nodes")]
@@ -120,6 +123,15 @@ def _write_and_show(
     return 0
 
 
+class Downloaded(BaseModel):
+    folder: str
+    files: list[str]
+
+
+def render_downloaded(console: Console, result: Downloaded) -> None:
+    console.print(f"downloaded {len(result.files)} openb files into {result.folder}", markup=False)
+
+
 @bench_app.command("place")
 def bench_place_command(
     nodes: Annotated[int, typer.Option(min=1, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 1000,
@@ -163,7 +175,7 @@ def bench_openb_command(
         str, typer.Option("--policies", help=f"comma-separated, or all: {', '.join(POLICIES)}")
     ] = "all",
     seeds: Annotated[str, typer.Option("--seeds", help="seeds, e.g. 42-51 (the paper's) or 42,43")] = "42-51",
-    data: DataDir = DATA_DIR,
+    data: DataDir = None,
     nodes_file: NodesFile = None,
     nodes: NodeCount = None,
     ratio: Annotated[float, typer.Option("--ratio", min=0.01, help="arrived GPU demand, × capacity")] = DEFAULT_RATIO,
@@ -178,11 +190,22 @@ def bench_openb_command(
     ray_address: RayAddress = None,
     out: Out = None,
     timing: Timing = True,
+    download: Annotated[
+        bool, typer.Option("--download", help="fetch the public trace into --data (default: the cache), then stop")
+    ] = False,
+    download_url: Annotated[
+        str, typer.Option("--download-url", help="where the trace CSVs are (a mirror)")
+    ] = OPENB_URL,
     as_json: JsonFlag = False,
 ) -> None:
     """The FGD paper's experiment on the Alibaba openb trace: every policy's GPU allocation at 130% arrived."""
 
     def body() -> int:
+        if download:
+            folder = openb_dir(data)
+            written = download_openb(folder, download_url)
+            show(Downloaded(folder=str(folder), files=[str(path) for path in written]), as_json, render_downloaded)
+            return 0
         chosen = policy_list(policies)
         with progress_bar("openb runs") as progress:
             result = bench_openb(
@@ -344,7 +367,7 @@ def bench_replay_command(
     policies: Annotated[
         str, typer.Option("--policies", help=f"comma-separated, or all: {', '.join(POLICIES)}")
     ] = "BestFit,FGD,binpack",
-    data: DataDir = DATA_DIR,
+    data: DataDir = None,
     nodes_file: NodesFile = None,
     nodes: NodeCount = None,
     seed: Annotated[int, typer.Option("--seed", help="seed for the policies' tie orders")] = 42,
