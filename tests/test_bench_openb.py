@@ -1,7 +1,8 @@
 """`bench openb` end to end on a reduced protocol, checked against an independent simulation written here.
 
 The trace is read from $GPUSCHED_OPENB (conftest points it at ../shared/data/openb beside the repository, where CI
-clones shared/); without it these tests are skipped. The independent simulation uses plain Python lists, none of gpusched's state or policies.
+clones shared/); without it these tests are skipped. The independent simulation uses plain Python lists, none of
+gpusched's state or policies.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ NEEDS_OPENB = ("gpusched bench openb", "gpusched bench replay")  # they read the
 @pytest.mark.parametrize(("command", "expected"), _examples(), ids=[c for c, _ in _examples()])
 def test_readme_output_is_real(gpusched, monkeypatch, command, expected):
     if command.startswith(NEEDS_OPENB) and not (openb_dir() / NODE_FILE).exists():
-        pytest.skip(f"needs the openb trace, not found at {openb_dir()} (set $GPUSCHED_OPENB, or `bench openb --download`)")
+        pytest.skip(f"needs the openb trace, not at {openb_dir()} (set $GPUSCHED_OPENB, or `bench openb --download`)")
     monkeypatch.chdir(ROOT)  # the examples name files relative to the repository
     result = gpusched(*shlex.split(command)[1:])
     assert [_steady(line) for line in result.lines] == [_steady(line) for line in expected]

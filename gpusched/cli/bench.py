@@ -66,7 +66,9 @@ GeneratorSeed = Annotated[int, typer.Option(help="generator seed")]
 Fill = Annotated[float, typer.Option(min=0.0, help="generated pods ask for this many times the exclusive GPUs")]
 
 
-bench_app = typer.Typer(help="Benchmarks on generated clusters (timed here, never in unit tests).", no_args_is_help=True)
+bench_app = typer.Typer(
+    help="Benchmarks on generated clusters (timed here, never in unit tests).", no_args_is_help=True
+)
 app.add_typer(bench_app, name="bench")
 
 

@@ -59,7 +59,8 @@ OPENB_ENV = "GPUSCHED_OPENB"
 # The trace as its owners publish it (alibaba/clusterdata, Alibaba Cluster Trace Program; research and study use).
 OPENB_URL = "https://raw.githubusercontent.com/alibaba/clusterdata/master/cluster-trace-gpu-v2023/csv"
 HOW_TO_GET = (
-    f"get the openb trace with `gpusched bench openb --download`, or point --data or ${OPENB_ENV} at a folder holding it"
+    "get the openb trace with `gpusched bench openb --download`, "
+    f"or point --data or ${OPENB_ENV} at a folder holding it"
 )
 # GPU memory per model (GiB), from the FGD simulator's table; G1-G3 are Alibaba's undisclosed models.
 GPU_MEMORY_GIB = {
@@ -199,7 +200,7 @@ def trace_files(
     folder = openb_dir(data)
     nodes = Path(nodes_file) if nodes_file else folder / NODE_FILE
     pods = [trace_path(trace, folder) for trace in traces]
-    shipped = ([] if nodes_file else [nodes]) + [path for trace, path in zip(traces, pods) if not _is_path(trace)]
+    shipped = ([] if nodes_file else [nodes]) + [path for trace, path in zip(traces, pods, strict=True) if not _is_path(trace)]
     for path in shipped:
         if not path.exists():
             raise InputError(str(path), f"no such file: {HOW_TO_GET}")
