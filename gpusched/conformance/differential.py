@@ -109,7 +109,9 @@ class PodVerdict(BaseModel):
 class Disagreement(BaseModel):
     scenario: str
     outcome: PodVerdict
-    reproducer: ConformanceScenario = Field(description="the smallest replay found that still disagrees on the same pod")
+    reproducer: ConformanceScenario = Field(
+        description="the smallest replay found that still disagrees on the same pod"
+    )
 
 
 class ConformanceReport(BaseModel):
@@ -379,7 +381,9 @@ def _without(scenario: ConformanceScenario, kind: str, index: int) -> Conformanc
     return scenario.without_pod(index) if kind == "pods" else scenario.without_node(index)
 
 
-def shrink(player: Player, scenario: ConformanceScenario, outcome: PodVerdict) -> tuple[ConformanceScenario, PodVerdict]:
+def shrink(
+    player: Player, scenario: ConformanceScenario, outcome: PodVerdict
+) -> tuple[ConformanceScenario, PodVerdict]:
     """Greedy one-at-a-time removal of nodes and of pods other than the disagreeing one."""
     current = scenario
     while current.pods[-1]["metadata"]["name"] != outcome.pod:

@@ -25,7 +25,9 @@ from pydantic import BaseModel, Field
 
 from . import dra
 
-__all__ = ["IMAGE", "SCENARIO_LABEL", "DURING_PREEMPTION", "PRIORITY_CLASSES", "RUNTIME_CLASS", "ConformanceScenario", "generate"]
+__all__ = [
+    "IMAGE", "SCENARIO_LABEL", "DURING_PREEMPTION", "PRIORITY_CLASSES", "RUNTIME_CLASS", "ConformanceScenario", "generate"
+]
 
 IMAGE = "registry.k8s.io/pause:3.10"
 SCENARIO_LABEL = "gpusched.io/scenario"
@@ -262,7 +264,7 @@ def _kind(rng: random.Random) -> str:
 
 
 def generate(seed: int, index: int, namespace: str) -> ConformanceScenario:
-    """ConformanceScenario `index` of the run seeded `seed`: 1–4 nodes, 1–8 pods (DRA: 2–4 and 2–6); names unique to it."""
+    """Scenario `index` of the run seeded `seed`: 1–4 nodes, 1–8 pods (DRA: 2–4 and 2–6); names unique to it."""
     rng = random.Random(f"{seed}:{index}")
     label = f"s{seed}-{index}"
     kind = _kind(rng)

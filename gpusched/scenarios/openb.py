@@ -200,7 +200,8 @@ def trace_files(
     folder = openb_dir(data)
     nodes = Path(nodes_file) if nodes_file else folder / NODE_FILE
     pods = [trace_path(trace, folder) for trace in traces]
-    shipped = ([] if nodes_file else [nodes]) + [path for trace, path in zip(traces, pods, strict=True) if not _is_path(trace)]
+    named = [path for trace, path in zip(traces, pods, strict=True) if not _is_path(trace)]
+    shipped = ([] if nodes_file else [nodes]) + named
     for path in shipped:
         if not path.exists():
             raise InputError(str(path), f"no such file: {HOW_TO_GET}")
