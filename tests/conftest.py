@@ -1,12 +1,19 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from gpusched.cli import app
+from gpusched.scenarios.openb import OPENB_ENV
+
+# The project keeps the openb trace beside the repository (CI has it there); a user's own $GPUSCHED_OPENB wins.
+_SHARED_OPENB = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "openb"
+if _SHARED_OPENB.is_dir():
+    os.environ.setdefault(OPENB_ENV, str(_SHARED_OPENB))
 
 
 class Result:

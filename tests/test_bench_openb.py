@@ -1,7 +1,8 @@
 """`bench openb` end to end on a reduced protocol, checked against an independent simulation written here.
 
-The trace is read from ../shared/data/openb beside the repository (CI clones shared/ there); without it these
-tests are skipped. The independent simulation uses plain Python lists, none of gpusched's state or policies.
+The trace is read from $GPUSCHED_OPENB (conftest points it at ../shared/data/openb beside the repository, where CI
+clones shared/); without it these tests are skipped. The independent simulation uses plain Python lists, none of
+gpusched's state or policies.
 """
 
 from __future__ import annotations
@@ -10,14 +11,17 @@ import csv
 import json
 import math
 import zlib
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data" / "openb"
-pytestmark = pytest.mark.skipif(not (DATA / "openb_pod_list_default.csv").exists(), reason=f"openb trace not at {DATA}")
+from gpusched.scenarios.openb import openb_dir
+
+DATA = openb_dir()  # $GPUSCHED_OPENB: tests/conftest.py points it at ../shared/data/openb beside the repository
+pytestmark = pytest.mark.skipif(
+    not (DATA / "openb_pod_list_default.csv").exists(),
+    reason=f"openb trace not found at {DATA} (set $GPUSCHED_OPENB, or run `gpusched bench openb --download`)",
+)
 NODES = 40
 SEEDS = (42, 43)
 

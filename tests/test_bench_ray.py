@@ -7,14 +7,18 @@ pip install 'gpusched[ray]').
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "openb"
+from gpusched.scenarios.openb import openb_dir
+
+DATA = openb_dir()  # $GPUSCHED_OPENB: tests/conftest.py points it at ../shared/data/openb beside the repository
 pytestmark = [
     pytest.mark.skipif(not os.environ.get("GPUSCHED_RAY_TESTS"), reason="starts Ray (slow): set GPUSCHED_RAY_TESTS=1"),
-    pytest.mark.skipif(not (DATA / "openb_pod_list_default.csv").exists(), reason=f"openb trace not at {DATA}"),
+    pytest.mark.skipif(
+        not (DATA / "openb_pod_list_default.csv").exists(),
+        reason=f"openb trace not found at {DATA} (set $GPUSCHED_OPENB, or run `gpusched bench openb --download`)",
+    ),
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.filterwarnings("ignore::FutureWarning"),
 ]

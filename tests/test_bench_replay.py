@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data" / "openb"
-pytestmark = pytest.mark.skipif(not (DATA / "openb_pod_list_default.csv").exists(), reason=f"openb trace not at {DATA}")
+from gpusched.scenarios.openb import openb_dir
+
+DATA = openb_dir()  # $GPUSCHED_OPENB: tests/conftest.py points it at ../shared/data/openb beside the repository
+pytestmark = pytest.mark.skipif(
+    not (DATA / "openb_pod_list_default.csv").exists(),
+    reason=f"openb trace not found at {DATA} (set $GPUSCHED_OPENB, or run `gpusched bench openb --download`)",
+)
 
 
 def _mean_allocation_if_nothing_waits() -> float:

@@ -11,11 +11,11 @@ from gpusched.conformance.differential import (
     ClaimCheck,
     ConformanceReport,
     Disagreement,
-    Outcome,
+    PodVerdict,
     _scheduler_words,
     _stamped,
 )
-from gpusched.conformance.scenarios import Scenario, generate
+from gpusched.conformance.scenarios import ConformanceScenario, generate
 from gpusched.errors import InputError
 from gpusched.models.kube import parse_pod
 from gpusched.planner.dra.objects import objects_from
@@ -72,7 +72,7 @@ def test_shrinking_drops_a_nodes_slices_and_claims_no_pod_names_any_more():
 
     shared, own, template = ({"name": "a", "resourceClaimName": "shared"}, {"name": "b", "resourceClaimName": "own"},
                              {"name": "c", "resourceClaimTemplateName": "t"})  # fmt: skip
-    scenario = Scenario(seed=1, index=0, kind="dra", nodes=[{"metadata": {"name": n}} for n in ("n0", "n1")],
+    scenario = ConformanceScenario(seed=1, index=0, kind="dra", nodes=[{"metadata": {"name": n}} for n in ("n0", "n1")],
                         pods=[pod("p0", shared, own), pod("p1", shared, template)],
                         objects=[obj("ResourceSlice", "s0", nodeName="n0"), obj("ResourceSlice", "s1", nodeName="n1"),
                                  obj("ResourceClaim", "shared"), obj("ResourceClaim", "own"),
@@ -89,29 +89,29 @@ def test_shrinking_drops_a_nodes_slices_and_claims_no_pod_names_any_more():
 def test_a_preemption_agrees_only_when_message_node_victims_and_binding_all_do():
     real = {"pod": "u", "node": "n1", "message": "m", "nominated": "n1", "victims": ["ns/a", "ns/b"]}
     predicted = {"predicted": "m", "predicted_nomination": "n1", "predicted_victims": ["ns/b", "ns/a"]}
-    assert Outcome(**real, **predicted).agrees
-    assert not Outcome(**{**real, "victims": ["ns/a"]}, **predicted).agrees
-    assert not Outcome(**{**real, "node": "n2"}, **predicted).agrees
-    assert not Outcome(**real, **{**predicted, "predicted_nomination": "n2"}).agrees
-    assert not Outcome(**{**real, "nominated": None}, **predicted).agrees  # gpusched preempts, the scheduler did not
+    assert PodVerdict(**real, **predicted).agrees
+    assert not PodVerdict(**{**real, "victims": ["ns/a"]}, **predicted).agrees
+    assert not PodVerdict(**{**real, "node": "n2"}, **predicted).agrees
+    assert not PodVerdict(**real, **{**predicted, "predicted_nomination": "n2"}).agrees
+    assert not PodVerdict(**{**real, "nominated": None}, **predicted).agrees  # gpusched preempts, the scheduler did not
 
 
 def test_claims_must_match_and_an_allocator_error_may_name_any_node():
     allocation = {"devices": {"results": [RESULT]}}
-    assert Outcome(pod="p", node="n0", feasible=["n0"], claims=[ClaimCheck(claim="ns/c", real=allocation,
+    assert PodVerdict(pod="p", node="n0", feasible=["n0"], claims=[ClaimCheck(claim="ns/c", real=allocation,
                                                                             predicted=allocation)]).agrees
     other = {"devices": {"results": [{**RESULT, "device": "gpu-1"}]}}
-    assert not Outcome(pod="p", node="n0", feasible=["n0"],
+    assert not PodVerdict(pod="p", node="n0", feasible=["n0"],
                        claims=[ClaimCheck(claim="ns/c", real=allocation, predicted=other)]).agrees
     errors = {"message": "error on n1", "predicted": "error on n0", "alternatives": ["error on n0", "error on n1"]}
-    assert Outcome(pod="p", **errors).agrees
-    assert not Outcome(pod="p", **{**errors, "alternatives": ["error on n0"]}).agrees
+    assert PodVerdict(pod="p", **errors).agrees
+    assert not PodVerdict(pod="p", **{**errors, "alternatives": ["error on n0"]}).agrees
 
 
 def test_a_claim_disagreement_prints_both_allocations(capsys):
     scenario = scenarios("dra")[0]
     claim = ClaimCheck(claim="ns/c", real={"devices": {"results": [RESULT]}}, predicted=None)
-    outcome = Outcome(pod=scenario.pods[0]["metadata"]["name"], node="n0", feasible=["n0"], claims=[claim])
+    outcome = PodVerdict(pod=scenario.pods[0]["metadata"]["name"], node="n0", feasible=["n0"], claims=[claim])
     report = ConformanceReport(version="v1.37.2", seed=11, scenarios=1, pods=1, agreed=0, seconds=2.0,
                                disagreements=[Disagreement(scenario=scenario.label, outcome=outcome, reproducer=scenario)],
                                dra_scenarios=1, claims=1, allocated=1, claims_agreed=0)  # fmt: skip

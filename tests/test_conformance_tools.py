@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from gpusched.cli.conformance import _render_report
-from gpusched.conformance.differential import ConformanceReport, Disagreement, Outcome
+from gpusched.conformance.differential import ConformanceReport, Disagreement, PodVerdict
 from gpusched.conformance.scenarios import generate
 
 
@@ -18,15 +18,19 @@ def test_the_same_seed_plays_the_same_scenario():
 
 
 def test_a_bound_pod_agrees_when_its_node_is_feasible_and_a_pending_one_on_the_exact_message():
-    assert Outcome(pod="p", node="a", feasible=["a", "b"]).agrees
-    assert not Outcome(pod="p", node="c", feasible=["a", "b"]).agrees
-    assert Outcome(pod="p", message="0/1 nodes are available: x.", predicted="0/1 nodes are available: x.").agrees
-    assert not Outcome(pod="p", message="0/1 nodes are available: x.", predicted="0/1 nodes are available: y.").agrees
+    assert PodVerdict(pod="p", node="a", feasible=["a", "b"]).agrees
+    assert not PodVerdict(pod="p", node="c", feasible=["a", "b"]).agrees
+    assert PodVerdict(pod="p", message="0/1 nodes are available: x.", predicted="0/1 nodes are available: x.").agrees
+    assert not PodVerdict(
+        pod="p", message="0/1 nodes are available: x.", predicted="0/1 nodes are available: y."
+    ).agrees
 
 
 def test_a_disagreement_prints_as_a_reproducer(capsys):
     scenario = generate(1, 0, "ns").model_copy(update={"pods": generate(1, 0, "ns").pods[:1]})
-    outcome = Outcome(pod=scenario.pods[0]["metadata"]["name"], message="0/1 nodes are available: x.", feasible=["n"])
+    outcome = PodVerdict(
+        pod=scenario.pods[0]["metadata"]["name"], message="0/1 nodes are available: x.", feasible=["n"]
+    )
     report = ConformanceReport(
         version="v1.37.2", seed=1, scenarios=1, pods=2, agreed=1, seconds=1.0,
         disagreements=[Disagreement(scenario="s1-0", outcome=outcome, reproducer=scenario)],

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from gpusched.errors import InputError
 from gpusched.models.dra import ResourceClaim, ResourceSlice
 from gpusched.models.mig import profiles_for
-from gpusched.scenarios.importer import SmiLog, Topology, catalogue, read_capture
+from gpusched.scenarios.importer import SmiLog, SmiTopology, catalogue, read_capture
 from gpusched.scenarios.importer.catalogue import GpuSpec, Server
 from gpusched.scenarios.importer.gfd import model_name, read_labels
 from gpusched.scenarios.importer.mig_layout import layout, per_gpu
@@ -32,7 +32,7 @@ def _text(name: str) -> str:
 
 def test_p4d_capture_is_one_nvswitch_island_of_nv12():
     topo = read_capture(str(TOPOLOGY / "p4d-1.txt"))
-    assert isinstance(topo, Topology)
+    assert isinstance(topo, SmiTopology)
     assert (topo.gpus, topo.islands(), topo.fewest_links()) == (8, [list(range(8))], 12)
 
 

@@ -11,7 +11,7 @@ import pytest
 from matplotlib.colors import to_rgb
 from matplotlib.image import imread
 
-from gpusched.plots import COLOURS
+from gpusched.cli.plots import COLOURS
 
 SIZES = (1, 2, 4, 8)
 

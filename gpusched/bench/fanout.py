@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, TypeVar
 
+from ..errors import require
+
 __all__ = ["LOCAL_RAY", "executor_name", "fan_out"]
 
 Task = TypeVar("Task")
@@ -55,11 +57,8 @@ def fan_out(
 
 
 def _on_ray(work: Callable[[Task], Result], tasks: Sequence[Task], address: str, report: Progress) -> list[Result]:
-    """Ray tasks (an optional dependency: `pip install 'gpusched[ray]'`); `local` starts a private instance."""
-    try:
-        import ray
-    except ImportError:
-        raise ValueError("--ray: Ray is not installed (pip install 'gpusched[ray]')") from None
+    """Ray tasks (the `ray` extra); `local` starts a private instance."""
+    ray = require("ray", "ray")
     started = not ray.is_initialized()
     if started:
         options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}

@@ -13,7 +13,7 @@ from typing import TypeVar
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ..scenarios.openb import NODE_FILE, trace_path
+from ..scenarios.openb import trace_files
 from .bound import BoundResult, offline_bound
 from .fanout import executor_name, fan_out
 from .openb import CURVE_POINTS, DEFAULT_RATIO, RunResult, RunSpec, prepare, run
@@ -109,7 +109,7 @@ def bench_openb(
     traces: list[str],
     policies: list[str],
     seeds: list[int],
-    data_dir: str,
+    data_dir: str | None = None,
     nodes_file: str | None = None,
     node_count: int | None = None,
     ratio: float = DEFAULT_RATIO,
@@ -119,8 +119,8 @@ def bench_openb(
     progress: Callable[[int, int], None] | None = None,
 ) -> OpenbBench:
     """The protocol for every trace × policy × seed (plus the bound per trace × seed), summarised per trace."""
-    nodes = nodes_file or str(Path(data_dir) / NODE_FILE)
-    files = [str(trace_path(trace, data_dir)) for trace in traces]
+    node_path, pod_paths = trace_files(traces, data_dir, nodes_file)
+    nodes, files = str(node_path), [str(path) for path in pod_paths]
     for file in files:  # fail on bad input here, with the file and field, before any worker starts
         prepare(file, nodes, node_count)
     kinds = policies + ([BOUND] if bound else [])

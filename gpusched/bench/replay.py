@@ -22,7 +22,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ..planner.gpushare import SharePod, ShareState, policy_named, target_workload
-from ..scenarios.openb import MILLI, NODE_FILE, trace_path
+from ..scenarios.openb import MILLI, trace_files
 from .fanout import executor_name, fan_out
 from .openb import prepare
 
@@ -212,7 +212,7 @@ def _summary(
 def bench_replay(
     trace: str,
     policies: list[str],
-    data_dir: str,
+    data_dir: str | None = None,
     nodes_file: str | None = None,
     node_count: int | None = None,
     seed: int = 42,
@@ -221,8 +221,8 @@ def bench_replay(
     ray: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ReplayBench:
-    nodes = nodes_file or str(Path(data_dir) / NODE_FILE)
-    file = str(trace_path(trace, data_dir))
+    node_path, (pod_path,) = trace_files([trace], data_dir, nodes_file)
+    nodes, file = str(node_path), str(pod_path)
     specs = [
         ReplaySpec(trace=file, nodes=nodes, node_count=node_count, policy=p, seed=seed, speedup=speedup)
         for p in policies

@@ -15,8 +15,8 @@ from . import common as _common
 
 __all__ = ["app", "main", "COMMAND_MODULES", "load"]
 
-# top-level command or group -> the module that registers it (None: every module, e.g. the shared bench group)
-COMMAND_MODULES: dict[str, str | None] = {
+# top-level command or group -> the module that registers it
+COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(("scenarios", "schema", "advertised", "place", "frag", "allreduce", "gang", "k8s"), "core"),
     "conformance": "conformance",
     "cluster": "conformance",
@@ -30,7 +30,7 @@ COMMAND_MODULES: dict[str, str | None] = {
     "map": "gpumap",
     "preempt": "repair",
     "defrag": "repair",
-    "bench": None,
+    "bench": "bench",
 }
 MODULES = ("core", "bench", "conformance", "dra", "explain", "gpumap", "importer", "mig", "plan", "repair")
 

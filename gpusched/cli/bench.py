@@ -1,5 +1,7 @@
-"""`bench openb` (the FGD paper's experiment, reproduced and compared), `bench synthetic` (heuristics against the
-CP-SAT optimum on generated clusters) and `bench replay` (the openb trace with its own arrival and departure times).
+"""Every `gpusched bench` command, in one place: `bench openb` (the FGD paper's experiment, reproduced and compared),
+`bench synthetic` (heuristics against the CP-SAT optimum on generated clusters), `bench replay` (the openb trace with
+its own arrival and departure times), and the timings of the other commands at scale (`place`, `dra`, `mig`, `plan`,
+`preempt`, `defrag`, `explain`). Registered in the order `bench --help` lists them.
 """
 
 from __future__ import annotations
@@ -10,23 +12,46 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 
+from ..bench import PlaceBench, bench_place
+from ..bench.dra_bench import DraBench, bench_dra
 from ..bench.fanout import LOCAL_RAY
+from ..bench.mig_bench import MigBench, bench_mig
 from ..bench.openb import DEFAULT_RATIO
 from ..bench.openb_bench import OpenbBench, bench_openb, write_outputs
+from ..bench.plan_bench import PlanBench, bench_plan
 from ..bench.published import published
+from ..bench.repair import FILL, ExplainBench, RepairBench, bench_defrag, bench_explain, bench_preempt
 from ..bench.replay import ReplayBench, bench_replay, write_replay
 from ..bench.synthetic_bench import SyntheticBench, bench_synthetic, write_synthetic
+from ..errors import require
 from ..planner.gpushare import POLICIES, policy_named
-from ..scenarios.openb import OPENB_TRACES
-from .common import JsonFlag, new_table, run, show
-from .core import bench_app
+from ..planner.optimize.defrag import parse_shape
+from ..scenarios.openb import OPENB_TRACES, OPENB_URL, download_openb, openb_dir
+from .common import (
+    POLICY_CHOICES,
+    VIEW_CHOICES,
+    JsonFlag,
+    Seed,
+    SolverWorkers,
+    TimeLimit,
+    app,
+    choice,
+    counts,
+    new_table,
+    run,
+    show,
+    solver_config,
+)
 from .progress import progress_bar
 
-DATA_DIR = "../shared/data/openb"  # beside the repository, where the project keeps the trace (never in it)
 DataDir = Annotated[
-    str, typer.Option("--data", envvar="GPUSCHED_OPENB", help="folder with the openb CSVs (or $GPUSCHED_OPENB)")
+    str | None,
+    typer.Option(
+        "--data", help="folder with the openb CSVs (default: $GPUSCHED_OPENB, else ~/.cache/gpusched/openb)"
+    ),
 ]
 NodesFile = Annotated[str | None, typer.Option("--nodes-file", help="node list CSV (default: the one in --data)")]
 NodeCount = Annotated[int | None, typer.Option("--nodes", min=1, help="an evenly spaced subset of this many nodes")]
@@ -36,6 +61,16 @@ Ray = Annotated[bool, typer.Option("--ray", help="run on a Ray instance started 
 RayAddress = Annotated[str | None, typer.Option("--ray-address", help="run on the Ray cluster at this address")]
 Out = Annotated[Path | None, typer.Option("--out", help="write CSV, JSON and a PNG plot into this folder")]
 Timing = Annotated[bool, typer.Option("--timing/--no-timing", help="show times (off: output that repeats exactly)")]
+BusyNodes = Annotated[int, typer.Option(min=1, help="generated nodes, made busy by placing generated pods")]
+GeneratorSeed = Annotated[int, typer.Option(help="generator seed")]
+Fill = Annotated[float, typer.Option(min=0.0, help="generated pods ask for this many times the exclusive GPUs")]
+
+
+bench_app = typer.Typer(
+    help="Benchmarks on generated clusters (timed here, never in unit tests).", no_args_is_help=True
+)
+app.add_typer(bench_app, name="bench")
+
 
 
 def seed_list(text: str) -> list[int]:
@@ -82,11 +117,52 @@ def _write_and_show(
 ) -> int:
     """A bench's outputs (CSV, JSON and the plot named `plot`) written when --out asks, then its result shown."""
     if out is not None:
+        require("matplotlib", "plots")
         from ..bench import plots  # matplotlib only when a plot is wanted
 
         result.outputs = write(result, out, getattr(plots, plot))
     show(result, as_json, lambda console, r: render(console, r, timing))
     return 0
+
+
+class Downloaded(BaseModel):
+    folder: str
+    files: list[str]
+
+
+def render_downloaded(console: Console, result: Downloaded) -> None:
+    console.print(f"downloaded {len(result.files)} openb files into {result.folder}", markup=False)
+
+
+@bench_app.command("place")
+def bench_place_command(
+    nodes: Annotated[int, typer.Option(min=1, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 1000,
+    pods: Annotated[int, typer.Option(min=1, help="generated pods")] = 10000,
+    sizes: Annotated[str, typer.Option(help="GPU counts to draw pods from, comma-separated")] = "1",
+    view: Annotated[str, typer.Option(help="gpu | extended")] = "gpu",
+    policy: Annotated[str, typer.Option(help="binpack | spread | topology")] = "binpack",
+    seed: Annotated[int, typer.Option(help="generator seed")] = 42,
+    as_json: JsonFlag = False,
+) -> None:
+    """Time `place` on a generated cluster: how fast the greedy placer is at scale."""
+
+    def body() -> int:
+        choice("--view", view, VIEW_CHOICES)
+        choice("--policy", policy, POLICY_CHOICES)
+        result = bench_place(nodes, pods, view, policy, seed, counts("--sizes", sizes) or (1,))
+        show(result, as_json, render_place_bench)
+        return 0
+
+    run(body)
+
+
+def render_place_bench(console: Console, result: PlaceBench) -> None:
+    console.print(
+        f"place {result.pods} pods (sizes {result.sizes}) on {result.nodes} nodes, view {result.view}, "
+        f"policy {result.policy}: {result.placed} placed, {result.pending} Pending in {result.seconds:.3f} s "
+        f"({result.pods_per_second:.0f} pods/s)",
+        markup=False,
+    )
 
 
 @bench_app.command("openb")
@@ -101,7 +177,7 @@ def bench_openb_command(
         str, typer.Option("--policies", help=f"comma-separated, or all: {', '.join(POLICIES)}")
     ] = "all",
     seeds: Annotated[str, typer.Option("--seeds", help="seeds, e.g. 42-51 (the paper's) or 42,43")] = "42-51",
-    data: DataDir = DATA_DIR,
+    data: DataDir = None,
     nodes_file: NodesFile = None,
     nodes: NodeCount = None,
     ratio: Annotated[float, typer.Option("--ratio", min=0.01, help="arrived GPU demand, × capacity")] = DEFAULT_RATIO,
@@ -116,11 +192,22 @@ def bench_openb_command(
     ray_address: RayAddress = None,
     out: Out = None,
     timing: Timing = True,
+    download: Annotated[
+        bool, typer.Option("--download", help="fetch the public trace into --data (default: the cache), then stop")
+    ] = False,
+    download_url: Annotated[
+        str, typer.Option("--download-url", help="where the trace CSVs are (a mirror)")
+    ] = OPENB_URL,
     as_json: JsonFlag = False,
 ) -> None:
     """The FGD paper's experiment on the Alibaba openb trace: every policy's GPU allocation at 130% arrived."""
 
     def body() -> int:
+        if download:
+            folder = openb_dir(data)
+            written = download_openb(folder, download_url)
+            show(Downloaded(folder=str(folder), files=[str(path) for path in written]), as_json, render_downloaded)
+            return 0
         chosen = policy_list(policies)
         with progress_bar("openb runs") as progress:
             result = bench_openb(
@@ -282,7 +369,7 @@ def bench_replay_command(
     policies: Annotated[
         str, typer.Option("--policies", help=f"comma-separated, or all: {', '.join(POLICIES)}")
     ] = "BestFit,FGD,binpack",
-    data: DataDir = DATA_DIR,
+    data: DataDir = None,
     nodes_file: NodesFile = None,
     nodes: NodeCount = None,
     seed: Annotated[int, typer.Option("--seed", help="seed for the policies' tie orders")] = 42,
@@ -347,3 +434,184 @@ def render_replay(console: Console, result: ReplayBench, timing: bool) -> None:
     console.print(table)
     for path in result.outputs:
         console.print(f"wrote {path}", markup=False)
+
+
+@bench_app.command("dra")
+def bench_dra_command(
+    nodes: Annotated[int, typer.Option(min=1, help="generated nodes, 8 GPUs each in two NVLink islands of four")] = 1000,
+    every: Annotated[int, typer.Option(min=1, help="one node in EVERY keeps an island free; the rest are fragmented")] = 20,
+    prune: Annotated[bool, typer.Option("--prune/--no-prune", help="gpusched's per-node bounds before the search")] = True,
+    as_json: JsonFlag = False,
+) -> None:
+    """Time one 4-GPU matchAttribute claim over a mostly fragmented cluster (Filter on every node, then Score)."""
+
+    def body() -> int:
+        show(bench_dra(nodes, every, prune), as_json, render_dra_bench)
+        return 0
+
+    run(body)
+
+
+
+def render_dra_bench(console: Console, result: DraBench) -> None:
+    console.print(
+        f"{result.nodes} nodes x {result.gpus_per_node} GPUs ({result.fragmented_nodes} fragmented), "
+        f"prune={'on' if result.prune else 'off'}: {result.seconds:.3f} s ({result.cpu_seconds:.3f} s CPU); "
+        f"{result.feasible_nodes} feasible nodes, "
+        f"allocated on {result.node}: {', '.join(result.devices)}",
+        markup=False,
+    )
+
+
+
+@bench_app.command("mig")
+def bench_mig_command(
+    gpus: Annotated[int, typer.Option(min=8, help="generated MIG-capable GPUs (8 per node)")] = 1000,
+    seed: Annotated[int, typer.Option(help="generator seed (and CP-SAT seed)")] = 42,
+    random_layouts: Annotated[
+        bool, typer.Option("--random-layouts", help="random instances on every GPU (few identical GPUs) instead of common layouts")
+    ] = False,
+    time_limit: TimeLimit = 10.0,
+    workers: SolverWorkers = 2,
+    as_json: JsonFlag = False,
+) -> None:
+    """Time `mig plan` on a generated cluster of MIG GPUs (half their instances busy) against a demand."""
+
+    def body() -> int:
+        result = bench_mig(gpus, seed, solver_config(time_limit, workers, seed), random_layouts)
+        show(result, as_json, render_mig_bench)
+        return 0
+
+    run(body)
+
+
+
+def render_mig_bench(console: Console, result: MigBench) -> None:
+    console.print(
+        f"mig plan on {result.gpus} GPUs ({result.nodes} nodes, {'random' if result.random_layouts else 'common'} "
+        f"layouts; {result.classes} classes, {result.options} layouts to choose from): "
+        f"demand {', '.join(f'{k}={v}' for k, v in result.demand.items())}; {result.status}, "
+        f"{'met' if result.met else 'NOT met'}, {result.reconfigured} GPUs reconfigured, "
+        f"{result.unused_slices} unused slices; solve {result.solve_seconds:.3f} s, total {result.seconds:.3f} s "
+        f"(first-fit reconfigures {result.first_fit_reconfigured}, met: {'yes' if result.first_fit_met else 'no'})",
+        markup=False,
+    )
+
+
+
+@bench_app.command("plan")
+def bench_plan_command(
+    nodes: Annotated[int, typer.Option(min=1, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 10000,
+    jobs: Annotated[int, typer.Option(min=1, help="generated pending jobs (1-8 GPUs per pod, 1-8 pods)")] = 2000,
+    busy: Annotated[float, typer.Option(min=0.0, max=1.0, help="fraction of GPUs already busy")] = 0.5,
+    domain_jobs: Annotated[int, typer.Option(min=0, help="add 4x8-GPU jobs confined to one NVLink domain")] = 0,
+    seed: Seed = 42,
+    time_limit: TimeLimit = 60.0,
+    as_json: JsonFlag = False,
+) -> None:
+    """Time `plan` on a generated cluster and backlog: classes, patterns, solve, disaggregation, validation."""
+
+    def body() -> int:
+        solver_config(time_limit, 1, seed)
+        result = bench_plan(nodes, jobs, busy, seed, time_limit, domain_jobs)
+        show(result, as_json, render_plan_bench)
+        return 0
+
+    run(body)
+
+
+
+def render_plan_bench(console: Console, result: PlanBench) -> None:
+    console.print(
+        f"plan {result.jobs} jobs on {result.nodes} nodes ({result.gpus} GPUs, {result.busy_fraction:.0%} busy): "
+        f"{result.status}, {result.jobs_placed} jobs placed, {result.seconds:.2f} s in all "
+        f"({result.solve_seconds:.2f} s solving; {result.node_classes} node classes, {result.pod_shapes} pod shapes, "
+        f"{result.patterns} patterns)",
+        markup=False,
+    )
+
+
+
+@bench_app.command("preempt")
+def bench_preempt_command(
+    nodes: BusyNodes = 1000,
+    pods: Annotated[int, typer.Option(min=1, help="pods of the pending priority-100 NVLink job")] = 2,
+    gpus: Annotated[int, typer.Option(min=1, help="GPUs per pod of the pending job")] = 8,
+    seed: GeneratorSeed = 42,
+    fill: Fill = FILL,
+    time_limit: TimeLimit = 10.0,
+    workers: SolverWorkers = 2,
+    as_json: JsonFlag = False,
+) -> None:
+    """Time `preempt` on a busy generated cluster."""
+
+    def body() -> int:
+        result = bench_preempt(nodes, seed, pods, gpus, solver_config(time_limit, workers, 0), fill)
+        show(result, as_json, render_repair_bench)
+        return 0
+
+    run(body)
+
+
+
+@bench_app.command("defrag")
+def bench_defrag_command(
+    nodes: BusyNodes = 1000,
+    shape: Annotated[str, typer.Option("--for", help="the target shape")] = "8x2@island",
+    max_moves: Annotated[int | None, typer.Option("--max-moves", help="at most this many moves")] = None,
+    seed: GeneratorSeed = 42,
+    fill: Fill = FILL,
+    time_limit: TimeLimit = 10.0,
+    workers: SolverWorkers = 2,
+    as_json: JsonFlag = False,
+) -> None:
+    """Time `defrag` on a busy generated cluster."""
+
+    def body() -> int:
+        parse_shape(shape)
+        result = bench_defrag(nodes, seed, shape, max_moves, solver_config(time_limit, workers, 0), fill)
+        show(result, as_json, render_repair_bench)
+        return 0
+
+    run(body)
+
+
+
+@bench_app.command("explain")
+def bench_explain_command(
+    nodes: BusyNodes = 1000,
+    gpus: Annotated[int, typer.Option(min=1, help="GPUs of the pending priority-100 NVLink pod")] = 8,
+    seed: GeneratorSeed = 42,
+    fill: Fill = FILL,
+    time_limit: TimeLimit = 10.0,
+    workers: SolverWorkers = 2,
+    as_json: JsonFlag = False,
+) -> None:
+    """Time `explain` on a busy generated cluster: the diagnosis and every planner behind its changes."""
+
+    def body() -> int:
+        result = bench_explain(nodes, seed, gpus, solver_config(time_limit, workers, 0), fill)
+        show(result, as_json, render_explain_bench)
+        return 0
+
+    run(body)
+
+
+
+def render_repair_bench(console: Console, result: RepairBench) -> None:
+    console.print(
+        f"{result.command} on {result.nodes} nodes ({result.running} running pods, {result.kinds} kinds of node): "
+        f"{result.status} in {result.seconds:g} s (solver {result.solve_seconds:g} s); {result.objective}",
+        markup=False,
+    )
+
+
+
+def render_explain_bench(console: Console, result: ExplainBench) -> None:
+    state = "fits" if result.fits else f"Pending ({result.verdict})"
+    console.print(
+        f"explain on a {result.nodes}-node busy cluster ({result.running} running pods): {state}; "
+        f"changes {', '.join(result.changes) or 'none'}; {result.seconds:g} s",
+        markup=False,
+    )
+

@@ -16,9 +16,8 @@ from pydantic_core import to_jsonable_python
 from rich.console import Console
 from rich.table import Table
 
-from ..errors import Infeasible, InputError
+from ..errors import Infeasible, InputError, MissingExtra
 from ..planner.frag import DEFAULT_SIZES
-from ..scenarios import scenario_names
 
 app = typer.Typer(
     name="gpusched",
@@ -52,7 +51,7 @@ def run(body: Callable[[], int]) -> None:
     except InputError as error:
         err.print(f"error: {error}", markup=False)
         raise typer.Exit(2) from None
-    except ValueError as error:
+    except (ValueError, MissingExtra) as error:
         err.print(f"error: {error}", markup=False)
         raise typer.Exit(2) from None
     except Infeasible as error:  # a well-formed request with no answer (or none found in time): exit 1
@@ -164,19 +163,3 @@ def new_table(*columns: str) -> Table:
     for column in columns:
         table.add_column(column)
     return table
-
-
-def pick_pending(pods: list[Any], jobs: list[Any], name: str, source: str) -> Any:
-    """The pod or job called `name` among those of `source`; exit 2 when there is none, or both."""
-    where = f"scenario {source}" if source in scenario_names() else source
-    found = [item for item in [*pods, *jobs] if item.name == name]
-    if len(found) > 1:
-        raise InputError(where, f"both a pod and a job are named {name!r}")
-    if not found:
-        listed = "; ".join(
-            f"{what}: {', '.join(i.name for i in items)}" for what, items in (("pods", pods), ("jobs", jobs)) if items
-        )
-        raise InputError(
-            where, f"no pod or job named {name!r}" + (f" ({listed})" if listed else " (it has no pods or jobs)")
-        )
-    return found[0]

@@ -1,4 +1,4 @@
-"""The core commands: scenarios, schema, advertised, place, frag, allreduce, gang, k8s, bench place."""
+"""The core commands: scenarios, schema, advertised, place, frag, allreduce, gang, k8s."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ from typing import Annotated
 import typer
 from pydantic import BaseModel
 
-from ..bench import bench_place
 from ..planner.emit import DEFAULT_GPU_WEIGHT, kueue_setup, scheduler_config
-from ..live import predict_live
 from ..models.cluster import Cluster
 from ..models.dra import ClaimList
 from ..models.graph import build_graph
@@ -19,6 +17,7 @@ from ..planner.allreduce import ring_allreduce
 from ..planner.frag import fragmentation
 from ..planner.gang import simulate
 from ..planner.k8s import predict_files
+from ..planner.k8s_live import predict_live
 from ..planner.place import DEFAULT_GRADIENT_GB, place
 from ..planner.state import ClusterState, advertised
 from ..scenarios import (
@@ -37,7 +36,6 @@ from .common import (
     SizesOpt,
     app,
     choice,
-    counts,
     emit_json,
     emit_target,
     run,
@@ -209,32 +207,6 @@ def gang_command(
             show_emitted(report, setup, emit_kueue, "kueue", as_json, console, (render.gang, render.kueue))
         stuck = report.deadlock is not None or any(job.never_fits for job in report.jobs)
         return 1 if stuck else 0
-
-    run(body)
-
-
-bench_app = typer.Typer(help="Benchmarks on generated clusters (timed here, never in unit tests).", no_args_is_help=True)
-app.add_typer(bench_app, name="bench")
-
-
-@bench_app.command("place")
-def bench_place_command(
-    nodes: Annotated[int, typer.Option(min=1, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 1000,
-    pods: Annotated[int, typer.Option(min=1, help="generated pods")] = 10000,
-    sizes: Annotated[str, typer.Option(help="GPU counts to draw pods from, comma-separated")] = "1",
-    view: Annotated[str, typer.Option(help="gpu | extended")] = "gpu",
-    policy: Annotated[str, typer.Option(help="binpack | spread | topology")] = "binpack",
-    seed: Annotated[int, typer.Option(help="generator seed")] = 42,
-    as_json: JsonFlag = False,
-) -> None:
-    """Time `place` on a generated cluster: how fast the greedy placer is at scale."""
-
-    def body() -> int:
-        choice("--view", view, VIEW_CHOICES)
-        choice("--policy", policy, POLICY_CHOICES)
-        result = bench_place(nodes, pods, view, policy, seed, counts("--sizes", sizes) or (1,))
-        show(result, as_json, render.bench_place)
-        return 0
 
     run(body)
 

@@ -10,16 +10,14 @@ import typer
 import yaml
 from rich.console import Console
 
-from ..apply import ApplyReport, apply_objects
-from ..bench.dra_bench import DraBench, bench_dra
-from ..live import fetch_dra
+from ..actions.apply import ApplyReport, apply_objects
 from ..planner.dra.objects import objects_from, read_all
 from ..planner.dra.run import DraReport, run_dra
 from ..planner.dra.slices import DRIVERS, EXAMPLE, cluster_slices, driver_classes
 from ..planner.k8s import parse_version
 from ..scenarios import load_cluster
+from ..scenarios.live import fetch_dra
 from .common import ClusterArg, JsonFlag, app, emit_json, run, show
-from .core import bench_app
 
 DriverOpt = Annotated[str, typer.Option("--driver", help=" | ".join(DRIVERS))]
 
@@ -134,27 +132,3 @@ def _devices(allocation: dict) -> list[str]:
     ]
 
 
-@bench_app.command("dra")
-def bench_dra_command(
-    nodes: Annotated[int, typer.Option(min=1, help="generated nodes, 8 GPUs each in two NVLink islands of four")] = 1000,
-    every: Annotated[int, typer.Option(min=1, help="one node in EVERY keeps an island free; the rest are fragmented")] = 20,
-    prune: Annotated[bool, typer.Option("--prune/--no-prune", help="gpusched's per-node bounds before the search")] = True,
-    as_json: JsonFlag = False,
-) -> None:
-    """Time one 4-GPU matchAttribute claim over a mostly fragmented cluster (Filter on every node, then Score)."""
-
-    def body() -> int:
-        show(bench_dra(nodes, every, prune), as_json, render_bench)
-        return 0
-
-    run(body)
-
-
-def render_bench(console: Console, result: DraBench) -> None:
-    console.print(
-        f"{result.nodes} nodes x {result.gpus_per_node} GPUs ({result.fragmented_nodes} fragmented), "
-        f"prune={'on' if result.prune else 'off'}: {result.seconds:.3f} s ({result.cpu_seconds:.3f} s CPU); "
-        f"{result.feasible_nodes} feasible nodes, "
-        f"allocated on {result.node}: {', '.join(result.devices)}",
-        markup=False,
-    )

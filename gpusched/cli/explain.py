@@ -9,7 +9,7 @@ import typer
 import yaml
 from rich.console import Console
 
-from ..models.workload import Job, Pod
+from ..models.workload import Job
 from ..planner.dra.slices import DRIVERS, NVIDIA
 from ..planner.explain import (
     Explanation,
@@ -19,8 +19,9 @@ from ..planner.explain import (
     explain_job,
     explain_pod,
 )
+from ..planner.explain.target import pick_pending, running_node
 from ..planner.place import DEFAULT_GRADIENT_GB
-from ..scenarios import Scenario, load_cluster, load_jobs, load_pods, load_scenario
+from ..scenarios import load_cluster, load_pending, load_scenario
 from .common import (
     JsonFlag,
     Seed,
@@ -29,7 +30,6 @@ from .common import (
     app,
     emit_json,
     out,
-    pick_pending,
     run,
     show,
     solver_config,
@@ -42,13 +42,6 @@ def _cluster_source(cluster: str | None, kubeconfig: str | None, context: str | 
     if context and not kubeconfig:
         raise ValueError("--context goes with --kubeconfig")
     return cluster if cluster is not None else f"{kubeconfig}#{context}" if context else str(kubeconfig)
-
-
-def _pending(scenario: Scenario, pods: str | None, jobs: str | None) -> tuple[list[Pod], list[Job]]:
-    """The pending pods and jobs: from --pods/--jobs, else the cluster's own scenario or dump."""
-    if pods is None and jobs is None:
-        return (scenario.pods.pods if scenario.pods else []), (scenario.jobs.jobs if scenario.jobs else [])
-    return (load_pods(pods).pods if pods else []), (load_jobs(jobs).jobs if jobs else [])
 
 
 def _write_claim(claim: dict, target: str) -> None:
@@ -98,10 +91,11 @@ def explain_command(
         source = _cluster_source(cluster, kubeconfig, context)
         scenario = load_scenario(source)
         model = scenario.cluster
-        running = {pod.name: pod.node for pod in model.running_pods()}
-        pending_pods, pending_jobs = _pending(scenario, pods, jobs)
-        if target in running and target not in {item.name for item in [*pending_pods, *pending_jobs]}:
-            result = Explanation(target=target, kind="pod", fits=True, running=True, node=running[target])
+        pending = load_pending(scenario, pods, jobs)
+        pending_pods, pending_jobs = pending[0].pods, pending[1].jobs
+        node = running_node(model, pending_pods, pending_jobs, target)
+        if node is not None:
+            result = Explanation(target=target, kind="pod", fits=True, running=True, node=node)
             show(result, as_json, render)
             return 0
         item = pick_pending(pending_pods, pending_jobs, target, pods or jobs or source)

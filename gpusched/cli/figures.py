@@ -1,5 +1,5 @@
 """PNG outputs of the CLI: the path checked before any work, the figure written before the report, one line saying
-where it went. matplotlib (through gpusched.plots) loads only when a figure is asked for.
+where it went. matplotlib (through gpusched.cli.plots) loads only when a figure is asked for.
 """
 
 from __future__ import annotations
@@ -8,15 +8,17 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..errors import require
 from .common import err, out
 
 __all__ = ["png_target", "save_figure", "wrote"]
 
 
 def png_target(option: str, path: Path | None) -> Path | None:
-    """Refuse a path that cannot take a PNG before anything is loaded, so bad input writes nothing."""
+    """Refuse a path that cannot take a PNG (or a missing matplotlib) before anything is loaded: nothing is written."""
     if path is None:
         return None
+    require("matplotlib", "plots")
     if path.is_dir():
         raise ValueError(f"{option}: {path} is a folder; give a file name ending in .png")
     if path.suffix.lower() != ".png":
@@ -30,10 +32,10 @@ def png_target(option: str, path: Path | None) -> Path | None:
 
 
 def save_figure(option: str, path: Path | None, figure: str, data: Any) -> None:
-    """Draw `data` with gpusched.plots' function named `figure` and write it to `path` (nothing when None)."""
+    """Draw `data` with gpusched.cli.plots' function named `figure` and write it to `path` (nothing when None)."""
     if path is None:
         return
-    from .. import plots  # matplotlib only when a picture is wanted
+    from . import plots  # matplotlib only when a picture is wanted
 
     try:
         plots.save_png(getattr(plots, figure)(data), path)

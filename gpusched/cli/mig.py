@@ -1,5 +1,4 @@
-"""`gpusched mig plan`: MIG layouts that serve a demand, with the mig-parted config and labels to apply; and
-`gpusched bench mig`, the same planner timed on a generated cluster of MIG GPUs."""
+"""`gpusched mig plan`: MIG layouts that serve a demand, with the mig-parted config and labels to apply."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ import typer
 import yaml
 from rich.console import Console
 
-from ..bench.mig_bench import MigBench, bench_mig
 from ..planner.optimize.mig.migparted import mig_parted_file
 from ..planner.optimize.mig.layouts import (
     MigGpu,
@@ -33,11 +31,9 @@ from .common import (
     err,
     new_table,
     run,
-    show,
     solver_config,
     write_output,
 )
-from .core import bench_app
 
 mig_app = typer.Typer(help="MIG repartitioning: layouts that serve a demand for MIG instances.", no_args_is_help=True)
 app.add_typer(mig_app, name="mig")
@@ -132,8 +128,6 @@ def _timing(plan: MigPlan) -> None:
     )
 
 
-
-
 def _instances(items: list[InstanceOut] | None) -> str:
     if items is None:
         return "MIG disabled"
@@ -204,34 +198,3 @@ def _render_comparison(console: Console, plan: MigPlan) -> None:
     console.print(table)
 
 
-@bench_app.command("mig")
-def bench_mig_command(
-    gpus: Annotated[int, typer.Option(min=8, help="generated MIG-capable GPUs (8 per node)")] = 1000,
-    seed: Annotated[int, typer.Option(help="generator seed (and CP-SAT seed)")] = 42,
-    random_layouts: Annotated[
-        bool, typer.Option("--random-layouts", help="random instances on every GPU (few identical GPUs) instead of common layouts")
-    ] = False,
-    time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 2,
-    as_json: JsonFlag = False,
-) -> None:
-    """Time `mig plan` on a generated cluster of MIG GPUs (half their instances busy) against a demand."""
-
-    def body() -> int:
-        result = bench_mig(gpus, seed, solver_config(time_limit, workers, seed), random_layouts)
-        show(result, as_json, render_bench)
-        return 0
-
-    run(body)
-
-
-def render_bench(console: Console, result: MigBench) -> None:
-    console.print(
-        f"mig plan on {result.gpus} GPUs ({result.nodes} nodes, {'random' if result.random_layouts else 'common'} "
-        f"layouts; {result.classes} classes, {result.options} layouts to choose from): "
-        f"demand {', '.join(f'{k}={v}' for k, v in result.demand.items())}; {result.status}, "
-        f"{'met' if result.met else 'NOT met'}, {result.reconfigured} GPUs reconfigured, "
-        f"{result.unused_slices} unused slices; solve {result.solve_seconds:.3f} s, total {result.seconds:.3f} s "
-        f"(first-fit reconfigures {result.first_fit_reconfigured}, met: {'yes' if result.first_fit_met else 'no'})",
-        markup=False,
-    )

@@ -5,20 +5,16 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 
-from ..bench.plan_bench import PlanBench, bench_plan
 from ..planner.optimize.plan import (
-    PlanJob,
-    PlannedPod,
     PlanReport,
-    check_plan,
     pending_jobs,
     plan,
 )
 from ..planner.optimize.solver import SolveReport
-from ..scenarios import load_cluster, load_pending, read_document, validate
+from ..planner.planfile import PlanValidation, check_plan_file, load_plan
+from ..scenarios import load_cluster, load_pending
 from .common import (
     ClusterArg,
     JsonFlag,
@@ -33,7 +29,6 @@ from .common import (
     solver_config,
 )
 from .common import sizes as parse_sizes
-from .core import bench_app
 
 
 @app.command("plan")
@@ -60,19 +55,6 @@ def plan_command(
     run(body)
 
 
-class PlanFile(BaseModel):
-    """What `validate` reads from a plan: the jobs and where their pods go (other keys are ignored)."""
-
-    model_config = ConfigDict(extra="ignore")
-    jobs: list[PlanJob]
-    assignments: list[PlannedPod]
-
-
-class Validation(BaseModel):
-    valid: bool
-    violations: list[str]
-
-
 @app.command("validate")
 def validate_command(
     cluster: ClusterArg,
@@ -83,15 +65,9 @@ def validate_command(
 
     def body() -> int:
         model = load_cluster(cluster)
-        found = validate(plan_file, read_document(plan_file), PlanFile)
-        names = {node.name for node in model.nodes}
-        problems = [f"{a.pod}: unknown node {a.node}" for a in found.assignments if a.node not in names]
-        jobs = {job.name for job in found.jobs}
-        problems += [f"{a.pod}: unknown job {a.job}" for a in found.assignments if a.job not in jobs]
-        if not problems:
-            problems = check_plan(model, [job.pending() for job in found.jobs], found.assignments)
-        show(Validation(valid=not problems, violations=problems), as_json, render_validation)
-        return 1 if problems else 0
+        result = check_plan_file(model, load_plan(plan_file))
+        show(result, as_json, render_validation)
+        return 0 if result.valid else 1
 
     run(body)
 
@@ -136,7 +112,7 @@ def render_plan(console: Console, report: PlanReport) -> None:
     console.print(compare)
 
 
-def render_validation(console: Console, result: Validation) -> None:
+def render_validation(console: Console, result: PlanValidation) -> None:
     if result.valid:
         console.print("valid", markup=False)
     else:
@@ -145,32 +121,3 @@ def render_validation(console: Console, result: Validation) -> None:
             console.print(f"({len(result.violations) - 1} more; --json lists all)", markup=False)
 
 
-@bench_app.command("plan")
-def bench_plan_command(
-    nodes: Annotated[int, typer.Option(min=1, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 10000,
-    jobs: Annotated[int, typer.Option(min=1, help="generated pending jobs (1-8 GPUs per pod, 1-8 pods)")] = 2000,
-    busy: Annotated[float, typer.Option(min=0.0, max=1.0, help="fraction of GPUs already busy")] = 0.5,
-    domain_jobs: Annotated[int, typer.Option(min=0, help="add 4x8-GPU jobs confined to one NVLink domain")] = 0,
-    seed: Seed = 42,
-    time_limit: TimeLimit = 60.0,
-    as_json: JsonFlag = False,
-) -> None:
-    """Time `plan` on a generated cluster and backlog: classes, patterns, solve, disaggregation, validation."""
-
-    def body() -> int:
-        solver_config(time_limit, 1, seed)
-        result = bench_plan(nodes, jobs, busy, seed, time_limit, domain_jobs)
-        show(result, as_json, render_bench)
-        return 0
-
-    run(body)
-
-
-def render_bench(console: Console, result: PlanBench) -> None:
-    console.print(
-        f"plan {result.jobs} jobs on {result.nodes} nodes ({result.gpus} GPUs, {result.busy_fraction:.0%} busy): "
-        f"{result.status}, {result.jobs_placed} jobs placed, {result.seconds:.2f} s in all "
-        f"({result.solve_seconds:.2f} s solving; {result.node_classes} node classes, {result.pod_shapes} pod shapes, "
-        f"{result.patterns} patterns)",
-        markup=False,
-    )

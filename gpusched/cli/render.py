@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from ..bench import PlaceBench
 from ..planner.emit import KueueSetup, SchedulerConfig
 from ..planner.allreduce import AllReduce
 from ..planner.frag import FragReport
@@ -119,15 +118,6 @@ def gang(console: Console, report: GangReport) -> None:
     else:
         console.print(f"makespan {_seconds(report.makespan)} s", markup=False)
     console.print(f"GPU-hours held idle by partial gangs: {report.idle_gpu_hours:.2f}", markup=False)
-
-
-def bench_place(console: Console, result: PlaceBench) -> None:
-    console.print(
-        f"place {result.pods} pods (sizes {result.sizes}) on {result.nodes} nodes, view {result.view}, "
-        f"policy {result.policy}: {result.placed} placed, {result.pending} Pending in {result.seconds:.3f} s "
-        f"({result.pods_per_second:.0f} pods/s)",
-        markup=False,
-    )
 
 
 def k8s(console: Console, result: K8sPrediction) -> None:

@@ -11,28 +11,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from ..bench.repair import (
-    FILL,
-    ExplainBench,
-    RepairBench,
-    bench_defrag,
-    bench_explain,
-    bench_preempt,
-)
-from ..errors import InputError
-from ..models.workload import Job, JobList, Pod, PodList
+from ..planner.explain.target import pick_pending
 from ..planner.optimize.defrag import DefragReport, defrag, parse_shape
 from ..planner.optimize.preempt import Alternative, PreemptReport, preempt
 from ..planner.optimize.solver import SolveReport
-from ..scenarios import (
-    load_cluster,
-    load_jobs,
-    load_pods,
-    load_scenario,
-    read_document,
-    scenario_names,
-    validate,
-)
+from ..scenarios import load_cluster, load_pending
 from .common import (
     ClusterArg,
     JsonFlag,
@@ -41,45 +24,12 @@ from .common import (
     TimeLimit,
     app,
     new_table,
-    pick_pending,
     run,
     show,
     solver_config,
 )
-from .core import bench_app
-
-BusyNodes = Annotated[int, typer.Option(min=1, help="generated nodes, made busy by placing generated pods")]
-GeneratorSeed = Annotated[int, typer.Option(help="generator seed")]
-Fill = Annotated[float, typer.Option(min=0.0, help="generated pods ask for this many times the exclusive GPUs")]
-
-
-# --- loading what waits ------------------------------------------------------------------------------------------
-
-
-def _workload(source: str) -> tuple[list[Pod], list[Job]]:
-    """The pods and jobs of a scenario (name or file), a pods file or a jobs file."""
-    if source in scenario_names():
-        scenario = load_scenario(source)
-    else:
-        data = read_document(source, "no such file (nor a built-in scenario: see `gpusched scenarios`)")
-        if isinstance(data, dict) and "cluster" in data:
-            scenario = load_scenario(source)
-        elif isinstance(data, dict):
-            if not data or set(data) - {"pods", "jobs"}:
-                raise InputError(source, "expected `pods` and/or `jobs` lists, a bare list, or a scenario")
-            pods = validate(source, {"pods": data["pods"]}, PodList).pods if "pods" in data else []
-            jobs = validate(source, {"jobs": data["jobs"]}, JobList).jobs if "jobs" in data else []
-            return pods, jobs
-        elif isinstance(data, list) and any(isinstance(item, dict) and "gpus_per_pod" in item for item in data):
-            return [], load_jobs(source).jobs
-        else:
-            return load_pods(source).pods, []
-    return (scenario.pods.pods if scenario.pods else []), (scenario.jobs.jobs if scenario.jobs else [])
-
 
 # --- rendering ---------------------------------------------------------------------------------------------------
-
-
 
 
 def _plural(count: int, word: str) -> str:
@@ -211,14 +161,6 @@ def render_defrag(console: Console, report: DefragReport) -> None:
             console.print(f"{row.name}: {problem}", markup=False)
 
 
-def render_bench(console: Console, result: RepairBench) -> None:
-    console.print(
-        f"{result.command} on {result.nodes} nodes ({result.running} running pods, {result.kinds} kinds of node): "
-        f"{result.status} in {result.seconds:g} s (solver {result.solve_seconds:g} s); {result.objective}",
-        markup=False,
-    )
-
-
 # --- commands ----------------------------------------------------------------------------------------------------
 
 
@@ -242,7 +184,8 @@ def preempt_command(
     def body() -> int:
         config = solver_config(time_limit, workers, seed)
         model = load_cluster(cluster)
-        report = preempt(model, pick_pending(*_workload(source or cluster), name, source or cluster), config)
+        pods, jobs = load_pending(source or cluster)
+        report = preempt(model, pick_pending(pods.pods, jobs.jobs, name, source or cluster), config)
         show(report, as_json, render_preempt)
         return 0 if report.feasible else 1
 
@@ -275,73 +218,3 @@ def defrag_command(
     run(body)
 
 
-@bench_app.command("preempt")
-def bench_preempt_command(
-    nodes: BusyNodes = 1000,
-    pods: Annotated[int, typer.Option(min=1, help="pods of the pending priority-100 NVLink job")] = 2,
-    gpus: Annotated[int, typer.Option(min=1, help="GPUs per pod of the pending job")] = 8,
-    seed: GeneratorSeed = 42,
-    fill: Fill = FILL,
-    time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 2,
-    as_json: JsonFlag = False,
-) -> None:
-    """Time `preempt` on a busy generated cluster."""
-
-    def body() -> int:
-        result = bench_preempt(nodes, seed, pods, gpus, solver_config(time_limit, workers, 0), fill)
-        show(result, as_json, render_bench)
-        return 0
-
-    run(body)
-
-
-@bench_app.command("defrag")
-def bench_defrag_command(
-    nodes: BusyNodes = 1000,
-    shape: Annotated[str, typer.Option("--for", help="the target shape")] = "8x2@island",
-    max_moves: Annotated[int | None, typer.Option("--max-moves", help="at most this many moves")] = None,
-    seed: GeneratorSeed = 42,
-    fill: Fill = FILL,
-    time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 2,
-    as_json: JsonFlag = False,
-) -> None:
-    """Time `defrag` on a busy generated cluster."""
-
-    def body() -> int:
-        parse_shape(shape)
-        result = bench_defrag(nodes, seed, shape, max_moves, solver_config(time_limit, workers, 0), fill)
-        show(result, as_json, render_bench)
-        return 0
-
-    run(body)
-
-
-@bench_app.command("explain")
-def bench_explain_command(
-    nodes: BusyNodes = 1000,
-    gpus: Annotated[int, typer.Option(min=1, help="GPUs of the pending priority-100 NVLink pod")] = 8,
-    seed: GeneratorSeed = 42,
-    fill: Fill = FILL,
-    time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 2,
-    as_json: JsonFlag = False,
-) -> None:
-    """Time `explain` on a busy generated cluster: the diagnosis and every planner behind its changes."""
-
-    def body() -> int:
-        result = bench_explain(nodes, seed, gpus, solver_config(time_limit, workers, 0), fill)
-        show(result, as_json, render_bench_explain)
-        return 0
-
-    run(body)
-
-
-def render_bench_explain(console: Console, result: ExplainBench) -> None:
-    state = "fits" if result.fits else f"Pending ({result.verdict})"
-    console.print(
-        f"explain on a {result.nodes}-node busy cluster ({result.running} running pods): {state}; "
-        f"changes {', '.join(result.changes) or 'none'}; {result.seconds:g} s",
-        markup=False,
-    )

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..live import RestError, connect, request
+from ..scenarios.live import RestError, connect, request
 
 __all__ = ["Rest", "RestError"]
 

@@ -2,7 +2,7 @@
 
 No kubelet and no container runtime: Nodes are API objects, so everything the scheduler decides is real. Each
 run gets a temp dir with its own CA, serving certificate, service-account key, static tokens and kubeconfig, and
-free loopback ports. `Cluster` always stops what it started (context manager; attached children also die with
+free loopback ports. `RunningCluster` always stops what it started (context manager; attached children also die with
 their parent through PR_SET_PDEATHSIG), and `stop_detached` ends a `gpusched cluster up` by the recorded pids.
 """
 
@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 
 from .build import BINARIES, Binaries, HarnessError
 
-__all__ = ["Process", "ControlPlane", "Cluster", "start", "stop_detached", "STATE_FILE"]
+__all__ = ["Process", "ControlPlane", "RunningCluster", "start", "stop_detached", "STATE_FILE"]
 
 STATE_FILE = "cluster.json"
 READY_TIMEOUT = 120.0
@@ -235,7 +235,7 @@ def _alive(pid: int) -> bool:
 # --- the cluster ------------------------------------------------------------------------------------------------
 
 
-class Cluster:
+class RunningCluster:
     """A running control plane; `stop()` (or leaving the `with` block) ends every process and removes its files."""
 
     def __init__(self, info: ControlPlane, procs: dict[str, Child]) -> None:
@@ -246,7 +246,7 @@ class Cluster:
     def kubeconfig(self) -> Path:
         return self.info.kubeconfig
 
-    def __enter__(self) -> Cluster:
+    def __enter__(self) -> RunningCluster:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -326,7 +326,7 @@ def _prepare(workdir: Path, ports: dict[str, int]) -> tuple[Path, dict[str, str]
 
 def start(
     binaries: Binaries, workdir: Path | None = None, controller_manager: bool = False, attach: bool = True
-) -> Cluster:
+) -> RunningCluster:
     """Start etcd, then the API server, then the scheduler (and controller manager); each must be ready in turn.
 
     `attach=False` leaves the processes running after this Python process exits (`gpusched cluster up`).
@@ -344,7 +344,7 @@ def start(
         version=binaries.pin, workdir=workdir, kubeconfig=kubeconfig,
         server=f"https://127.0.0.1:{ports['kube-apiserver']}", processes=[], startup_seconds=0.0,
     )  # fmt: skip
-    cluster = Cluster(info, {})
+    cluster = RunningCluster(info, {})
     started = time.monotonic()
     try:
         for name in names:

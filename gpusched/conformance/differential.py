@@ -39,12 +39,12 @@ from .scenarios import (
     PRIORITY_CLASSES,
     RUNTIME_CLASS,
     SCENARIO_LABEL,
-    Scenario,
+    ConformanceScenario,
     generate,
 )
 from .sync import verdict
 
-__all__ = ["ClaimCheck", "Outcome", "Disagreement", "ConformanceReport", "Player", "run", "shrink", "verdict"]
+__all__ = ["ClaimCheck", "PodVerdict", "Disagreement", "ConformanceReport", "Player", "run", "shrink", "verdict"]
 
 NAMESPACE = "gpusched-conformance"
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
@@ -65,7 +65,7 @@ class ClaimCheck(BaseModel):
         return self.real == self.predicted
 
 
-class Outcome(BaseModel):
+class PodVerdict(BaseModel):
     pod: str
     node: str | None = Field(None, description="where the real scheduler bound it (a preemptor: after the eviction)")
     message: str | None = Field(None, description="the real PodScheduled=False message")
@@ -108,8 +108,10 @@ class Outcome(BaseModel):
 
 class Disagreement(BaseModel):
     scenario: str
-    outcome: Outcome
-    reproducer: Scenario = Field(description="the smallest replay found that still disagrees on the same pod")
+    outcome: PodVerdict
+    reproducer: ConformanceScenario = Field(
+        description="the smallest replay found that still disagrees on the same pod"
+    )
 
 
 class ConformanceReport(BaseModel):
@@ -154,7 +156,7 @@ def _key(pod: dict) -> str:
 
 
 class Player:
-    """Plays scenarios on one cluster; `play` returns one Outcome per pod and always cleans up after itself."""
+    """Plays scenarios on one cluster; `play` returns one PodVerdict per pod and always cleans up after itself."""
 
     def __init__(self, rest: Rest, version: str) -> None:
         self.rest, self.version = rest, version
@@ -175,7 +177,7 @@ class Player:
                 if error.status != 409:  # already there from an earlier run
                     raise
 
-    def play(self, scenario: Scenario) -> list[Outcome]:
+    def play(self, scenario: ConformanceScenario) -> list[PodVerdict]:
         label = f"{scenario.label}-{next(self.plays)}"
         try:
             for obj in scenario.objects:
@@ -199,10 +201,10 @@ class Player:
                                  if claim.get("status", {}).get("allocation")}  # fmt: skip
         return state
 
-    def _pods(self, pods: list[dict], dra: bool) -> list[Outcome]:
+    def _pods(self, pods: list[dict], dra: bool) -> list[PodVerdict]:
         """One at a time; a pod labelled to arrive during a preemption comes while its predecessor's victims
         terminate, when that predecessor did preempt (otherwise in turn)."""
-        outcomes: list[Outcome] = []
+        outcomes: list[PodVerdict] = []
         while len(outcomes) < len(pods):
             index = len(outcomes)
             follower = pods[index + 1] if index + 1 < len(pods) else None
@@ -210,7 +212,7 @@ class Player:
             outcomes.extend(self._one(pods[index], dra, during))
         return outcomes
 
-    def _one(self, manifest: dict, dra: bool, during: dict | None = None) -> list[Outcome]:
+    def _one(self, manifest: dict, dra: bool, during: dict | None = None) -> list[PodVerdict]:
         """The pod's outcome, and that of `during` when it came during this pod's preemption."""
         name = manifest["metadata"]["name"]
         before = self._state(dra)
@@ -222,7 +224,7 @@ class Player:
         if node is None:
             self.rest.delete(f"{PODS}/{name}")  # so that nothing can schedule it behind the harness's back
         victims = sorted(before.bound() - {_key(pod) for pod in self.rest.get(PODS)["items"]})
-        outcome = Outcome(pod=name, node=node, message=message, nominated=nominated, victims=victims, claims=claims)
+        outcome = PodVerdict(pod=name, node=node, message=message, nominated=nominated, victims=victims, claims=claims)
         prediction = self._predict(before, created)
         if isinstance(prediction, InputError):
             outcome = outcome.model_copy(update={"predicted": _scheduler_words(prediction),
@@ -233,7 +235,7 @@ class Player:
 
     def _settle(
         self, name: str, dra: bool, during: dict | None
-    ) -> tuple[str | None, str | None, str | None, list[Outcome]]:
+    ) -> tuple[str | None, str | None, str | None, list[PodVerdict]]:
         """(node, Pending message, nominated node, outcomes of pods that came meanwhile): the verdict, then the
         kubelet's part: a preemptor's victims deleted until it binds (`during` played first), a bound pod started."""
         pod, node, message = sync.await_verdict(self.rest, f"{PODS}/{name}", lambda text: NOT_CREATED in text)
@@ -297,7 +299,7 @@ class Player:
             self.rest.wait(lambda: not self.rest.get(f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaims")["items"])
 
 
-def _predicted(outcome: Outcome, prediction: K8sPrediction) -> Outcome:
+def _predicted(outcome: PodVerdict, prediction: K8sPrediction) -> PodVerdict:
     nomination = prediction.nomination
     return outcome.model_copy(update={
         "feasible": prediction.feasible, "predicted": prediction.message,
@@ -368,18 +370,20 @@ def _labelled(obj: dict, label: str) -> dict:
 # --- shrinking ----------------------------------------------------------------------------------------------------
 
 
-def _disagrees(player: Player, scenario: Scenario, pod: str) -> Outcome | None:
+def _disagrees(player: Player, scenario: ConformanceScenario, pod: str) -> PodVerdict | None:
     for outcome in player.play(scenario):
         if outcome.pod == pod:
             return None if outcome.agrees else outcome
     return None
 
 
-def _without(scenario: Scenario, kind: str, index: int) -> Scenario:
+def _without(scenario: ConformanceScenario, kind: str, index: int) -> ConformanceScenario:
     return scenario.without_pod(index) if kind == "pods" else scenario.without_node(index)
 
 
-def shrink(player: Player, scenario: Scenario, outcome: Outcome) -> tuple[Scenario, Outcome]:
+def shrink(
+    player: Player, scenario: ConformanceScenario, outcome: PodVerdict
+) -> tuple[ConformanceScenario, PodVerdict]:
     """Greedy one-at-a-time removal of nodes and of pods other than the disagreeing one."""
     current = scenario
     while current.pods[-1]["metadata"]["name"] != outcome.pod:
@@ -401,7 +405,7 @@ def shrink(player: Player, scenario: Scenario, outcome: Outcome) -> tuple[Scenar
 
 
 def run(
-    rest: Rest, version: str, seed: int, count: int, progress: Callable[[int, list[Outcome]], None] | None = None
+    rest: Rest, version: str, seed: int, count: int, progress: Callable[[int, list[PodVerdict]], None] | None = None
 ) -> ConformanceReport:
     """Scenarios 0..count-1 of `seed`; every disagreement comes back shrunk."""
     player = Player(rest, version)
@@ -422,7 +426,7 @@ def run(
     return report
 
 
-def _tally(report: ConformanceReport, scenario: Scenario, outcomes: list[Outcome]) -> None:
+def _tally(report: ConformanceReport, scenario: ConformanceScenario, outcomes: list[PodVerdict]) -> None:
     report.dra_scenarios += scenario.kind == "dra"
     report.preemption_scenarios += scenario.kind == "preemption"
     report.pods += len(outcomes)

@@ -25,7 +25,9 @@ from pydantic import BaseModel, Field
 
 from . import dra
 
-__all__ = ["IMAGE", "SCENARIO_LABEL", "DURING_PREEMPTION", "PRIORITY_CLASSES", "RUNTIME_CLASS", "Scenario", "generate"]
+__all__ = [
+    "IMAGE", "SCENARIO_LABEL", "DURING_PREEMPTION", "PRIORITY_CLASSES", "RUNTIME_CLASS", "ConformanceScenario", "generate"
+]
 
 IMAGE = "registry.k8s.io/pause:3.10"
 SCENARIO_LABEL = "gpusched.io/scenario"
@@ -68,7 +70,7 @@ CPUS = ("100m", "250m", "500m", "1", "1500m", "2", "3")
 MEMORIES = ("64Mi", "256Mi", "1Gi", "1536Mi", "4Gi")
 
 
-class Scenario(BaseModel):
+class ConformanceScenario(BaseModel):
     seed: int
     index: int
     kind: str = Field("plain", description="plain, dra or preemption")
@@ -80,13 +82,13 @@ class Scenario(BaseModel):
     def label(self) -> str:
         return f"s{self.seed}-{self.index}"
 
-    def without_node(self, index: int) -> Scenario:
+    def without_node(self, index: int) -> ConformanceScenario:
         """The scenario less one node and the ResourceSlices published for it."""
         name = self.nodes[index]["metadata"]["name"]
         objects = [obj for obj in self.objects if obj["spec"].get("nodeName") != name]
         return self.model_copy(update={"nodes": self.nodes[:index] + self.nodes[index + 1 :], "objects": objects})
 
-    def without_pod(self, index: int) -> Scenario:
+    def without_pod(self, index: int) -> ConformanceScenario:
         """The scenario less one pod and the claims and templates no remaining pod names."""
         pods = self.pods[:index] + self.pods[index + 1 :]
         named = {entry.get("resourceClaimName") or entry.get("resourceClaimTemplateName")
@@ -261,7 +263,7 @@ def _kind(rng: random.Random) -> str:
     return "preemption" if rng.random() < 0.3 else "plain"
 
 
-def generate(seed: int, index: int, namespace: str) -> Scenario:
+def generate(seed: int, index: int, namespace: str) -> ConformanceScenario:
     """Scenario `index` of the run seeded `seed`: 1–4 nodes, 1–8 pods (DRA: 2–4 and 2–6); names unique to it."""
     rng = random.Random(f"{seed}:{index}")
     label = f"s{seed}-{index}"
@@ -281,7 +283,7 @@ def generate(seed: int, index: int, namespace: str) -> Scenario:
         plugins = {name for node in nodes for name, count in node["status"]["allocatable"].items() if count != "0"}
         skip = lambda pod: bool(_requested(pod) & mapped & plugins)  # noqa: E731
         objects = [*classes, *dra.slices(rng, names), *dra.claims_for(rng, pods, label, namespace, skip)]
-    return Scenario(seed=seed, index=index, kind=kind, nodes=nodes, pods=pods, objects=objects)
+    return ConformanceScenario(seed=seed, index=index, kind=kind, nodes=nodes, pods=pods, objects=objects)
 
 
 def _requested(pod: dict) -> set[str]:

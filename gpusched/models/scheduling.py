@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "Frozen",
     "Taint",
     "Toleration",
     "untolerated",
@@ -19,17 +20,19 @@ __all__ = [
 Effect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
-class Strict(BaseModel):
+class Frozen(BaseModel):
+    """Input that is immutable once read, and refuses unknown fields (a typo is an error, not a default)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Taint(Strict):
+class Taint(Frozen):
     key: str
     value: str = ""
     effect: Effect = "NoSchedule"
 
 
-class Toleration(Strict):
+class Toleration(Frozen):
     key: str = ""
     operator: Literal["Equal", "Exists"] = "Equal"
     value: str = ""
@@ -60,7 +63,7 @@ def selector_matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
     return all(labels.get(key) == value for key, value in selector.items())
 
 
-class NodeSelectorRequirement(Strict):
+class NodeSelectorRequirement(Frozen):
     """One `matchExpressions`/`matchFields` entry: a key, an operator and its values."""
 
     model_config = ConfigDict(populate_by_name=True)
@@ -93,7 +96,7 @@ def _compare(value: str, bounds: tuple[str, ...], operator: str) -> bool:
     return have > bound if operator == "Gt" else have < bound
 
 
-class NodeSelectorTerm(Strict):
+class NodeSelectorTerm(Frozen):
     """Requirements ANDed; a term with none matches no node (as in Kubernetes)."""
 
     model_config = ConfigDict(populate_by_name=True)

@@ -128,14 +128,13 @@ def _is_imported(source: str) -> bool:
 
 def _imported(source: str) -> Scenario:
     """The cluster a dump directory or a live cluster describes, its Pending GPU pods as the scenario's pods."""
-    from .importer import build_cluster, read_dump_dir  # the importer reads files through this module
-    from .importer.live import read_live
+    from .importer import import_cluster  # the importer reads files through this module
 
     live = _kubeconfig(source)
     if live is None:
-        imported = build_cluster(read_dump_dir(source))
+        imported = import_cluster(source)
         return Scenario(Path(source).name, f"kubectl dump {source}", imported.cluster, imported.pending)
-    imported = build_cluster(read_live(*live))
+    imported = import_cluster(*live)
     return Scenario(live[1] or Path(live[0]).stem, f"live cluster ({source})", imported.cluster, imported.pending)
 
 
@@ -205,19 +204,33 @@ def load_jobs(source: str) -> JobList:
     return _listing(source, "jobs", JobList)
 
 
-def load_pending(source: str) -> tuple[PodList, JobList]:
-    """Pending pods and jobs together: a scenario (its pods and jobs), or a file with `pods:` and/or `jobs:`."""
+def load_pending(
+    source: str | Scenario, pods: str | None = None, jobs: str | None = None
+) -> tuple[PodList, JobList]:
+    """The pending work every command plans for, loaded one way (plan, preempt and explain all read it here).
+
+    `pods`/`jobs` files win when given; else `source`: a scenario (loaded, by name or file, a dump or a kubeconfig)
+    gives its own pods and jobs, a file its `pods:` and/or `jobs:`, a bare list its pods (jobs, when they have
+    `gpus_per_pod`).
+    """
+    if pods is not None or jobs is not None:
+        return (load_pods(pods) if pods else PodList(pods=[])), (load_jobs(jobs) if jobs else JobList(jobs=[]))
+    if isinstance(source, Scenario):
+        return source.pods or PodList(pods=[]), source.jobs or JobList(jobs=[])
     if _is_scenario_name(source) or _is_imported(source):
-        found = load_scenario(source)
-        return found.pods or PodList(pods=[]), found.jobs or JobList(jobs=[])
+        return load_pending(load_scenario(source))
     data = read_document(source, NOT_FOUND)
     if isinstance(data, dict) and "cluster" in data:
-        found = _scenario(source, Path(source).stem, data)
-        return found.pods or PodList(pods=[]), found.jobs or JobList(jobs=[])
+        return load_pending(_scenario(source, Path(source).stem, data))
     if isinstance(data, list):
+        if any(isinstance(item, dict) and "gpus_per_pod" in item for item in data):
+            return PodList(pods=[]), validate(source, {"jobs": data}, JobList)
         return validate(source, {"pods": data}, PodList), JobList(jobs=[])
-    if not isinstance(data, dict) or not ({"pods", "jobs"} & set(data)) or set(data) - {"pods", "jobs"}:
-        raise InputError(source, "expected a mapping with `pods` and/or `jobs` lists (and nothing else), or a list")
-    pods = validate(source, {"pods": data.get("pods", [])}, PodList)
-    jobs = validate(source, {"jobs": data.get("jobs", [])}, JobList, "")
-    return pods, jobs
+    expected = "expected a mapping with `pods` and/or `jobs` lists, a bare list, or a scenario"
+    if not isinstance(data, dict) or not data:
+        raise InputError(source, expected)
+    unknown = ", ".join(sorted(map(str, set(data) - {"pods", "jobs"})))
+    if unknown:
+        raise InputError(source, f"{expected}; unknown keys {unknown} (expected `pods` and/or `jobs` lists only)")
+    pending_pods = validate(source, {"pods": data.get("pods", [])}, PodList)
+    return pending_pods, validate(source, {"jobs": data.get("jobs", [])}, JobList)

@@ -1,5 +1,8 @@
 """The Alibaba openb GPU trace (cluster-trace-gpu-v2023): node and pod CSVs, read from wherever the user keeps them.
 
+Where: the folder given (`--data`), else $GPUSCHED_OPENB, else the user cache ($XDG_CACHE_HOME or ~/.cache, then
+gpusched/openb), which `download_openb` fills from the public trace.
+
 Nodes map onto gpusched's cluster model as they are (cpu, memory, GPU model and count). Pods do not: a pod with
 `gpu_milli` < 1000 takes a fraction of one GPU, which time-sliced replicas cannot express, and `gpu_spec` lists
 several allowed models. So a pod is kept as an `OpenbPod` (GPU milli per GPU, allowed models) and the GPU-sharing
@@ -13,6 +16,10 @@ creation_time / deletion_time (optional, seconds); nodes: sn | name, cpu_milli |
 from __future__ import annotations
 
 import csv
+import os
+import tempfile
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,20 +33,35 @@ from ..models.cluster import Cluster
 __all__ = [
     "GPU_MEMORY_GIB",
     "MILLI",
+    "NODE_FILE",
+    "OPENB_ENV",
+    "OPENB_FILES",
     "OPENB_TRACES",
+    "OPENB_URL",
     "OpenbNode",
     "OpenbPod",
     "OpenbTrace",
     "load_openb",
     "load_openb_nodes",
+    "download_openb",
     "load_openb_pods",
     "openb_cluster",
+    "openb_dir",
+    "trace_files",
     "trace_path",
 ]
 
 MILLI = 1000  # one GPU
 OPENB_TRACES = ("default", "cpu050", "gpushare40", "multigpu20", "gpuspec33")
 NODE_FILE = "openb_node_list_gpu_node.csv"
+OPENB_FILES = (NODE_FILE, *(f"openb_pod_list_{trace}.csv" for trace in OPENB_TRACES))
+OPENB_ENV = "GPUSCHED_OPENB"
+# The trace as its owners publish it (alibaba/clusterdata, Alibaba Cluster Trace Program; research and study use).
+OPENB_URL = "https://raw.githubusercontent.com/alibaba/clusterdata/master/cluster-trace-gpu-v2023/csv"
+HOW_TO_GET = (
+    "get the openb trace with `gpusched bench openb --download`, "
+    f"or point --data or ${OPENB_ENV} at a folder holding it"
+)
 # GPU memory per model (GiB), from the FGD simulator's table; G1-G3 are Alibaba's undisclosed models.
 GPU_MEMORY_GIB = {
     "P4": 7.4,
@@ -122,11 +144,68 @@ class OpenbTrace:
     pods: list[OpenbPod]
 
 
+def openb_dir(data: str | Path | None = None) -> Path:
+    """The folder holding the trace: `data` when given, else $GPUSCHED_OPENB, else the user cache."""
+    if data:
+        return Path(data)
+    if os.environ.get(OPENB_ENV):
+        return Path(os.environ[OPENB_ENV])
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "gpusched" / "openb"
+
+
+def download_openb(folder: str | Path, base_url: str = OPENB_URL, files: tuple[str, ...] = OPENB_FILES) -> list[Path]:
+    """Fetch the trace's CSVs into `folder` (created); each lands whole or not at all (a temp file, then renamed)."""
+    target = Path(folder)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InputError(str(target), f"cannot create the folder: {error.strerror or error}") from None
+    written = []
+    for name in files:
+        url = f"{base_url.rstrip('/')}/{name}"
+        handle, temp = tempfile.mkstemp(dir=target, prefix=f".{name}.", suffix=".part")
+        try:
+            with os.fdopen(handle, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
+                while chunk := response.read(1 << 20):
+                    out.write(chunk)
+            os.replace(temp, target / name)
+        except urllib.error.HTTPError as error:
+            error.close()  # an HTTP error carries the open response
+            raise InputError(url, f"cannot download: HTTP {error.code} {error.reason}") from None
+        except (urllib.error.URLError, OSError, ValueError) as error:
+            reason = getattr(error, "reason", None) or getattr(error, "strerror", None) or error
+            raise InputError(url, f"cannot download: {reason}") from None
+        finally:
+            if os.path.exists(temp):
+                os.unlink(temp)
+        written.append(target / name)
+    return written
+
+
+def _is_path(trace: str) -> bool:
+    return trace.endswith(".csv") or "/" in trace
+
+
 def trace_path(trace: str, data_dir: str | Path) -> Path:
     """A shipped trace name (default, cpu050, ...) inside `data_dir`, or a CSV path as given."""
-    if trace.endswith(".csv") or "/" in trace:
-        return Path(trace)
-    return Path(data_dir) / f"openb_pod_list_{trace}.csv"
+    return Path(trace) if _is_path(trace) else Path(data_dir) / f"openb_pod_list_{trace}.csv"
+
+
+def trace_files(
+    traces: list[str], data: str | Path | None = None, nodes_file: str | Path | None = None
+) -> tuple[Path, list[Path]]:
+    """The node list and pod lists a benchmark reads (from `openb_dir(data)`); a shipped file missing there is an
+    InputError that says how to get the trace."""
+    folder = openb_dir(data)
+    nodes = Path(nodes_file) if nodes_file else folder / NODE_FILE
+    pods = [trace_path(trace, folder) for trace in traces]
+    named = [path for trace, path in zip(traces, pods, strict=True) if not _is_path(trace)]
+    shipped = ([] if nodes_file else [nodes]) + named
+    for path in shipped:
+        if not path.exists():
+            raise InputError(str(path), f"no such file: {HOW_TO_GET}")
+    return nodes, pods
 
 
 def _rows(path: Path, required: tuple[tuple[str, ...], ...]) -> Iterator[tuple[int, dict[str, str]]]:

@@ -10,7 +10,7 @@ import pytest
 
 from gpusched.conformance.api import Rest
 from gpusched.conformance.build import ensure_built
-from gpusched.conformance.cluster import Cluster, start
+from gpusched.conformance.cluster import RunningCluster, start
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -20,7 +20,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def control_plane() -> Cluster:
+def control_plane() -> RunningCluster:
     """etcd, kube-apiserver, kube-scheduler and kube-controller-manager on free loopback ports."""
     binaries = ensure_built()
     cluster = start(binaries, controller_manager=True)
@@ -31,7 +31,7 @@ def control_plane() -> Cluster:
 
 
 @pytest.fixture
-def rest(control_plane: Cluster) -> Rest:
+def rest(control_plane: RunningCluster) -> Rest:
     client = Rest(control_plane.kubeconfig)
     yield client
     client.close()

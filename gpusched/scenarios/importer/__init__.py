@@ -7,6 +7,8 @@ Sources, most exact first: NVIDIA DRA driver ResourceSlices and ResourceClaims; 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .build import Imported, build_cluster, pending_pods
 from .catalogue import Catalogue, catalogue
 from .inputs import (
@@ -16,7 +18,7 @@ from .inputs import (
     read_dump_dir,
     read_inputs,
 )
-from .nvsmi import SmiLog, Topology, read_capture
+from .nvsmi import SmiLog, SmiTopology, read_capture
 from .report import Finding, ImportReport, NodeImport
 
 __all__ = [
@@ -28,9 +30,10 @@ __all__ = [
     "Imported",
     "NodeImport",
     "SmiLog",
-    "Topology",
+    "SmiTopology",
     "build_cluster",
     "catalogue",
+    "import_cluster",
     "from_documents",
     "pending_pods",
     "read_capture",
@@ -38,3 +41,12 @@ __all__ = [
     "read_inputs",
 ]
 
+
+def import_cluster(source: str, context: str | None = None) -> Imported:
+    """The importer's entry: a directory of kubectl dumps, or a kubeconfig (its `context`, else the current one)
+    read live, as the cluster model, its Pending GPU pods and the report of what each field came from."""
+    if Path(source).is_dir():
+        return build_cluster(read_dump_dir(source))
+    from .live import read_live  # the kubernetes client loads only for a live cluster
+
+    return build_cluster(read_live(source, context))

@@ -7,23 +7,21 @@ from importlib import resources
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from ...models.scheduling import Frozen
 
 __all__ = ["INSTANCE_TYPE_LABELS", "Catalogue", "GpuSpec", "Server", "catalogue"]
 
 INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Link(Strict):
+class Link(Frozen):
     gbps: float = Field(gt=0, description="one NVLink link, per direction")
     source: str
 
 
-class GpuSpec(Strict):
+class GpuSpec(Frozen):
     model: str
     aliases: tuple[str, ...] = ()
     memory_gib: float = Field(gt=0, description="per GPU, as the vendor states it")
@@ -37,12 +35,12 @@ class GpuSpec(Strict):
         return self
 
 
-class Domain(Strict):
+class Domain(Frozen):
     gpus: int = Field(gt=0, description="GPUs in one rack-scale NVLink domain")
     gbps: float = Field(gt=0, description="NVLink bandwidth per GPU, per direction, between the domain's nodes")
 
 
-class Server(Strict):
+class Server(Frozen):
     """A server or instance type: matched by instance type, by machine name, or by GPU product and count."""
 
     name: str
@@ -78,7 +76,7 @@ def _require_sources(sources: dict[str, str], facts: list[str], what: str) -> No
         raise ValueError(f"{what}: no source for {', '.join(missing)}")
 
 
-class Catalogue(Strict):
+class Catalogue(Frozen):
     links: dict[str, Link]
     gpus: tuple[GpuSpec, ...]
     servers: tuple[Server, ...]

@@ -16,7 +16,7 @@ from .catalogue import Catalogue, Server, instance_type
 from .gfd import GfdLabels, mig_profile_name, model_name
 from .mig_layout import layout, per_gpu
 from .nvidia_dra import DraNode
-from .nvsmi import Capture, SmiLog, Topology
+from .nvsmi import Capture, SmiLog, SmiTopology
 from .report import Findings
 
 __all__ = ["GPU", "MIG_PREFIX", "SHARED", "Gpus", "NodeContext", "infer_gpus"]
@@ -64,8 +64,8 @@ class NodeContext:
         self.findings.add(level, kind, message, self.name)  # type: ignore[arg-type]
 
     @property
-    def topologies(self) -> list[Topology]:
-        return [c for c in self.captures if isinstance(c, Topology)]
+    def topologies(self) -> list[SmiTopology]:
+        return [c for c in self.captures if isinstance(c, SmiTopology)]
 
     @property
     def smi(self) -> SmiLog | None:
@@ -363,7 +363,7 @@ def _topology(ctx: NodeContext, gpus: Gpus) -> None:
         ctx.sources["islands"] = "assumed none"
 
 
-def _from_topo(ctx: NodeContext, gpus: Gpus, topo: Topology) -> None:
+def _from_topo(ctx: NodeContext, gpus: Gpus, topo: SmiTopology) -> None:
     if topo.gpus != gpus.count:
         ctx.note("warning", "capture-contradicts", f"nvidia-smi topo -m ({topo.source}) shows {topo.gpus} GPUs, modelled {gpus.count}")
     gpus.islands = [kept for island in topo.islands() if len(kept := [i for i in island if i < gpus.count]) > 1]

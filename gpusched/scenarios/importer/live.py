@@ -1,10 +1,10 @@
-"""Import from a live cluster: the documents `kubectl get -o json` would print, read through gpusched.live."""
+"""Import from a live cluster: the documents `kubectl get -o json` would print, read through gpusched.scenarios.live."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...live import call, connect
+from ..live import call, connect
 from .inputs import ImportInputs, from_documents, read_topology_args
 
 __all__ = ["DRA_PATHS", "read_live"]

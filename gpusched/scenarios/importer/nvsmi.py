@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ...errors import InputError
 
-__all__ = ["Capture", "SmiGpu", "SmiLog", "Topology", "parse_smi_log", "parse_topology", "read_capture"]
+__all__ = ["Capture", "SmiGpu", "SmiLog", "SmiTopology", "parse_smi_log", "parse_topology", "read_capture"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _GPU = re.compile(r"^GPU(\d+)$")
@@ -29,7 +29,7 @@ _MIB = re.compile(r"^(\d+)\s*MiB$")
 
 
 @dataclass(frozen=True)
-class Topology:
+class SmiTopology:
     """`nvidia-smi topo -m`: how many GPUs, and how many bonded NVLinks join each pair that has any."""
 
     source: str
@@ -75,7 +75,7 @@ class SmiLog:
     gpus: tuple[SmiGpu, ...]
 
 
-Capture = Topology | SmiLog
+Capture = SmiTopology | SmiLog
 
 
 def read_capture(path: str) -> Capture:
@@ -98,7 +98,7 @@ def read_capture(path: str) -> Capture:
     return parse_topology(text, path)
 
 
-def parse_topology(text: str, source: str) -> Topology:
+def parse_topology(text: str, source: str) -> SmiTopology:
     lines = [_ANSI.sub("", line) for line in text.splitlines()]
     start = next((i for i, line in enumerate(lines) if line.split()[:1] == ["GPU0"]), None)
     if start is None:
@@ -114,7 +114,7 @@ def parse_topology(text: str, source: str) -> Topology:
         if len(row) < len(columns):
             raise InputError(source, f"truncated: row GPU{index} has {len(row)} of {len(columns)} cells")
         cells.append(row[:gpus])
-    return Topology(source, gpus, _links(cells, source))
+    return SmiTopology(source, gpus, _links(cells, source))
 
 
 def _columns(header: list[str]) -> list[str]:

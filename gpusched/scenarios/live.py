@@ -12,16 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from urllib3.exceptions import HTTPError
 
-from .errors import InputError
-from .planner.dra.objects import DraObjects, objects_from
-from .planner.k8s import K8sPrediction, parse_version, predict
+from ..errors import InputError, require
 
 if TYPE_CHECKING:  # the client is imported when a kubeconfig is used, not at every CLI start
     from kubernetes import client
 
-__all__ = ["RestError", "call", "connect", "fetch", "fetch_dra", "predict_live", "request", "split_name"]
+__all__ = ["DRA_COLLECTIONS", "RestError", "call", "connect", "fetch", "fetch_dra", "request", "split_name"]
 
 TIMEOUT = (5, 30)  # seconds: connect, read
 
@@ -43,6 +40,7 @@ def _contexts(path: Path) -> tuple[list[str], str]:
 
 def connect(kubeconfig: str | Path, context: str | None = None) -> client.ApiClient:
     """An API client for the kubeconfig's context (its current one unless named)."""
+    require("kubernetes", "live")
     path = Path(kubeconfig)
     names, current = _contexts(path)
     wanted = context or current
@@ -107,6 +105,8 @@ def call(
     missing_ok: bool = False,
 ) -> Any:  # fmt: skip
     """`request` for the CLI: any failure becomes one InputError naming the server; `missing_ok`: None for a 404."""
+    from urllib3.exceptions import HTTPError  # the kubernetes client's transport (the live extra)
+
     server = api.configuration.host
     try:
         return request(api, method, path, body, content_type)
@@ -124,6 +124,8 @@ def _get(api: client.ApiClient, path: str) -> Any:
 
 def _root_cause(error: BaseException) -> str:
     """urllib3 wraps the socket error a few times; the innermost says what happened."""
+    from urllib3.exceptions import HTTPError
+
     while getattr(error, "reason", None) is not None and isinstance(error.reason, BaseException):
         error = error.reason
     return str(error).split(": ", 1)[-1] if isinstance(error, HTTPError) else str(error)
@@ -132,19 +134,22 @@ def _root_cause(error: BaseException) -> str:
 DRA_COLLECTIONS = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
 
 
-def fetch(kubeconfig: str | Path, context: str | None, pod: str) -> tuple[Any, Any, Any, DraObjects | None]:
-    """Nodes, every pod, the one pod to predict, and, when it has claims, every DRA object: as the server has them."""
+def fetch(
+    kubeconfig: str | Path, context: str | None, pod: str
+) -> tuple[Any, Any, Any, list[tuple[str, list[Any]]] | None]:
+    """Nodes, every pod, the one pod to predict, and, when it has claims, every DRA object as (path, documents):
+    as the server has them, parsed by the caller (the planner reads DRA objects; this layer only fetches)."""
     api = connect(kubeconfig, context)
     with api:
         namespace, name = split_name(pod)
         nodes = _get(api, "/api/v1/nodes")
         pods = _get(api, "/api/v1/pods")
         target = _get(api, f"/api/v1/namespaces/{namespace}/pods/{name}")
-        objects = None
+        documents = None
         if (target.get("spec") or {}).get("resourceClaims"):
             paths = [f"/apis/resource.k8s.io/v1/{collection}" for collection in DRA_COLLECTIONS]
-            objects = objects_from([(path, [_as_kubectl(_get(api, path))]) for path in paths], pods=False)
-    return nodes, pods, target, objects
+            documents = [(path, [_as_kubectl(_get(api, path))]) for path in paths]
+    return nodes, pods, target, documents
 
 
 def fetch_dra(kubeconfig: str | Path, context: str | None) -> list[tuple[str, list[Any]]]:
@@ -171,9 +176,3 @@ def _as_kubectl(listed: Any) -> Any:
     items = [{"apiVersion": version, "kind": kind.removesuffix("List"), **item} for item in listed.get("items") or []]
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
-
-def predict_live(kubeconfig: str, context: str | None, pod: str, version: str) -> K8sPrediction:
-    """`gpusched k8s --kubeconfig`: the same prediction as from files, errors naming the server's paths."""
-    release = parse_version(version)
-    nodes, pods, target, objects = fetch(kubeconfig, context, pod)
-    return predict(nodes, pods, target, release, ("/api/v1/nodes", "/api/v1/pods", f"pod {pod}"), objects)

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .live import call, connect
+from ..scenarios.live import call, connect
 
 if TYPE_CHECKING:
     from kubernetes import client
 
-__all__ = ["FIELD_MANAGER", "ApplyReport", "Change", "apply_objects"]
+__all__ = ["FIELD_MANAGER", "ApplyReport", "AppliedChange", "apply_objects"]
 
 FIELD_MANAGER = "gpusched"
 APPLY = "application/apply-patch+yaml"  # a JSON body is YAML too
@@ -26,7 +26,7 @@ COLLECTIONS = {"ResourceSlice": "resourceslices", "DeviceClass": "deviceclasses"
 VOLATILE = ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid")  # set by the server
 
 
-class Change(BaseModel):
+class AppliedChange(BaseModel):
     kind: str
     name: str
     action: Literal["create", "update", "unchanged"]
@@ -37,7 +37,7 @@ class ApplyReport(BaseModel):
     server: str
     field_manager: str = FIELD_MANAGER
     dry_run: bool = Field(description="true: the server checked everything and stored nothing")
-    changes: list[Change]
+    changes: list[AppliedChange]
 
 
 def _path(obj: dict) -> str:
@@ -59,7 +59,7 @@ def _differences(old: Any, new: Any, path: str = "") -> list[str]:
     return [] if old == new else [path]
 
 
-def _apply(api: client.ApiClient, obj: dict, dry_run: bool) -> Change:
+def _apply(api: client.ApiClient, obj: dict, dry_run: bool) -> AppliedChange:
     """Server-side apply one object (or its dry run) and say what it changed."""
     path = _path(obj)
     before = call(api, "GET", path, missing_ok=True)
@@ -67,9 +67,9 @@ def _apply(api: client.ApiClient, obj: dict, dry_run: bool) -> Change:
     after = call(api, "PATCH", path + query, obj, APPLY)
     name, kind = obj["metadata"]["name"], obj["kind"]
     if before is None:
-        return Change(kind=kind, name=name, action="create")
+        return AppliedChange(kind=kind, name=name, action="create")
     changed = _differences(_stable(before), _stable(after))
-    return Change(kind=kind, name=name, action="update" if changed else "unchanged", changed=changed)
+    return AppliedChange(kind=kind, name=name, action="update" if changed else "unchanged", changed=changed)
 
 
 def apply_objects(kubeconfig: str | Path, context: str | None, objects: list[dict], write: bool) -> ApplyReport:

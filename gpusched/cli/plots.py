@@ -16,9 +16,9 @@ from matplotlib.collections import PatchCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
-from .models.mig import MEMORY_SLICES
-from .planner.frag import FragReport, FragRow
-from .planner.gpumap import ClusterMap, MapGpu
+from ..models.mig import MEMORY_SLICES
+from ..planner.frag import FragReport, FragRow
+from ..planner.gpumap import ClusterMap, MapGpu
 
 __all__ = ["COLOURS", "frag_figure", "map_figure", "save_png"]
 

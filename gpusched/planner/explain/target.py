@@ -1,0 +1,34 @@
+"""Which pending pod or job a command is about: explain and preempt look a name up the same way."""
+
+from __future__ import annotations
+
+from ...errors import InputError
+from ...models.cluster import Cluster
+from ...models.workload import Job, Pod
+from ...scenarios import scenario_names
+
+__all__ = ["pick_pending", "running_node"]
+
+
+def pick_pending(pods: list[Pod], jobs: list[Job], name: str, source: str) -> Pod | Job:
+    """The pod or job called `name` among those of `source`; an InputError when there is none, or both."""
+    where = f"scenario {source}" if source in scenario_names() else source
+    candidates: list[Pod | Job] = [*pods, *jobs]
+    found = [item for item in candidates if item.name == name]
+    if len(found) > 1:
+        raise InputError(where, f"both a pod and a job are named {name!r}")
+    if not found:
+        listed = "; ".join(
+            f"{what}: {', '.join(i.name for i in items)}" for what, items in (("pods", pods), ("jobs", jobs)) if items
+        )
+        raise InputError(
+            where, f"no pod or job named {name!r}" + (f" ({listed})" if listed else " (it has no pods or jobs)")
+        )
+    return found[0]
+
+
+def running_node(cluster: Cluster, pods: list[Pod], jobs: list[Job], name: str) -> str | None:
+    """The node a running pod called `name` is on, unless a pending pod or job has that name (it is the target)."""
+    if any(item.name == name for item in pods) or any(item.name == name for item in jobs):
+        return None
+    return {pod.name: pod.node for pod in cluster.running_pods()}.get(name)

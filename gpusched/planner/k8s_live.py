@@ -1,0 +1,20 @@
+"""`gpusched k8s --kubeconfig`: predict from what the API server has, read through gpusched.scenarios.live.
+
+Kept out of gpusched.scenarios so the input layer never imports the planner (planner.k8s reads scenarios).
+"""
+
+from __future__ import annotations
+
+from ..scenarios.live import fetch
+from .dra.objects import objects_from
+from .k8s import K8sPrediction, parse_version, predict
+
+__all__ = ["predict_live"]
+
+
+def predict_live(kubeconfig: str, context: str | None, pod: str, version: str) -> K8sPrediction:
+    """The same prediction as from files, errors naming the server's paths."""
+    release = parse_version(version)
+    nodes, pods, target, documents = fetch(kubeconfig, context, pod)
+    objects = objects_from(documents, pods=False) if documents is not None else None
+    return predict(nodes, pods, target, release, ("/api/v1/nodes", "/api/v1/pods", f"pod {pod}"), objects)
