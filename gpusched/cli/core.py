@@ -16,8 +16,8 @@ from ..models.workload import JobList, PodList
 from ..planner.allreduce import ring_allreduce
 from ..planner.frag import fragmentation
 from ..planner.gang import simulate
-from ..planner.k8s import predict_files
-from ..planner.k8s_live import predict_live
+from ..planner.scheduler.predict import predict_files
+from ..planner.scheduler.live import predict_live
 from ..planner.place import DEFAULT_GRADIENT_GB, place
 from ..planner.state import ClusterState, advertised
 from ..scenarios import (

@@ -14,7 +14,7 @@ from ..actions.apply import ApplyReport, apply_objects
 from ..planner.dra.objects import objects_from, read_all
 from ..planner.dra.run import DraReport, run_dra
 from ..planner.dra.slices import DRIVERS, EXAMPLE, cluster_slices, driver_classes
-from ..planner.k8s import parse_version
+from ..planner.scheduler.predict import parse_version
 from ..scenarios import load_cluster
 from ..scenarios.live import fetch_dra
 from .common import ClusterArg, JsonFlag, app, emit_json, run, show

@@ -8,7 +8,8 @@ from ..planner.emit import KueueSetup, SchedulerConfig
 from ..planner.allreduce import AllReduce
 from ..planner.frag import FragReport
 from ..planner.gang import GangReport
-from ..planner.k8s import K8sPrediction
+from ..planner.scheduler.names import NODE_RESOURCES_FIT
+from ..planner.scheduler.predict import K8sPrediction
 from ..planner.place import PlaceReport, PodResult
 from .common import new_table
 
@@ -141,7 +142,7 @@ def scheduler_config(console: Console, config: SchedulerConfig, target: str) -> 
     weights = ", ".join(f"{name} {weight}" for name, weight in config.resources.items())
     where = "stdout" if target == "-" else target
     console.print(
-        f"KubeSchedulerConfiguration -> {where}: profile {config.scheduler_name}, NodeResourcesFit {config.strategy} "
+        f"KubeSchedulerConfiguration -> {where}: profile {config.scheduler_name}, {NODE_RESOURCES_FIT} {config.strategy} "
         f"({weights}); pods choose it with spec.schedulerName: {config.scheduler_name}",
         markup=False,
     )

@@ -8,11 +8,14 @@ other without the network; paths prefer the faster links.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 import networkx as nx
 
 from .cluster import Cluster
 
-__all__ = ["build_graph", "gpu_id", "path_gbps", "ring_gbps", "allreduce_seconds"]
+__all__ = ["IslandGpu", "choose_gpus", "build_graph", "gpu_id", "path_gbps", "ring_gbps", "allreduce_seconds"]
 
 CLUSTER = ("cluster",)
 
@@ -88,3 +91,35 @@ def allreduce_seconds(gpus: int, gradient_gb: float, bandwidth_gbps: float) -> f
     if gpus < 2 or gradient_gb <= 0 or bandwidth_gbps <= 0:
         return 0.0
     return 2 * (gpus - 1) / gpus * gradient_gb / bandwidth_gbps
+
+
+class IslandGpu(Protocol):
+    """A free GPU as best-fit sees it: its index and its NVLink island."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def island(self) -> int: ...
+
+
+def choose_gpus(candidates: Sequence[IslandGpu], count: int) -> tuple[tuple[int, ...], int, int]:
+    """Best fit among islands: the smallest island that holds them all; else the fewest islands, largest first.
+
+    Returns (GPU indices, islands spanned beyond the first, free GPUs left in the islands used).
+    """
+    by_island: dict[int, list[int]] = {}
+    for gpu in candidates:
+        by_island.setdefault(gpu.island, []).append(gpu.index)
+    fitting = [(len(members), island) for island, members in by_island.items() if len(members) >= count]
+    if fitting:
+        size, island = min(fitting)
+        return tuple(by_island[island][:count]), 0, size - count
+    chosen: list[int] = []
+    largest_first = [members for _, members in sorted(by_island.items(), key=lambda item: (-len(item[1]), item[0]))]
+    for used, members in enumerate(largest_first):
+        take = members[: count - len(chosen)]
+        chosen.extend(take)
+        if len(chosen) == count:
+            return tuple(sorted(chosen)), used, len(members) - len(take)
+    raise AssertionError("choose_gpus called with too few candidates")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from ...models.cluster import Cluster
+from ..scheduler.names import NODE_RESOURCES_FIT
 from .emitted import Emitted, gpu_resources
 
 __all__ = ["DEFAULT_GPU_WEIGHT", "SchedulerConfig", "scheduler_config"]
@@ -44,7 +45,7 @@ def scheduler_config(cluster: Cluster, policy: str, gpu_weight: int | None) -> S
         "schedulerName": name,
         "plugins": {"score": {"disabled": [{"name": plugin} for plugin in UNMODELLED_SCORES]}},
         "pluginConfig": [
-            {"name": "NodeResourcesFit", "args": {"scoringStrategy": {
+            {"name": NODE_RESOURCES_FIT, "args": {"scoringStrategy": {
                 "type": strategy, "resources": [{"name": r, "weight": w} for r, w in resources.items()]}}},
             {"name": "PodTopologySpread", "args": {"defaultingType": "List"}},  # no implicit spreading
         ],
@@ -58,7 +59,7 @@ def scheduler_config(cluster: Cluster, policy: str, gpu_weight: int | None) -> S
     }
     gpus = [r for r in resources if r not in ("cpu", "memory")]
     comments = [
-        f"Profile {name}: NodeResourcesFit {strategy}; it ranks nodes as",
+        f"Profile {name}: {NODE_RESOURCES_FIT} {strategy}; it ranks nodes as",
         f"`gpusched place CLUSTER --view extended --policy {policy} --gpu-weight {weight}` does",
         f"(weight {weight}: {', '.join(gpus)}; weight 1: cpu, memory)." if gpus else "(weight 1: cpu, memory).",
         f"Pods choose it with spec.schedulerName: {name}.",

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ...models.workload import GpuNeeds
-from ..fit import Option, evaluate
+from ..scheduler.plugins.gpudevices import GpuChoice
+from ..scheduler.views import evaluate
 from ..state import NodeState
 
 __all__ = [
@@ -125,7 +126,7 @@ def node_classes(nodes: list[NodeState], label_keys: frozenset[str] = frozenset(
 
 def compatible(needs: GpuNeeds, gpus: int, node: NodeState) -> bool:
     """Could one such pod run on this (empty-of-pending) node at all: filters, model, memory, sharing, islands."""
-    return isinstance(evaluate(needs, gpus, node, "gpu"), Option)
+    return isinstance(evaluate(needs, gpus, node, "gpu"), GpuChoice)
 
 
 # --- arrangements -------------------------------------------------------------------------------------------

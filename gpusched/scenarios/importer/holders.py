@@ -8,13 +8,13 @@ profile asked for lowest first. DRA claims say exactly which device a pod holds.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from datetime import UTC, datetime
 
 from ...models.cluster import BusyGpu, MigInstance
+from ...models.graph import choose_gpus
 from ...models.kube import KubePod
 from ...models.workload import GpuNeeds
-from ...planner.fit import choose_gpus
-from ...planner.state import GpuState
 from .gfd import mig_profile_name
 from .gpus import GPU, MIG_PREFIX, SHARED, Gpus, NodeContext
 
@@ -109,6 +109,11 @@ def _free_units(gpus: Gpus) -> dict[int, int]:
     return {index: gpus.replicas for index in range(gpus.count) if index not in mig_gpus}
 
 
+class _FreeGpu(NamedTuple):
+    index: int
+    island: int
+
+
 def _take_units(gpus: Gpus, free: dict[int, int], count: int) -> list[int] | None:
     """Whole GPUs best-fit by island; replicas lowest GPU first, as many from one GPU as it has."""
     if count == 0:
@@ -121,7 +126,7 @@ def _take_units(gpus: Gpus, free: dict[int, int], count: int) -> list[int] | Non
             taken += [index] * min(free[index], count - len(taken))
         return taken
     islands = {index: number for number, island in enumerate(gpus.islands) for index in island}
-    candidates = [GpuState(index, islands.get(index, len(gpus.islands) + index), 1, gpus.memory_gib) for index in sorted(free) if free[index]]
+    candidates = [_FreeGpu(index, islands.get(index, len(gpus.islands) + index)) for index in sorted(free) if free[index]]
     chosen, _, _ = choose_gpus(candidates, count)
     return list(chosen)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....models.cluster import RunningPod
-from ...fit import Option, evaluate
+from ...scheduler.plugins.gpudevices import GpuChoice
+from ...scheduler.views import evaluate
 from ...place import Placer
 from ...state import NodeState
 from ...validate import Assignment
@@ -26,7 +27,7 @@ class DeschedulerRun:
     free: dict[str, int]
     room: dict[str, int]
 
-    def shift(self, pod: RunningPod, source: NodeState, option: Option) -> None:
+    def shift(self, pod: RunningPod, source: NodeState, option: GpuChoice) -> None:
         self.placer.release(pod.name, pod.needs, source)
         self.placer.bind(pod.name, pod.needs, option)
         for node in (source, option.node):
@@ -80,7 +81,7 @@ def _evacuate(run: DeschedulerRun, pods: list[RunningPod], done: set[str]) -> li
     """Move every pod off its node onto the fullest node that fits it (MostAllocated: the fewest free GPUs left,
     ties by name); undo and return None if one fits nowhere."""
     world, nodes = run.world, run.nodes
-    landed: list[tuple[RunningPod, Option]] = []
+    landed: list[tuple[RunningPod, GpuChoice]] = []
     for pod in pods:
         index = world.mover_class[pod.name]
         fullest = sorted(
@@ -89,10 +90,10 @@ def _evacuate(run: DeschedulerRun, pods: list[RunningPod], done: set[str]) -> li
             if n not in done and index in world.landing[n] and run.free[n] >= len(pod.gpus)
         )
         found = (evaluate(pod.needs, len(pod.gpus), nodes[n], "gpu") for _, n in fullest)
-        best = next((option for option in found if isinstance(option, Option)), None)
+        best = next((option for option in found if isinstance(option, GpuChoice)), None)
         if best is None:
             for moved, option in reversed(landed):
-                run.shift(moved, option.node, Option(nodes[moved.node], "nvidia.com/gpu", tuple(moved.gpus)))
+                run.shift(moved, option.node, GpuChoice(nodes[moved.node], "nvidia.com/gpu", tuple(moved.gpus)))
             return None
         run.shift(pod, nodes[pod.node], best)
         landed.append((pod, best))

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from ....models.cluster import Cluster, RunningPod
 from ....models.workload import GpuNeeds
-from ...fit import mismatch, node_filters
+from ...scheduler.plugins.gpudevices import mismatch
+from ...scheduler.views import node_filters
 from ...state import NodeState
 from ..disrupt import Budgets, running_pods, running_state
 from .report import TargetShape

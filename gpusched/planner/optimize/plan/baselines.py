@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ....models.cluster import Cluster
-from ...framework import Diagnosis
+from ...scheduler.framework import Diagnosis
 from ...place import Placer
 from ...state import ClusterState
 from .extract import stranded

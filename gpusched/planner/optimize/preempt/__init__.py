@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ....models.cluster import Cluster
 from ....models.workload import Job, Pod
-from ...framework import Status, fit_error
+from ...scheduler.framework import Status, fit_error
 from ..disrupt import Budgets, out_of_time, running_pods, running_state
 from ..solver import Infeasible, SolverConfig
 from .baselines import default_preemption

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ....models.cluster import Cluster, RunningPod
-from ...fit import Option, View, evaluate
-from ...framework import Code, Diagnosis, Status
+from ...scheduler.plugins.gpudevices import GpuChoice
+from ...scheduler.views import View, evaluate
+from ...scheduler.framework import Code, Diagnosis, Status
 from ...place import Placer
-from ...preemption import Candidate, budget_split, candidates_wanted, importance, pick, reprieve
+from ...scheduler.plugins.defaultpreemption import Candidate, budget_split, candidates_wanted, importance, pick, reprieve
 from ...state import ClusterState, NodeState
 from ..disrupt import Budgets, problems, running_pods, running_state
 from .extract import assignments_of, cost_of, evicted, placement_of
@@ -81,7 +82,7 @@ def default_preemption(cluster: Cluster, pending: Pending, budgets: Budgets, vie
         alive[pod.node].append(pod)
     left = list(budgets.allowed)
     victims: list[RunningPod] = []
-    placed: list[tuple[str, Option]] = []
+    placed: list[tuple[str, GpuChoice]] = []
     for name in pending.pod_names():
         found = placer.best(pending.needs, pending.gpus)
         if isinstance(found, Diagnosis):

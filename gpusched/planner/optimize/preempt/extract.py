@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ....models.cluster import RunningPod
-from ...fit import Option
+from ...scheduler.plugins.gpudevices import GpuChoice
 from ...state import ClusterState
 from ...validate import Assignment
 from ..disrupt import Budgets, spread_over_classes
@@ -16,7 +16,7 @@ from .report import EvictedPod, EvictionCost, Pending, Placement
 __all__ = ["assignments_of", "cost_of", "evicted", "extract", "placement_of"]
 
 
-def placement_of(name: str, option: Option) -> Placement:
+def placement_of(name: str, option: GpuChoice) -> Placement:
     return Placement(
         pod=name,
         node=option.node.name,
@@ -33,11 +33,11 @@ def evicted(pod: RunningPod) -> EvictedPod:
 
 def extract(
     classes: list[PreemptNodeClass], counts: list[list[int]], state: ClusterState, pending: Pending
-) -> tuple[list[RunningPod], list[tuple[str, Option]]]:
+) -> tuple[list[RunningPod], list[tuple[str, GpuChoice]]]:
     """Concrete victims (the first members of each victim class) and where each pending pod lands."""
     names = pending.pod_names()
     victims: list[RunningPod] = []
-    placed: list[tuple[str, Option]] = []
+    placed: list[tuple[str, GpuChoice]] = []
     for class_index, node, option in spread_over_classes([c.nodes for c in classes], counts):
         node_class = classes[class_index]
         choice = node_class.choices[option]
@@ -54,7 +54,7 @@ def extract(
     return victims, placed
 
 
-def assignments_of(pending: Pending, placed: list[tuple[str, Option]]) -> list[Assignment]:
+def assignments_of(pending: Pending, placed: list[tuple[str, GpuChoice]]) -> list[Assignment]:
     return [Assignment(name, pending.needs, option.node.name, option.gpus, option.mig) for name, option in placed]
 
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from ....models.cluster import Cluster, RunningPod
-from ...fit import Option, View, evaluate
-from ...framework import Status
+from ...scheduler.plugins.gpudevices import GpuChoice
+from ...scheduler.views import View, evaluate
+from ...scheduler.framework import Status
 from ...state import ClusterState, NodeState
 from ..disrupt import Budgets, choices_per_class, running_pods, scratch, solve_counts
 from ..solver import SolverConfig, SolveReport
@@ -96,13 +97,13 @@ def _signature(node: NodeState, tags: dict[str, tuple], binds: tuple[bool, bool]
 
 def place_pending(
     node: NodeState, gone: Sequence[RunningPod], pending: Pending, pods: int, view: View = "gpu"
-) -> tuple[list[Option], Status | None]:
+) -> tuple[list[GpuChoice], Status | None]:
     """Place up to `pods` pending pods, one after another, on a copy of the node without `gone`: where they land,
     and the Status that stopped the next one (None when all fit)."""
     copy, placer = scratch(node)
     for pod in gone:
         placer.release(pod.name, pod.needs, copy)
-    placed: list[Option] = []
+    placed: list[GpuChoice] = []
     for index in range(pods):
         found = evaluate(pending.needs, pending.gpus, copy, view)
         if isinstance(found, Status):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ....models.graph import choose_gpus
 from ....models.workload import GpuNeeds
 from ...state import GPU_RESOURCE, SHARED_RESOURCE, GpuState, NodeState, mig_resource
 from ..framework import Status, unschedulable
@@ -29,7 +30,6 @@ __all__ = [
     "ExtendedGpus",
     "requested_resource",
     "mismatch",
-    "choose_gpus",
 ]
 
 ERR_REASON_NOT_TIME_SLICED = "node is not time-sliced"
@@ -119,28 +119,6 @@ def _whole_or_shared(pod: GpuNeeds, count: int, node: NodeState) -> Status | Gpu
         return unschedulable(NAME, ERR_REASON_NVLINK.format(count=count))
     free_after = sum(gpu.free_replicas for gpu in node.whole_gpus()) - count
     return GpuChoice(node, GPU_RESOURCE, chosen, free_after=free_after, spans=spans, island_left=island_left)
-
-
-def choose_gpus(candidates: list[GpuState], count: int) -> tuple[tuple[int, ...], int, int]:
-    """Best fit among islands: the smallest island that holds them all; else the fewest islands, largest first.
-
-    Returns (GPU indices, islands spanned beyond the first, free GPUs left in the islands used).
-    """
-    by_island: dict[int, list[int]] = {}
-    for gpu in candidates:
-        by_island.setdefault(gpu.island, []).append(gpu.index)
-    fitting = [(len(members), island) for island, members in by_island.items() if len(members) >= count]
-    if fitting:
-        size, island = min(fitting)
-        return tuple(by_island[island][:count]), 0, size - count
-    chosen: list[int] = []
-    largest_first = [members for _, members in sorted(by_island.items(), key=lambda item: (-len(item[1]), item[0]))]
-    for used, members in enumerate(largest_first):
-        take = members[: count - len(chosen)]
-        chosen.extend(take)
-        if len(chosen) == count:
-            return tuple(sorted(chosen)), used, len(members) - len(take)
-    raise AssertionError("choose_gpus called with too few candidates")
 
 
 def requested_resource(pod: GpuNeeds, node: NodeState) -> str:

@@ -1,13 +1,13 @@
 """`gpusched k8s --kubeconfig`: predict from what the API server has, read through gpusched.scenarios.live.
 
-Kept out of gpusched.scenarios so the input layer never imports the planner (planner.k8s reads scenarios).
+Kept out of gpusched.scenarios so the input layer never imports the planner (the scheduler reads scenarios).
 """
 
 from __future__ import annotations
 
-from ..scenarios.live import fetch
-from .dra.objects import objects_from
-from .k8s import K8sPrediction, parse_version, predict
+from ...scenarios.live import fetch
+from ..dra.objects import objects_from
+from .predict import K8sPrediction, parse_version, predict
 
 __all__ = ["predict_live"]
 
