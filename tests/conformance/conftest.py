@@ -1,7 +1,8 @@
 """The real control plane for the conformance tests: built once per pin (cached), started once per session.
 
-Every test here is marked `conformance` (deselect with `-m "not conformance"`); CI runs them. The fixture stops
-every process it started when the session ends, whatever the tests did.
+Every test here but those in `offline/` (the generator and the report, no cluster) is marked `conformance`
+(deselect with `-m "not conformance"`); CI runs them. The fixture stops every process it started when the session
+ends, whatever the tests did.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from gpusched.conformance.cluster import RunningCluster, start
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "tests/conformance/" in item.nodeid.replace("\\", "/"):
+        path = item.nodeid.replace("\\", "/")
+        if "tests/conformance/" in path and "tests/conformance/offline/" not in path:
             item.add_marker(pytest.mark.conformance)
 
 

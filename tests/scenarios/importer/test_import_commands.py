@@ -11,7 +11,7 @@ from gpusched.models.cluster import Cluster
 from gpusched.models.graph import build_graph, gpu_id, ring_gbps
 from gpusched.scenarios import load_cluster, load_pending, load_pods
 
-DUMP = str(Path(__file__).parent / "data" / "import")
+DUMP = str(Path(__file__).resolve().parents[2] / "data" / "import")
 
 
 def test_place_takes_the_dump_and_its_pending_pods(gpusched):

@@ -14,7 +14,7 @@ from gpusched.errors import InputError
 from gpusched.scenarios import load_cluster
 from gpusched.scenarios.importer import build_cluster, read_dump_dir, read_inputs
 
-DATA = Path(__file__).parent / "data" / "import"
+DATA = Path(__file__).resolve().parents[2] / "data" / "import"
 NODES, PODS, SLICES = (str(DATA / name) for name in ("nodes.json", "pods.json", "resourceslices.json"))
 TOPOLOGY = [f"{p.stem}={p}" for p in sorted((DATA / "topology").iterdir())]
 CLI_ARGS = ["import", "--nodes", NODES, "--pods", PODS, "--objects", SLICES] + [a for t in TOPOLOGY for a in ("--topology", t)]

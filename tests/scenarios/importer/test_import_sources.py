@@ -19,7 +19,7 @@ from gpusched.scenarios.importer.mig_layout import layout, per_gpu
 from gpusched.scenarios.importer.nvidia_dra import claim_holders, read_slices
 from gpusched.scenarios.importer.nvsmi import parse_smi_log, parse_topology
 
-DATA = Path(__file__).parent / "data" / "import"
+DATA = Path(__file__).resolve().parents[2] / "data" / "import"
 TOPOLOGY = DATA / "topology"
 
 

@@ -10,7 +10,7 @@ import kubernetes.client as k8s_models
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KIND = ROOT / "examples" / "kind"
 HARD = ROOT / "examples" / "dra" / "hard-exercise.yaml"
 SPLIT = ROOT / "examples" / "dra" / "split-pairs.yaml"

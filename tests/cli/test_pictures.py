@@ -189,7 +189,7 @@ def test_map_bad_options(gpusched):
 def test_console_script_runs_a_module_with_one_command(args, first_line):
     """The script loads only the command's module; one with a single command must still read COMMAND as a name."""
     script = "import sys; from gpusched.cli import main; sys.argv[0] = 'gpusched'; main()"
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", script, *args], cwd=root, capture_output=True, text=True, check=False)
     assert done.returncode != 2, done.stderr  # import exits 1: that dump has facts it cannot model
     assert done.stdout.startswith(first_line)

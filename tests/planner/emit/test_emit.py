@@ -19,7 +19,7 @@ from gpusched.models.mig import placement_error, profiles_for
 from gpusched.models.quantity import parse_quantity
 from gpusched.scenarios import load_cluster
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "mig"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "mig"
 INFERENCE, ONE_GPU = str(EXAMPLES / "inference.yaml"), str(EXAMPLES / "one-gpu.yaml")
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
