@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from ..models.cluster import Cluster
 from ..models.dra import DeviceClass, ResourceClaim
-from ..planner.dra.allocator import Inventory, NodeRef
+from ..planner.dra.inventory import Inventory, NodeRef
 from ..planner.dra.plugin import Unit, run_cycle
 from ..planner.dra.slices import (
     EXAMPLE,

@@ -15,7 +15,7 @@ from ...models.dra import ResourceClaim
 from ..scheduler.framework import fit_error, unresolvable
 from ..scheduler.names import DYNAMIC_RESOURCES
 from ..scheduler.plugins.defaultpreemption import ERR_REASON_NOT_HELPFUL
-from .allocator import DeviceID, DraError, Inventory, NodeRef
+from .inventory import DeviceID, Inventory, NodeRef
 from .objects import DraObjects, selector_paths
 from .plugin import (
     Cycle,
@@ -27,6 +27,7 @@ from .plugin import (
     units_for,
     with_allocation,
 )
+from .search import DraError
 from .slices import EXAMPLE, cluster_slices, held_devices
 
 __all__ = ["ClaimOutcome", "DraReport", "run_dra", "inventory_for", "error_to_input"]

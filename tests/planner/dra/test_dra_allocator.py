@@ -10,9 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusched.models.dra import DeviceClass, ResourceClaim, ResourceSlice
-from gpusched.planner.dra.allocator import DraError, Inventory, NodeRef, allocate
+from gpusched.planner.dra.allocator import allocate
+from gpusched.planner.dra.inventory import Inventory, NodeRef
 from gpusched.planner.dra.objects import DraObjects
 from gpusched.planner.dra.run import run_dra
+from gpusched.planner.dra.search import DraError
 
 D = "gpu.test.io"
 GPU_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},

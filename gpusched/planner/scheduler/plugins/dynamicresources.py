@@ -13,8 +13,8 @@ from pydantic import BaseModel, Field
 
 from ....models.dra import DeviceClass, ResourceClaim
 from ....models.kube import KubeNode, KubePod
-from ...dra.allocator import DraError, Inventory, NodeRef
 from ...dra.extended import SPECIAL_NAME, dra_served, extended_claim
+from ...dra.inventory import Inventory, NodeRef
 from ...dra.objects import DraObjects
 from ...dra.plugin import (
     NO_CLAIMS_TO_DEALLOCATE,
@@ -30,6 +30,7 @@ from ...dra.plugin import (
     summarize,
 )
 from ...dra.run import error_to_input
+from ...dra.search import DraError
 from ..framework import SUCCESS, Status, Version, unresolvable
 from ..names import DYNAMIC_RESOURCES as NAME
 from ..nodeinfo import KubeNodeInfo

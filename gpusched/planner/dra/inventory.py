@@ -1,0 +1,184 @@
+"""What the allocator searches: the cluster's slices and classes, the pools a node reaches, what a device shows."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...models.dra import CounterSet, Device, DeviceClass, NodeSelector, ResourceSlice
+from .cel import CelError, DeviceView, compile_selector, device_view
+
+__all__ = [
+    "DeviceID", "NodeRef", "Inventory", "Pool", "gather_pools", "lookup_attribute", "node_matches", "tainted",
+]
+
+DeviceID = tuple[str, str, str]  # driver, pool, device
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    """A node as the allocator sees it: its name and labels (for slice node selectors)."""
+
+    name: str
+    labels: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+
+class Inventory:
+    """Everything cluster-wide: slices, classes and allocated devices; caches CEL outcomes per device content.
+
+    A selector is a pure function of `device` (driver, attributes, capacity), so devices that look alike - the same
+    GPU on a thousand identical nodes - share one evaluation, errors included.
+    """
+
+    def __init__(self, slices: list[ResourceSlice], classes: dict[str, DeviceClass], allocated: set[DeviceID]):
+        self.slices = slices
+        self.classes = classes
+        self.allocated = allocated
+        self.on_node: dict[str, list[ResourceSlice]] = defaultdict(list)
+        self.shared: list[ResourceSlice] = []
+        for item in slices:
+            (self.on_node[item.spec.node_name] if item.spec.node_name else self.shared).append(item)
+        self._looks: dict[DeviceID, tuple[Any, ...]] = {}
+        self._views: dict[tuple[Any, ...], DeviceView] = {}
+        self._outcomes: dict[tuple[tuple[Any, ...], str], bool | str] = {}
+
+    def _look(self, device_id: DeviceID, device: Device) -> tuple[Any, ...]:
+        """What a selector can see of the device: driver, attribute values and capacity amounts."""
+        look = self._looks.get(device_id)
+        if look is None:
+            attributes = tuple(sorted((name, attr.value) for name, attr in device.attributes.items()))
+            capacity = tuple(sorted((name, cap.amount) for name, cap in device.capacity.items()))
+            look = self._looks[device_id] = (device_id[0], attributes, capacity)
+        return look
+
+    def outcome(self, device_id: DeviceID, device: Device, expression: str) -> bool | str:
+        """True/False, or the runtime error's text; computed once per device content and expression."""
+        look = self._look(device_id, device)
+        key = (look, expression)
+        if key not in self._outcomes:
+            view = self._views.get(look)
+            if view is None:
+                view = self._views[look] = device_view("/".join(device_id), device_id[0], device.attributes,
+                                                       device.capacity)
+            try:
+                self._outcomes[key] = compile_selector(expression).matches(view)
+            except CelError as error:
+                self._outcomes[key] = str(error)
+        return self._outcomes[key]
+
+
+# --- pools ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Pool:
+    driver: str
+    name: str
+    slices: list[ResourceSlice] = field(default_factory=list)  # device slices visible from the node, by name
+    others: list[ResourceSlice] = field(default_factory=list)  # the pool's other device slices (their counters count)
+    counter_sets: dict[str, CounterSet] = field(default_factory=dict)
+    incomplete: bool = False
+    invalid: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.driver}/{self.name}"
+
+
+def node_matches(node: NodeRef, name: str | None, all_nodes: bool | None, selector: NodeSelector | None) -> bool:
+    if name:
+        return node.name == name
+    if all_nodes:
+        return True
+    return selector is not None and selector.matches(node.name, node.labels)
+
+
+def _relevant(item: ResourceSlice, node: NodeRef) -> bool:
+    spec = item.spec
+    if spec.per_device_node_selection:
+        return any(node_matches(node, d.node_name, d.all_nodes, d.node_selector) for d in spec.devices)
+    return node_matches(node, spec.node_name, spec.all_nodes, spec.node_selector)
+
+
+def gather_pools(inventory: Inventory, node: NodeRef) -> list[Pool]:
+    """GatherPools: the pools with devices reachable from the node, newest generation only, sorted by ID."""
+    found: dict[tuple[str, str], list[ResourceSlice]] = {}
+    for item in [*inventory.on_node.get(node.name, []), *inventory.shared]:
+        if not _relevant(item, node):
+            continue
+        key = (item.spec.driver, item.spec.pool.name)
+        current = found.get(key)
+        if current is None or item.spec.pool.generation > current[0].spec.pool.generation:
+            found[key] = [item]
+        elif item.spec.pool.generation == current[0].spec.pool.generation:
+            current.append(item)
+    pools = []
+    for (driver, name), items in found.items():
+        generation, wanted = items[0].spec.pool.generation, items[0].spec.pool.resource_slice_count
+        if len(items) == wanted:
+            pools.append(_build(driver, name, items, []))
+            continue
+        everything = [s for s in inventory.slices if (s.spec.driver, s.spec.pool.name) == (driver, name)]
+        if any(s.spec.pool.generation > generation for s in everything):
+            continue  # the driver is replacing this generation: ignore the pool
+        same = [s for s in everything if s.spec.pool.generation == generation]
+        if len(same) != wanted:
+            pools.append(Pool(driver, name, incomplete=True))
+            continue
+        pools.append(_build(driver, name, items, [s for s in same if s not in items]))
+    return sorted(pools, key=lambda pool: (pool.driver, pool.name))
+
+
+def _build(driver: str, name: str, items: list[ResourceSlice], others: list[ResourceSlice]) -> Pool:
+    """buildPool: counter slices apart, device names unique, every consumed counter declared."""
+    items = sorted(items, key=lambda s: s.metadata.name)
+    counters = [s for s in [*items, *others] if s.spec.shared_counters]
+    devices = [s for s in items if not s.spec.shared_counters]
+    pool = Pool(driver, name, devices, [s for s in others if not s.spec.shared_counters])
+    seen: set[str] = set()
+    for item in devices:
+        for device in item.spec.devices:
+            if device.name in seen:
+                pool.invalid = f"duplicate device name {device.name}"
+                return pool
+            seen.add(device.name)
+    for item in counters:
+        for counter_set in item.spec.shared_counters:
+            if counter_set.name in pool.counter_sets:
+                pool.invalid = f"duplicate counter set name {counter_set.name}"
+                return pool
+            pool.counter_sets[counter_set.name] = counter_set
+    for item in [*pool.slices, *pool.others]:
+        for device in item.spec.devices:
+            for use in device.consumes_counters:
+                have = pool.counter_sets.get(use.counter_set)
+                if have is None:
+                    pool.invalid = f"counter set {use.counter_set} not found"
+                    return pool
+                missing = next((c for c in use.counters if c not in have.counters), None)
+                if missing is not None:
+                    pool.invalid = f"counter {missing} not found in counter set {use.counter_set}"
+                    return pool
+    return pool
+
+
+# --- what a device shows ----------------------------------------------------------------------------------------
+
+
+def lookup_attribute(device: Device, driver: str, name: str) -> tuple[str, Any] | None:
+    """A fully qualified attribute, or the driver's own one by its unprefixed ID."""
+    found = device.attributes.get(name)
+    if found is None:
+        domain, _, ident = name.partition("/")
+        if domain == driver:
+            found = device.attributes.get(ident)
+    return None if found is None else found.value
+
+
+def tainted(device: Device, request: Any) -> bool:
+    """A NoSchedule or NoExecute taint no toleration of the request covers (effect None is ignored)."""
+    return any(
+        taint.effect in ("NoSchedule", "NoExecute") and not any(t.tolerates(taint) for t in request.tolerations)
+        for taint in device.taints
+    )

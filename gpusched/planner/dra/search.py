@@ -1,0 +1,403 @@
+"""The allocator's search, decision for decision as k8s.io/dynamic-resource-allocation/structured (1.36+ order).
+
+What kube-scheduler's DynamicResources plugin calls per node (`Allocate(node, claims)`), read from the v0.37
+"incubating" implementation (the one the default 1.36/1.37 feature gates select), and followed here step by step:
+
+- Pools: the node's slices (nodeName) and the shared ones (allNodes, nodeSelector, perDeviceNodeSelection); a
+  slice of a lower pool generation is ignored, a pool with fewer slices than resourceSliceCount is incomplete
+  (never allocated from; `All` errors), duplicate device names or bad counter references make a pool invalid.
+  Pools are sorted by (driver, pool), slices by name: the search order is deterministic.
+- Search: depth first, first solution wins. Claims in pod order, requests in order, devices from a start position
+  so that only combinations are tried. `firstAvailable` tries its subrequests in order; results are named `req/sub`.
+- Per device, in this order: in use (by an earlier allocation, or earlier in this search; adminAccess only skips a
+  device already taken by the same claim); class selectors then request selectors (CEL; an error aborts); per-device
+  node selection; shared counters (what allocated and in-progress devices consume must not exceed them); taints
+  (NoSchedule/NoExecute unless tolerated, effect None ignored); constraints (matchAttribute: same type and value as
+  the first device; distinctAttribute: different from all; a device without the attribute fails).
+- At most 32 devices per claim; a subrequest that would exceed it gives way to the next one.
+
+gpusched adds one thing the real allocator does not do: before the search, per-node bounds (enough candidate devices
+per request and in total, and for matchAttribute enough candidates sharing one value) skip a node that cannot
+succeed. They are applied only where they cannot change the answer: no `All` request, and no selector that failed
+to evaluate on this node (the search must then run to raise the error exactly when the real one would).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from ...models.dra import MAX_RESULTS, Device, DeviceClass, DeviceConstraint, ResourceClaim, ResourceSlice
+from .inventory import DeviceID, Inventory, NodeRef, Pool, gather_pools, lookup_attribute, node_matches, tainted
+
+__all__ = ["DraError", "Entry", "RequestData", "Taken"]
+
+
+class DraError(Exception):
+    """An error the allocator returns (the Filter's Error status): the scheduling attempt stops.
+
+    `selector` is (object kind, object name, selector index, expression) when a CEL selector failed.
+    """
+
+    def __init__(self, message: str, selector: tuple[str, str, int, str] | None = None) -> None:
+        super().__init__(message)
+        self.selector = selector
+
+
+# --- the search -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A device at its place in the search order."""
+
+    id: DeviceID
+    device: Device
+    slice: ResourceSlice
+    pool: Pool
+
+
+@dataclass
+class RequestData:
+    base: str  # the request's name
+    sub: str  # the subrequest's name, "" for an exact request
+    request: Any  # ExactDeviceRequest or DeviceSubRequest
+    cls: DeviceClass
+    count: int = 0
+    all_devices: list[Entry] | None = None  # allocationMode All: exactly these
+
+    @property
+    def name(self) -> str:
+        """The name in the result: `req` or `req/sub`."""
+        return f"{self.base}/{self.sub}" if self.sub else self.base
+
+    @property
+    def short(self) -> str:
+        """request.name() in the allocator's messages: the subrequest's own name."""
+        return self.sub or self.base
+
+
+@dataclass
+class Taken:
+    data: RequestData
+    entry: Entry
+
+
+class _MaxSize(Exception):
+    """errAllocationResultMaxSizeExceeded: backtrack further, maybe a later subrequest needs fewer devices."""
+
+class _Constraint:
+    def __init__(self, constraint: DeviceConstraint) -> None:
+        self.names = set(constraint.requests)
+        self.attribute = constraint.attribute
+        self.kind = constraint.kind
+        self.values: list[tuple[str, Any]] = []
+
+    def applies(self, data: RequestData) -> bool:
+        return not self.names or data.base in self.names or (bool(data.sub) and data.name in self.names)
+
+    def add(self, data: RequestData, entry: Entry) -> bool:
+        if not self.applies(data):
+            return True
+        value = lookup_attribute(entry.device, entry.id[0], self.attribute)
+        if value is None:
+            return False
+        if self.kind == "matchAttribute" and self.values and value != self.values[0]:
+            return False
+        if self.kind == "distinctAttribute" and value in self.values:
+            return False
+        self.values.append(value)
+        return True
+
+    def remove(self, data: RequestData) -> None:
+        if self.applies(data):
+            self.values.pop()
+
+
+class _Search:
+    """One Allocate(node, claims) call."""
+
+    def __init__(self, inventory: Inventory, node: NodeRef, claims: list[ResourceClaim], prune: bool) -> None:
+        self.inventory, self.node, self.claims, self.prune = inventory, node, claims, prune
+        self.pools = gather_pools(inventory, node)
+        self.entries = [
+            Entry((pool.driver, pool.name, device.name), device, item, pool)
+            for pool in self.pools
+            if not (pool.incomplete or pool.invalid)
+            for item in pool.slices
+            for device in item.spec.devices
+        ]
+        self.data: dict[tuple[int, int, int], RequestData] = {}
+        self.selected: dict[tuple[int, int], int] = {}
+        self.constraints: list[list[_Constraint]] = []
+        self.allocating: dict[DeviceID, set[int]] = defaultdict(set)
+        self.results: list[list[Taken]] = [[] for _ in claims]
+        self.matches: dict[tuple[tuple[int, int, int], DeviceID], bool] = {}
+        self.available: dict[str, dict[str, dict[str, Decimal]]] = {}
+        self.consumed: dict[str, dict[str, Counter[str]]] = {}
+
+    # -- setup: validateDeviceRequest and the constraints -----------------------------------------------------
+
+    def setup(self) -> None:
+        for ci, claim in enumerate(self.claims):
+            minimum = 0
+            for ri, request in enumerate(claim.spec.devices.requests):
+                counts = []
+                for si, (_, alternative) in enumerate(request.alternatives()):
+                    sub = alternative.name if request.first_available else ""
+                    cls = self.inventory.classes[alternative.device_class_name]
+                    data = RequestData(request.name, sub, alternative, cls)
+                    self._size(ci, (ci, ri, si), data)
+                    self.data[(ci, ri, si)] = data
+                    counts.append(data.count)
+                need = min(counts)
+                if need > MAX_RESULTS - minimum:
+                    raise DraError(f"claim {claim.key}, request {request.name}: adding {need} devices exceeds the claim "
+                                   f"limit of {MAX_RESULTS}, with {minimum} already accounted for")
+                minimum += need
+            self.constraints.append([_Constraint(c) for c in claim.spec.devices.constraints])
+
+    def _size(self, ci: int, key: tuple[int, int, int], data: RequestData) -> None:
+        """ExactCount takes its count; All takes every selectable device and refuses incomplete or invalid pools."""
+        if data.request.allocation_mode == "ExactCount":
+            data.count = data.request.wanted
+            return
+        claim = self.claims[ci].key
+        data.all_devices = []
+        for pool in self.pools:
+            state = "being updated" if pool.incomplete else "invalid" if pool.invalid else ""
+            if state:
+                raise DraError(f"claim {claim}, request {data.short}: asks for all devices, but resource pool "
+                               f"{pool.id} is currently {state}")
+            for item in pool.slices:
+                for device in item.spec.devices:
+                    entry = Entry((pool.driver, pool.name, device.name), device, item, pool)
+                    if self.selectable(ci, key, data, entry):
+                        data.all_devices.append(entry)
+        data.count = len(data.all_devices)
+
+    # -- per device -----------------------------------------------------------------------------------------------
+
+    def selectable(self, ci: int, key: tuple[int, int, int], data: RequestData, entry: Entry) -> bool:
+        """Class selectors, request selectors, then per-device node selection; a CEL error stops everything."""
+        cached = self.matches.get((key, entry.id))
+        if cached is not None:
+            return cached
+        verdict = self._selectors(ci, data, entry) and self._device_on_node(entry)
+        self.matches[(key, entry.id)] = verdict
+        return verdict
+
+    def _selectors(self, ci: int, data: RequestData, entry: Entry) -> bool:
+        owners = (("class", data.cls.metadata.name, data.cls.spec.selectors),
+                  ("claim", self.claims[ci].key, data.request.selectors))
+        for kind, name, selectors in owners:
+            for index, selector in enumerate(selectors):
+                outcome = self.inventory.outcome(entry.id, entry.device, selector.cel.expression)
+                if isinstance(outcome, str):
+                    raise DraError(f"{kind} {name}: selector #{index} on device {'/'.join(entry.id)}: "
+                                   f"CEL runtime error: {outcome}", (kind, name, index, selector.cel.expression))
+                if not outcome:
+                    return False
+        return True
+
+    def _device_on_node(self, entry: Entry) -> bool:
+        if not entry.slice.spec.per_device_node_selection:
+            return True
+        device = entry.device
+        return node_matches(self.node, device.node_name, device.all_nodes, device.node_selector)
+
+    def in_use(self, device_id: DeviceID) -> bool:
+        return device_id in self.inventory.allocated or bool(self.allocating.get(device_id))
+
+    def _counters_fit(self, entry: Entry) -> bool:
+        """Reserve the device's counters; refuse if any counter of the pool would go below zero."""
+        pool = entry.pool
+        available = self.available.get(pool.id)
+        if available is None:
+            available = self.available[pool.id] = self._pool_counters(pool)
+        consumed = self.consumed.setdefault(pool.id, defaultdict(Counter))
+        for use in entry.device.consumes_counters:
+            for name, counter in use.counters.items():
+                consumed[use.counter_set][name] += counter.amount  # type: ignore[assignment]
+        if any(left[name] < consumed[set_name][name] for set_name, left in available.items() for name in left):
+            self._release_counters(entry)
+            return False
+        return True
+
+    def _pool_counters(self, pool: Pool) -> dict[str, dict[str, Decimal]]:
+        """The counter sets minus what devices allocated before this search consume."""
+        left = {name: {c: counter.amount for c, counter in cs.counters.items()} for name, cs in pool.counter_sets.items()}
+        for item in [*pool.slices, *pool.others]:
+            for device in item.spec.devices:
+                if (pool.driver, pool.name, device.name) not in self.inventory.allocated:
+                    continue
+                for use in device.consumes_counters:
+                    for name, counter in use.counters.items():
+                        if name in left.get(use.counter_set, {}):
+                            left[use.counter_set][name] -= counter.amount
+        return left
+
+    def _release_counters(self, entry: Entry) -> None:
+        consumed = self.consumed[entry.pool.id]
+        for use in entry.device.consumes_counters:
+            for name, counter in use.counters.items():
+                consumed[use.counter_set][name] -= counter.amount  # type: ignore[assignment]
+
+    def take(self, ci: int, data: RequestData, entry: Entry, must: bool) -> Callable[[], None] | None:
+        """allocateDevice: counters, taints, constraints; on success the undo for backtracking."""
+        admin = data.request.admin
+        if admin and ci in self.allocating.get(entry.id, ()):
+            return None
+        if not admin and self.in_use(entry.id):
+            return None
+        counted = bool(entry.device.consumes_counters)
+        if counted and not self._counters_fit(entry):
+            return None
+        if tainted(entry.device, data.request):
+            if counted:
+                self._release_counters(entry)
+            return None
+        added: list[_Constraint] = []
+        for constraint in self.constraints[ci]:
+            if not constraint.add(data, entry):
+                for done in reversed(added):
+                    done.remove(data)
+                if counted:
+                    self._release_counters(entry)
+                if must:
+                    raise DraError(f"claim {self.claims[ci].key}, request {data.short}: cannot add device "
+                                   f"{'/'.join(entry.id)} because a claim constraint would not be satisfied")
+                return None
+            added.append(constraint)
+        self.allocating[entry.id].add(ci)
+        self.results[ci].append(Taken(data, entry))
+
+        def undo() -> None:
+            self.results[ci].pop()
+            self.allocating[entry.id].discard(ci)
+            for done in reversed(added):
+                done.remove(data)
+            if counted:
+                self._release_counters(entry)
+
+        return undo
+
+    # -- allocateOne ------------------------------------------------------------------------------------------------
+
+    def one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: int) -> bool:
+        if ci >= len(self.claims):
+            return True
+        requests = self.claims[ci].spec.devices.requests
+        if ri >= len(requests):
+            try:
+                return self.one(ci + 1, 0, 0, 0, False, 0)
+            except _MaxSize:
+                return False
+        data = self.data[(ci, ri, si)]
+        if not in_sub and data.sub:
+            return self._first_available(ci, ri, di, len(requests[ri].first_available or ()))
+        if data.all_devices is not None and not data.all_devices:
+            return False
+        if di >= data.count:
+            return self.one(ci, ri + 1, 0, 0, False, 0)
+        if data.count - di > MAX_RESULTS - len(self.results[ci]):
+            raise _MaxSize
+        if data.all_devices is not None:
+            return self._next(ci, ri, si, di, in_sub, data, data.all_devices[di], True, 0)
+        key = (ci, ri, si)
+        for position in range(start, len(self.entries)):
+            entry = self.entries[position]
+            if data.request.admin:
+                if ci in self.allocating.get(entry.id, ()):
+                    continue
+            elif self.in_use(entry.id):
+                continue
+            if not self.selectable(ci, key, data, entry):
+                continue
+            if self._next(ci, ri, si, di, in_sub, data, entry, False, position + 1):
+                return True
+        return False
+
+    def _next(self, ci: int, ri: int, si: int, di: int, in_sub: bool, data: RequestData, entry: Entry, must: bool,
+              start: int) -> bool:
+        """Take the device, go on with the next one; undo on failure."""
+        undo = self.take(ci, data, entry, must)
+        if undo is None:
+            return False
+        try:
+            done = self.one(ci, ri, si, di + 1, in_sub, start)
+        except BaseException:
+            undo()
+            raise
+        if not done:
+            undo()
+        return done
+
+    def _first_available(self, ci: int, ri: int, di: int, subrequests: int) -> bool:
+        exceeded = True
+        for si in range(subrequests):
+            try:
+                done = self.one(ci, ri, si, di, True, 0)
+            except _MaxSize:
+                continue
+            exceeded = False
+            if done:
+                self.selected[(ci, ri)] = si
+                return True
+        if exceeded:
+            raise _MaxSize
+        return False
+
+    # -- gpusched's bounds (never in the real allocator) -------------------------------------------------------------
+
+    def infeasible(self) -> bool:
+        """True only when no search could succeed and the search would have raised nothing on the way."""
+        if not self.prune or any(d.all_devices is not None for d in self.data.values()):
+            return False
+        candidates: dict[tuple[int, int, int], list[Entry]] = {}
+        for key, data in self.data.items():
+            found = []
+            for entry in self.entries:
+                if not data.request.admin and entry.id in self.inventory.allocated:
+                    continue
+                try:
+                    chosen = self.selectable(key[0], key, data, entry)
+                except DraError:
+                    return False  # the real search may hit this error: run it
+                if chosen and not tainted(entry.device, data.request):
+                    found.append(entry)
+            candidates[key] = found
+        return not self._bounds_hold(candidates)
+
+    def _bounds_hold(self, candidates: dict[tuple[int, int, int], list[Entry]]) -> bool:
+        union: set[DeviceID] = set()
+        total = 0
+        for ci, claim in enumerate(self.claims):
+            matching = [_Constraint(c) for c in claim.spec.devices.constraints if c.kind == "matchAttribute"]
+            for ri, request in enumerate(claim.spec.devices.requests):
+                options = [(self.data[(ci, ri, si)], candidates[(ci, ri, si)]) for si in range(len(request.alternatives()))]
+                if not any(len(found) >= data.count for data, found in options):
+                    return False
+                if not all(_one_value_fits(constraint, options) for constraint in matching):
+                    return False
+                total += min(data.count for data, _ in options)
+                for data, found in options:
+                    if not data.request.admin:
+                        union.update(entry.id for entry in found)
+        admin = any(d.request.admin for d in self.data.values())
+        return admin or len(union) >= total
+
+
+def _one_value_fits(constraint: _Constraint, options: list[tuple[RequestData, list[Entry]]]) -> bool:
+    """Some subrequest has enough candidates that share one value of the constrained attribute."""
+    for data, found in options:
+        if not constraint.applies(data):
+            return True
+        values = Counter(lookup_attribute(e.device, e.id[0], constraint.attribute) for e in found)
+        values.pop(None, None)
+        if values and max(values.values()) >= data.count:
+            return True
+    return False
