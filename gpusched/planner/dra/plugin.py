@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ...models.dra import AllocationResult, DeviceClaim, MAX_SUBREQUESTS, ResourceClaim, ResourceClaimStatus
+from ...models.dra import MAX_SUBREQUESTS, AllocationResult, DeviceClaim, ResourceClaim, ResourceClaimStatus
 from ...models.kube import KubePod
 from .allocator import DraError, Inventory, NodeRef, allocate, gather_pools, iter_devices, tainted
 from .objects import DraObjects

@@ -22,8 +22,8 @@ from ...models.scheduling import Toleration
 from ...models.workload import GpuNeeds, Pod
 from ..allreduce import allreduce_for
 from ..optimize.defrag import TargetShape, defrag
-from ..optimize.mig.layouts import inventory
 from ..optimize.mig import plan_mig
+from ..optimize.mig.layouts import inventory
 from ..optimize.preempt import preempt
 from ..optimize.solver import Infeasible, SolverConfig
 from ..place import DEFAULT_GRADIENT_GB

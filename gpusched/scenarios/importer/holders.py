@@ -8,8 +8,8 @@ profile asked for lowest first. DRA claims say exactly which device a pod holds.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from ...models.cluster import BusyGpu, MigInstance
 from ...models.graph import choose_gpus

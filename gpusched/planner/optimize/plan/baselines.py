@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ....models.cluster import Cluster
-from ...scheduler.framework import Diagnosis
 from ...place import Placer
+from ...scheduler.framework import Diagnosis
 from ...state import ClusterState
 from .extract import stranded
 from .report import Metrics, PendingJob, weight_of

@@ -6,11 +6,18 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ....models.cluster import Cluster, RunningPod
+from ...place import Placer
+from ...scheduler.framework import Code, Diagnosis, Status
+from ...scheduler.plugins.defaultpreemption import (
+    Candidate,
+    budget_split,
+    candidates_wanted,
+    importance,
+    pick,
+    reprieve,
+)
 from ...scheduler.plugins.gpudevices import GpuChoice
 from ...scheduler.views import View, evaluate
-from ...scheduler.framework import Code, Diagnosis, Status
-from ...place import Placer
-from ...scheduler.plugins.defaultpreemption import Candidate, budget_split, candidates_wanted, importance, pick, reprieve
 from ...state import ClusterState, NodeState
 from ..disrupt import Budgets, problems, running_pods, running_state
 from .extract import assignments_of, cost_of, evicted, placement_of

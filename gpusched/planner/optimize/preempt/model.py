@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from ....models.cluster import Cluster, RunningPod
+from ...scheduler.framework import Status
 from ...scheduler.plugins.gpudevices import GpuChoice
 from ...scheduler.views import View, evaluate
-from ...scheduler.framework import Status
 from ...state import ClusterState, NodeState
 from ..disrupt import Budgets, choices_per_class, running_pods, scratch, solve_counts
 from ..solver import SolverConfig, SolveReport

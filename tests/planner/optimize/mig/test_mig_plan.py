@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from gpusched.bench.mig_bench import bench_mig
 from gpusched.models.cluster import Cluster
 from gpusched.models.mig import COMPUTE_SLICES, placement_error, profiles_for
+from gpusched.planner.optimize import mig as mig_module
+from gpusched.planner.optimize.mig import layout_violations, plan_mig
 from gpusched.planner.optimize.mig.baselines import all_balanced, first_fit
 from gpusched.planner.optimize.mig.layouts import inventory, outcome, parse_demand
 from gpusched.planner.optimize.mig.validate import mig_plan_violations
-from gpusched.planner.optimize import mig as mig_module
-from gpusched.planner.optimize.mig import layout_violations, plan_mig
 from gpusched.planner.optimize.solver import LevelReport, SolverConfig
 from gpusched.scenarios import load_cluster
 
