@@ -130,7 +130,9 @@ def _claim(cluster: str | None, objects: list[str], driver: str, target: str) ->
 
 
 def render(console: Console, result: Explanation, claim_file: str | None = None) -> None:
-    print_ = lambda text="": console.print(text, markup=False)
+    def print_(text: str = "") -> None:
+        console.print(text, markup=False)
+
     if result.running:
         print_(f"{result.target} is running on {result.node}: it is not Pending")
         return

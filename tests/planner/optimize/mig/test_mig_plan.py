@@ -319,13 +319,13 @@ def _exhaustive(cluster: Cluster, demand: dict[str, int]) -> tuple[int, int, int
     best = None
     for combo in itertools.product(*per_gpu):
         on_node: dict[str, set] = {}
-        for gpu, (_, _, _, profiles) in zip(gpus, combo):
+        for gpu, (_, _, _, profiles) in zip(gpus, combo, strict=True):
             if gpu.single:
                 on_node.setdefault(gpu.node, set()).update(profiles)
         if any(len(names) > 1 for names in on_node.values()):
             continue
         supply = [sum(c[0][i] for c in combo) for i in range(len(demand))]
-        served = sum(weight[n] * min(d, s) for (n, d), s in zip(demand.items(), supply))
+        served = sum(weight[n] * min(d, s) for (n, d), s in zip(demand.items(), supply, strict=True))
         score = (-served, sum(c[1] for c in combo), sum(c[2] for c in combo))
         best = score if best is None else min(best, score)
     assert best is not None
