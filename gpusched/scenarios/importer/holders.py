@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import NamedTuple
 
 from ...models.cluster import BusyGpu, MigInstance
 from ...models.graph import choose_gpus
@@ -109,7 +108,8 @@ def _free_units(gpus: Gpus) -> dict[int, int]:
     return {index: gpus.replicas for index in range(gpus.count) if index not in mig_gpus}
 
 
-class _FreeGpu(NamedTuple):
+@dataclass(frozen=True)
+class _FreeGpu:  # not a NamedTuple: its `index` would shadow tuple.index
     index: int
     island: int
 
