@@ -40,6 +40,7 @@ from ...models.dra import (
     DeviceClass,
     DeviceConstraint,
     DeviceRequestAllocationResult,
+    DeviceSubRequest,
     NodeSelector,
     ResourceClaim,
     ResourceSlice,
@@ -325,7 +326,7 @@ class _Search:
             for ri, request in enumerate(claim.spec.devices.requests):
                 counts = []
                 for si, (_, alternative) in enumerate(request.alternatives()):
-                    sub = alternative.name if request.first_available else ""
+                    sub = alternative.name if isinstance(alternative, DeviceSubRequest) else ""  # iff first_available
                     cls = self.inventory.classes[alternative.device_class_name]
                     data = RequestData(request.name, sub, alternative, cls)
                     self._size(ci, (ci, ri, si), data)
@@ -627,9 +628,9 @@ def _configs(search: _Search, ci: int) -> tuple[DeviceAllocationConfiguration, .
                 configs[slot] = configs[slot].model_copy(update={"requests": (*(configs[slot].requests or ()), data.name)})
             continue
         by_class[data.cls.metadata.name] = []
-        for config in data.cls.spec.config:
+        for class_config in data.cls.spec.config:
             by_class[data.cls.metadata.name].append(len(configs))
-            configs.append(DeviceAllocationConfiguration(source="FromClass", requests=(data.name,), opaque=config.opaque))
+            configs.append(DeviceAllocationConfiguration(source="FromClass", requests=(data.name,), opaque=class_config.opaque))
     for config in claim.spec.devices.config:
         if not config.requests or any(d.base in config.requests or d.name in config.requests for d in chosen):
             configs.append(DeviceAllocationConfiguration(source="FromClaim", requests=config.requests or None,
