@@ -109,9 +109,10 @@ def default_preemption(cluster: Cluster, pending: Pending, budgets: Budgets, vie
                 victims.append(victim.pod)
                 for index in budgets.selecting(victim.pod):
                     left[index] -= 1
-            found = evaluate(pending.needs, pending.gpus, node, view)
-            if isinstance(found, Status):
+            fitted = evaluate(pending.needs, pending.gpus, node, view)
+            if isinstance(fitted, Status):
                 raise RuntimeError(f"internal error: {name} does not fit on {node.name} after preemption")
+            found = fitted
         placer.bind(name, pending.needs, found)
         placed.append((name, found))
     issues = problems(cluster, [v.name for v in victims], assignments_of(pending, placed))

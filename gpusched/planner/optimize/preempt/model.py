@@ -163,10 +163,14 @@ def eviction_choices(
         assert stopped is not None
         return stopped
     room[limits] = len(placed)
+
+    def room_for(pods: int) -> Callable[[tuple[int, ...]], bool]:
+        return lambda v: capacity(v) >= pods
+
     return [
         _describe(members, pods, vector, budgets)
         for pods in range(1, capacity(limits) + 1)
-        for vector in _minimal(limits, lambda v, pods=pods: capacity(v) >= pods)
+        for vector in _minimal(limits, room_for(pods))
     ]
 
 
