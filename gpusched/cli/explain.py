@@ -104,11 +104,11 @@ def explain_command(
                 raise ValueError("--emit-claim writes a claim for one pod; a job's pods each need their own")
             result = explain_job(model, pending_jobs, target)
         else:
-            claim = claim_for(item.name, item, item.gpus, driver) if emit_claim else None
+            emitted = claim_for(item.name, item, item.gpus, driver) if emit_claim else None
             result = explain_pod(model, item, config, gradient_gb)
-            if claim is not None and emit_claim:
-                result.claim = check_claim(model, claim, driver)
-                _write_claim(claim, emit_claim)
+            if emitted is not None and emit_claim:
+                result.claim = check_claim(model, emitted, driver)
+                _write_claim(emitted, emit_claim)
                 if emit_claim == "-":
                     return 0 if result.fits else 1
         if as_json:

@@ -325,6 +325,9 @@ def candidates(ctx: Context) -> tuple[list[Change], list[NotHelp]]:
     useless: list[NotHelp] = []
     for generator in GENERATORS:
         for found in generator(ctx):
-            (changes if isinstance(found, Change) else useless).append(found)
+            if isinstance(found, Change):
+                changes.append(found)
+            else:
+                useless.append(found)
     changes.sort(key=lambda change: change.cost.key())  # stable: the generators' order breaks ties
     return changes, useless
