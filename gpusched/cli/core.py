@@ -8,17 +8,17 @@ from typing import Annotated
 import typer
 from pydantic import BaseModel
 
-from ..planner.emit import DEFAULT_GPU_WEIGHT, kueue_setup, scheduler_config
 from ..models.cluster import Cluster
 from ..models.dra import ClaimList
 from ..models.graph import build_graph
 from ..models.workload import JobList, PodList
 from ..planner.allreduce import ring_allreduce
+from ..planner.emit import DEFAULT_GPU_WEIGHT, kueue_setup, scheduler_config
 from ..planner.frag import fragmentation
 from ..planner.gang import simulate
-from ..planner.scheduler.predict import predict_files
-from ..planner.scheduler.live import predict_live
 from ..planner.place import DEFAULT_GRADIENT_GB, place
+from ..planner.scheduler.live import predict_live
+from ..planner.scheduler.predict import predict_files
 from ..planner.state import ClusterState, advertised
 from ..scenarios import (
     load_cluster,

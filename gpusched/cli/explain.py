@@ -104,11 +104,11 @@ def explain_command(
                 raise ValueError("--emit-claim writes a claim for one pod; a job's pods each need their own")
             result = explain_job(model, pending_jobs, target)
         else:
-            claim = claim_for(item.name, item, item.gpus, driver) if emit_claim else None
+            emitted = claim_for(item.name, item, item.gpus, driver) if emit_claim else None
             result = explain_pod(model, item, config, gradient_gb)
-            if claim is not None and emit_claim:
-                result.claim = check_claim(model, claim, driver)
-                _write_claim(claim, emit_claim)
+            if emitted is not None and emit_claim:
+                result.claim = check_claim(model, emitted, driver)
+                _write_claim(emitted, emit_claim)
                 if emit_claim == "-":
                     return 0 if result.fits else 1
         if as_json:
@@ -130,7 +130,9 @@ def _claim(cluster: str | None, objects: list[str], driver: str, target: str) ->
 
 
 def render(console: Console, result: Explanation, claim_file: str | None = None) -> None:
-    print_ = lambda text="": console.print(text, markup=False)
+    def print_(text: str = "") -> None:
+        console.print(text, markup=False)
+
     if result.running:
         print_(f"{result.target} is running on {result.node}: it is not Pending")
         return

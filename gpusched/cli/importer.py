@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 import yaml
+from pydantic import BaseModel
 from rich.console import Console
 
-from ..models.cluster import Cluster
 from ..scenarios.importer import ImportReport, build_cluster, read_inputs
 from ..scenarios.importer.live import read_live
 from .common import JsonFlag, app, emit_json, new_table, run, write_output
@@ -64,9 +64,9 @@ def import_command(
     run(body)
 
 
-def _write(target: str, model: Cluster | object) -> None:
+def _write(target: str, model: BaseModel) -> None:
     """JSON for a .json name, YAML otherwise; written whole, only after the import succeeded."""
-    data = model.model_dump(mode="json", exclude_defaults=True)  # type: ignore[attr-defined]
+    data = model.model_dump(mode="json", exclude_defaults=True)
     text = json.dumps(data, indent=2) + "\n" if target.endswith(".json") else yaml.safe_dump(data, sort_keys=False)
     write_output(target, text)
 

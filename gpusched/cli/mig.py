@@ -8,7 +8,7 @@ import typer
 import yaml
 from rich.console import Console
 
-from ..planner.optimize.mig.migparted import mig_parted_file
+from ..planner.optimize.mig import InstanceOut, MigPlan, plan_mig
 from ..planner.optimize.mig.layouts import (
     MigGpu,
     check_demand,
@@ -16,7 +16,7 @@ from ..planner.optimize.mig.layouts import (
     inventory,
     parse_demand,
 )
-from ..planner.optimize.mig import InstanceOut, MigPlan, plan_mig
+from ..planner.optimize.mig.migparted import mig_parted_file
 from ..planner.optimize.solver import Infeasible, SolveReport
 from ..scenarios import load_cluster, load_pods
 from .common import (

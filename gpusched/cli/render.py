@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from ..planner.emit import KueueSetup, SchedulerConfig
 from ..planner.allreduce import AllReduce
+from ..planner.emit import KueueSetup, SchedulerConfig
 from ..planner.frag import FragReport
 from ..planner.gang import GangReport
+from ..planner.place import PlaceReport, PodResult
 from ..planner.scheduler.names import NODE_RESOURCES_FIT
 from ..planner.scheduler.predict import K8sPrediction
-from ..planner.place import PlaceReport, PodResult
 from .common import new_table
 
 

@@ -137,7 +137,8 @@ class _Spawned:
     """A detached child (`cluster up`): no Popen, whose finaliser warns about a process meant to outlive it."""
 
     def __init__(self, pid: int) -> None:
-        self.pid, self.returncode = pid, None
+        self.pid = pid
+        self.returncode: int | None = None
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -147,9 +148,9 @@ class _Spawned:
         return self.returncode
 
     def wait(self) -> int:
-        while self.poll() is None:
+        while (code := self.poll()) is None:
             time.sleep(0.05)
-        return self.returncode
+        return code
 
 
 Child = subprocess.Popen | _Spawned

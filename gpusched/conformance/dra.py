@@ -194,7 +194,7 @@ def _tainted(rng: random.Random, devices: list[dict]) -> list[dict]:
 
 def _devices(rng: random.Random, model: _Model, node: str) -> list[dict]:
     count, per_root = rng.choice((1, 2, 4, 4, 8, 8)), rng.choice((2, 4))
-    devices = []
+    devices: list[dict] = []
     for index in range(count):
         if model.mig and rng.random() < 0.3:
             layout = rng.choice(LAYOUTS)

@@ -39,7 +39,7 @@ PRIORITY_CLASSES = tuple(
     for name, value, policy in ((HIGH, 1000, "Never"), (BATCH, 100, "PreemptLowerPriority"),
                                 (URGENT, 2000, "PreemptLowerPriority"))
 )  # fmt: skip
-RUNTIME_CLASS = {
+RUNTIME_CLASS: dict = {
     "apiVersion": "node.k8s.io/v1",
     "kind": "RuntimeClass",
     "metadata": {"name": "gpusched-overhead"},
@@ -119,7 +119,7 @@ def _node(rng: random.Random, name: str, scenario: str, kind: str) -> dict:
     }
     if rng.random() < 0.3:
         allocatable["ephemeral-storage"] = rng.choice(("10Gi", "100Gi"))
-    capacity_only = {}  # a device plugin registered, the kubelet has not copied it to allocatable yet
+    capacity_only: dict[str, str] = {}  # a device plugin registered, the kubelet has not copied it to allocatable yet
     full = kind == "preemption"  # every node offers GPUs, and enough of them to share
     for gpu, chance in zip(GPUS, (1.0 if full else 0.85, 0.35), strict=True):
         if rng.random() < chance:
@@ -184,7 +184,7 @@ def _init_containers(rng: random.Random) -> list[dict]:
 
 def _affinity(rng: random.Random, names: list[str]) -> dict:
     """Required node affinity: terms ORed, expressions ANDed; sometimes `metadata.name` matchFields."""
-    terms = []
+    terms: list[dict] = []
     for _ in range(rng.choice((1, 1, 2))):
         if rng.random() < 0.2:
             pinned = rng.choice([*names, "elsewhere"])  # one value only (validation); sometimes no such node

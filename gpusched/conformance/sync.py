@@ -41,8 +41,7 @@ def verdict(pod: dict) -> tuple[str | None, str | None] | None:
     if pod.get("spec", {}).get("nodeName"):
         return pod["spec"]["nodeName"], None
     condition = _condition(pod)
-    failed = condition and condition.get("status") == "False"
-    if failed and condition.get("reason") in ("Unschedulable", "SchedulerError"):
+    if condition and condition.get("status") == "False" and condition.get("reason") in ("Unschedulable", "SchedulerError"):
         return None, condition.get("message", "")
     return None
 

@@ -140,7 +140,7 @@ class Placer:
         self._changes.append(node.name)
 
 
-def consequences(pod: Pod, option: GpuChoice) -> list[str]:
+def consequences(pod: GpuNeeds, option: GpuChoice) -> list[str]:
     """What goes wrong at runtime when the count decided: the truth the extended view did not check."""
     node = option.node
     warnings = []

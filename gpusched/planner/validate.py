@@ -6,7 +6,7 @@ alone, so a bug in a placer cannot hide itself. Used on every plan before it is 
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from ..models.cluster import Cluster, Node
@@ -114,7 +114,7 @@ def _capacity_problems(node: Node, placed: list[Assignment], hardware: bool) -> 
         if used > block.replicas:
             found.append(f"GPU {gpu} holds {used} pods, has {block.replicas} replica(s)")
     if hardware and block.replicas > 1:
-        declared = Counter({b.gpu: b.memory_gib for b in block.busy})
+        declared: defaultdict[int, float] = defaultdict(float, {b.gpu: b.memory_gib for b in block.busy})
         for a in placed:
             for gpu in a.gpus:
                 declared[gpu] += a.needs.memory_gib or 0.0

@@ -126,8 +126,8 @@ def _root_cause(error: BaseException) -> str:
     """urllib3 wraps the socket error a few times; the innermost says what happened."""
     from urllib3.exceptions import HTTPError
 
-    while getattr(error, "reason", None) is not None and isinstance(error.reason, BaseException):
-        error = error.reason
+    while isinstance(reason := getattr(error, "reason", None), BaseException):
+        error = reason
     return str(error).split(": ", 1)[-1] if isinstance(error, HTTPError) else str(error)
 
 

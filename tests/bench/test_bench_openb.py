@@ -80,7 +80,7 @@ def _arrivals(pods: list[dict], capacity: int, seed: int) -> list[int]:
                 break
             keep[drop] = False
             total -= milli[order[drop]]
-        return [i for i, k in zip(order, keep) if k]
+        return [i for i, k in zip(order, keep, strict=True) if k]
     while True:
         for draw in rng.integers(len(pods), size=1024):
             if total + milli[draw] > target:
@@ -228,7 +228,9 @@ def test_outputs_and_workers(gpusched, tmp_path):
         "--json",
     )
     assert two.exit_code == 0, two.stderr
-    strip = lambda r: [(x["policy"], x["seed"], x["allocation_pct"], x["curve"]) for x in r]
+    def strip(r):
+        return [(x["policy"], x["seed"], x["allocation_pct"], x["curve"]) for x in r]
+
     assert strip(one.json()["runs"]) == strip(two.json()["runs"])
     assert one.json()["bounds"] == two.json()["bounds"]
     with (tmp_path / "openb.csv").open() as handle:

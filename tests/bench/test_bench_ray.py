@@ -31,6 +31,8 @@ def test_ray_runs_match_local_runs(gpusched):
     remote = gpusched(*args, "--ray")
     assert remote.exit_code == 0, remote.stderr
     assert remote.json()["executor"] == "ray"
-    key = lambda run: (run["policy"], run["seed"], run["allocation_pct"], run["curve"])
+    def key(run):
+        return (run["policy"], run["seed"], run["allocation_pct"], run["curve"])
+
     assert [key(r) for r in remote.json()["runs"]] == [key(r) for r in local["runs"]]
     assert remote.json()["bounds"] == local["bounds"]

@@ -113,7 +113,7 @@ def test_release_restores_the_node():
     gpus = state.whole_gpus(node, pod.gpus)
     state.bind(pod, node, gpus)
     state.release(pod, node, gpus)
-    assert all((a == b).all() for a, b in zip(before, (state.gpu_left, state.cpu_left, state.affinity)))
+    assert all((a == b).all() for a, b in zip(before, (state.gpu_left, state.cpu_left, state.affinity), strict=True))
     assert state.allocated_milli == 0
 
 

@@ -59,9 +59,9 @@ def _configs(search: _Search, ci: int) -> tuple[DeviceAllocationConfiguration, .
                 configs[slot] = configs[slot].model_copy(update={"requests": (*(configs[slot].requests or ()), data.name)})
             continue
         by_class[data.cls.metadata.name] = []
-        for config in data.cls.spec.config:
+        for class_config in data.cls.spec.config:
             by_class[data.cls.metadata.name].append(len(configs))
-            configs.append(DeviceAllocationConfiguration(source="FromClass", requests=(data.name,), opaque=config.opaque))
+            configs.append(DeviceAllocationConfiguration(source="FromClass", requests=(data.name,), opaque=class_config.opaque))
     for config in claim.spec.devices.config:
         if not config.requests or any(d.base in config.requests or d.name in config.requests for d in chosen):
             configs.append(DeviceAllocationConfiguration(source="FromClaim", requests=config.requests or None,

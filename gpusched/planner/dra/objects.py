@@ -101,7 +101,7 @@ def _items(doc: Any, source: str, path: str) -> list[tuple[str, Any]]:
 
 
 def _label(doc: dict[str, Any]) -> str:
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    meta = found if isinstance(found := doc.get("metadata"), dict) else {}
     name = meta.get("name") or "?"
     return f"{doc.get('kind')} {meta['namespace']}/{name}" if meta.get("namespace") else f"{doc.get('kind')} {name}"
 
@@ -174,7 +174,7 @@ def selector_paths(obj: Any) -> list[tuple[str, str]]:
         return [(f"spec.selectors[{i}].cel.expression", s.cel.expression) for i, s in enumerate(obj.spec.selectors)]
     if isinstance(obj, ResourceClaim | ResourceClaimTemplate):
         spec, base = (obj.spec, "spec") if isinstance(obj, ResourceClaim) else (obj.spec.spec, "spec.spec")
-        found = []
+        found: list[tuple[str, str]] = []
         for i, request in enumerate(spec.devices.requests):
             alternatives = [("exactly", request.exactly)] if request.exactly else [
                 (f"firstAvailable[{k}]", sub) for k, sub in enumerate(request.first_available or ())]

@@ -84,7 +84,7 @@ def error_to_input(error: DraError, objects: DraObjects) -> InputError:
         return InputError("objects", text)
     kind, name, _, expression = error.selector
     label = f"DeviceClass {name}" if kind == "class" else f"ResourceClaim {name}"
-    found = {obj.metadata.name if kind == "class" else obj.key: obj
+    found = {obj.key if isinstance(obj, ResourceClaim) else obj.metadata.name: obj
              for obj in (objects.classes.values() if kind == "class" else objects.claims)}
     paths = [path for path, text in selector_paths(found[name]) if text == expression] if name in found else []
     source, prefix = objects.origin.get(label, ("objects", ""))
@@ -122,12 +122,12 @@ def run_dra(cluster: Cluster | None, objects: DraObjects, driver: str = EXAMPLE,
 
 def _outcomes(cycle: Cycle, unit: Unit, inventory: Inventory, nodes: list[NodeRef], version: tuple[int, ...]) -> list[ClaimOutcome]:
     best = cycle.best()
-    common = {"pod": unit.pod, "feasible": cycle.feasible}
     if best is None:
         reason, diagnosis, per_node, message = _failure(cycle, unit, inventory, nodes, version)
         keys = [*(c.key for c in unit.claims), *unit.missing_claims]
         return [ClaimOutcome(claim=key, template=unit.templates.get(key), allocated=False, reason=reason,
-                             diagnosis=diagnosis, nodes=per_node, message=message, **common) for key in keys]
+                             diagnosis=diagnosis, nodes=per_node, message=message, pod=unit.pod,
+                             feasible=cycle.feasible) for key in keys]
     fresh = iter(cycle.allocations[best])
     outcomes = []
     for claim in unit.claims:
@@ -136,7 +136,8 @@ def _outcomes(cycle: Cycle, unit: Unit, inventory: Inventory, nodes: list[NodeRe
             _commit(inventory, with_allocation(claim, allocation))
         outcomes.append(ClaimOutcome(
             claim=claim.key, template=unit.templates.get(claim.key), allocated=True, node=best,
-            devices=[f"{r.pool}/{r.device}" for r in allocation.devices.results], allocation=allocation.wire(), **common,
+            devices=[f"{r.pool}/{r.device}" for r in allocation.devices.results], allocation=allocation.wire(), pod=unit.pod,
+            feasible=cycle.feasible,
         ))
     return outcomes
 

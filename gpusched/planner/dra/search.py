@@ -30,7 +30,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from ...models.dra import MAX_RESULTS, Device, DeviceClass, DeviceConstraint, ResourceClaim, ResourceSlice
+from ...models.dra import (
+    MAX_RESULTS,
+    Device,
+    DeviceClass,
+    DeviceConstraint,
+    DeviceSubRequest,
+    ResourceClaim,
+    ResourceSlice,
+)
 from .inventory import DeviceID, Inventory, NodeRef, Pool, gather_pools, lookup_attribute, node_matches, tainted
 
 __all__ = ["DraError", "Entry", "RequestData", "Taken"]
@@ -147,7 +155,7 @@ class _Search:
             for ri, request in enumerate(claim.spec.devices.requests):
                 counts = []
                 for si, (_, alternative) in enumerate(request.alternatives()):
-                    sub = alternative.name if request.first_available else ""
+                    sub = alternative.name if isinstance(alternative, DeviceSubRequest) else ""  # iff first_available
                     cls = self.inventory.classes[alternative.device_class_name]
                     data = RequestData(request.name, sub, alternative, cls)
                     self._size(ci, (ci, ri, si), data)

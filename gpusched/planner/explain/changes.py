@@ -22,8 +22,8 @@ from ...models.scheduling import Toleration
 from ...models.workload import GpuNeeds, Pod
 from ..allreduce import allreduce_for
 from ..optimize.defrag import TargetShape, defrag
-from ..optimize.mig.layouts import inventory
 from ..optimize.mig import plan_mig
+from ..optimize.mig.layouts import inventory
 from ..optimize.preempt import preempt
 from ..optimize.solver import Infeasible, SolverConfig
 from ..place import DEFAULT_GRADIENT_GB
@@ -325,6 +325,9 @@ def candidates(ctx: Context) -> tuple[list[Change], list[NotHelp]]:
     useless: list[NotHelp] = []
     for generator in GENERATORS:
         for found in generator(ctx):
-            (changes if isinstance(found, Change) else useless).append(found)
+            if isinstance(found, Change):
+                changes.append(found)
+            else:
+                useless.append(found)
     changes.sort(key=lambda change: change.cost.key())  # stable: the generators' order breaks ties
     return changes, useless

@@ -96,8 +96,11 @@ def explain_job(cluster: Cluster, jobs: list[Job], name: str) -> Explanation:
     if explanation.fits:
         return explanation
     for timeout in (0.0, POD_GROUP_TIMEOUT):
-        found = _admission(cluster, jobs, job, timeout)
-        (explanation.changes if isinstance(found, Change) else explanation.will_not_help).append(found)  # type: ignore[arg-type]
+        admitted = _admission(cluster, jobs, job, timeout)
+        if isinstance(admitted, Change):
+            explanation.changes.append(admitted)
+        else:
+            explanation.will_not_help.append(admitted)
     if report.deadlock is not None:
         explanation.will_not_help.append(
             NotHelp(change="waiting", why=f"nothing runs and nothing finishes: {report.deadlock.gpus_held} GPUs stay held until a job is deleted")

@@ -3,12 +3,13 @@ or only fragmented."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TypedDict
 
 from ...models.cluster import Cluster
 from ...models.scheduling import untolerated
 from ...models.workload import GpuNeeds
-from ..frag import fragmentation
+from ..frag import FragRow, fragmentation
 from ..optimize.disrupt import running_state
 from ..place import Placer, consequences
 from ..scheduler.framework import Diagnosis
@@ -27,7 +28,7 @@ def _names(nodes: list[str]) -> str:
     return ", ".join(nodes) if len(nodes) <= 4 else f"{', '.join(nodes[:3])} and {len(nodes) - 3} more"
 
 
-def _span(values: list[int | float], unit: str) -> str:
+def _span(values: Sequence[int | float], unit: str) -> str:
     low, high = min(values), max(values)
     return f"{low:g} {unit}" if low == high else f"{low:g}–{high:g} {unit}"
 
@@ -119,7 +120,9 @@ def restate(diagnosis: Diagnosis, state: ClusterState, pod: GpuNeeds, gpus: int)
     plugin_of: dict[str, str] = {}
     for node in state.nodes:
         status = diagnosis.statuses.get(node.name)
-        for reason in status.reasons if status else ():
+        if status is None:
+            continue
+        for reason in status.reasons:
             by_reason.setdefault(reason, []).append(node.name)
             plugin_of[reason] = status.plugin
     return [
@@ -174,6 +177,18 @@ def _hardware_suits(pod: GpuNeeds, node: NodeState) -> bool:
     return bool(node.whole_gpus()) and not mismatch(pod, node)
 
 
+class _Counted(TypedDict):
+    """Capacity's fields but the verdict and the summary."""
+
+    needed: int
+    suitable_nodes: int
+    free: int
+    largest_node: int
+    largest_island: int
+    sizes: list[FragRow]
+    moves: int | None
+
+
 def capacity(state: ClusterState, pod: GpuNeeds, gpus: int, found: GpuChoice | Diagnosis, moves: int | None) -> Capacity:
     """Fits; fragmented (moving pods makes room, or enough is free in the wrong shape); gone; or unsuitable."""
     nodes = suitable(state, pod)
@@ -181,7 +196,7 @@ def capacity(state: ClusterState, pod: GpuNeeds, gpus: int, found: GpuChoice | D
     largest = max((_free_units(node, pod) for node in nodes), default=0)
     island = max((_free_island(node) for node in nodes), default=0) if not pod.mig_profile else largest
     frag = fragmentation(ClusterState(nodes, state.network_gbps)) if nodes and not pod.mig_profile else None
-    common = {
+    common: _Counted = {
         "needed": gpus,
         "suitable_nodes": len(nodes),
         "free": free,

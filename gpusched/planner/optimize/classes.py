@@ -8,7 +8,7 @@ pattern — and its size depends on how many classes of node and shapes of pod t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 
 from ...models.workload import GpuNeeds
 from ..scheduler.plugins.gpudevices import GpuChoice
@@ -155,7 +155,7 @@ def room_of(node: NodeState) -> _Room:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def arrange(room: _Room, shapes: tuple[PodShape, ...]) -> Arrangement | None:
     """The arrangement of these pods on a node with this room that splits the fewest pods, or None if none fits."""
     if room.cpu is not None and sum(s.cpu for s in shapes) > room.cpu:

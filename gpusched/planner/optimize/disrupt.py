@@ -143,10 +143,10 @@ def _requests(cluster: Cluster, gone: set[str], placed: Sequence[Assignment]) ->
     used: dict[str, list[int]] = {node.name: [0, 0] for node in cluster.nodes}
     needs: list[tuple[str, GpuNeeds]] = [(p.node, p.needs) for p in running_pods(cluster) if p.name not in gone]
     needs += [(a.node, a.needs) for a in placed]
-    for node, need in needs:
-        if node in used:
-            used[node][0] += need.cpu_milli
-            used[node][1] += need.memory_bytes
+    for name, need in needs:
+        if name in used:
+            used[name][0] += need.cpu_milli
+            used[name][1] += need.memory_bytes
     found = []
     for node in cluster.nodes:
         cpu, memory = used[node.name]
@@ -184,7 +184,7 @@ class ChoiceCount(NamedTuple, Generic[_T]):
     """One choice a class of nodes may take, and the variable counting its nodes that take it."""
 
     choice: _T
-    count: cp_model.IntVar
+    variable: cp_model.IntVar  # not `count`, which would shadow tuple.count
 
 
 def choices_per_class(
@@ -209,7 +209,7 @@ def solve_counts(
 ) -> tuple[list[list[int]] | None, SolveReport]:
     """Solve `levels`, then the earliest nodes by name (so that runs repeat): how many nodes of each class take
     each choice; None when the time ran out before any plan was found."""
-    levels = [*levels, ("earliest nodes by name", "minimize", sum(rank * pair.count for rank, pair in enumerate(flat)))]
+    levels = [*levels, ("earliest nodes by name", "minimize", sum(rank * pair.variable for rank, pair in enumerate(flat)))]
     solver, report = solve_lexicographic(model, levels, config)
     if report.status == "UNKNOWN":
         return None, report

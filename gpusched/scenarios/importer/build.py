@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 from pydantic import ValidationError
 
@@ -100,10 +101,15 @@ def _bound(pods: list[KubePod]) -> dict[str, list[KubePod]]:
     return bound
 
 
+class _Nvlink(TypedDict, total=False):
+    nvlink_gbps: float  # given only when measured: otherwise GpuBlock's default, left unset
+
+
 def _node(kube: KubeNode, gpus: Gpus | None, held: Holdings, pods: list[KubePod], findings: Findings) -> Node:
     """The node with what is left of its cpu and memory once the pods bound to it are counted."""
     block = None
     if gpus is not None:
+        nvlink: _Nvlink = {"nvlink_gbps": gpus.nvlink_gbps} if gpus.nvlink_gbps else {}
         block = GpuBlock(
             model=gpus.model,
             count=gpus.count,
@@ -114,7 +120,7 @@ def _node(kube: KubeNode, gpus: Gpus | None, held: Holdings, pods: list[KubePod]
             mig_strategy=gpus.mig_strategy,  # type: ignore[arg-type]
             mig=held.mig,
             busy=held.busy,
-            **({"nvlink_gbps": gpus.nvlink_gbps} if gpus.nvlink_gbps else {}),
+            **nvlink,
         )
     return Node(
         name=kube.name,

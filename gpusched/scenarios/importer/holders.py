@@ -8,7 +8,6 @@ profile asked for lowest first. DRA claims say exactly which device a pod holds.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
 from datetime import UTC, datetime
 
 from ...models.cluster import BusyGpu, MigInstance
@@ -109,7 +108,8 @@ def _free_units(gpus: Gpus) -> dict[int, int]:
     return {index: gpus.replicas for index in range(gpus.count) if index not in mig_gpus}
 
 
-class _FreeGpu(NamedTuple):
+@dataclass(frozen=True)
+class _FreeGpu:  # not a NamedTuple: its `index` would shadow tuple.index
     index: int
     island: int
 

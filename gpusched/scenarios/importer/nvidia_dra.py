@@ -100,7 +100,7 @@ def claim_holders(claims: list[ResourceClaim]) -> dict[tuple[str, str], str]:
     holders: dict[tuple[str, str], str] = {}
     for claim in claims:
         allocation = claim.status.allocation if claim.status else None
-        if allocation is None:
+        if claim.status is None or allocation is None:
             continue
         namespace = claim.metadata.namespace or "default"
         pods = [ref.get("name") for ref in (claim.status.reserved_for or ()) if ref.get("resource") == "pods"]

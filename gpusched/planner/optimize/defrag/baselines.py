@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....models.cluster import RunningPod
+from ...place import Placer
 from ...scheduler.plugins.gpudevices import GpuChoice
 from ...scheduler.views import evaluate
-from ...place import Placer
 from ...state import NodeState
 from ...validate import Assignment
 from ..disrupt import problems, running_state

@@ -80,7 +80,8 @@ def extract(world: World, classes: list[DefragNodeClass], counts: list[list[int]
         gone[node] = [pod for group, count in zip(members, option.leave, strict=True) for pod in group[:count]]
     leavers = [pod for node, _ in picks for pod in gone[node]]
     destination = _landing(world, picks, leavers)
-    moves, targets = [], []
+    moves: list[Move] = []
+    targets: list[TargetPlacement] = []
     for node, option in sorted(picks):
         incoming = [pod for pod in leavers if destination[pod.name] == node]
         placed, blocks = _arrange(world, node, gone[node], incoming, option.targets)

@@ -152,7 +152,7 @@ def node_classes(world: World) -> list[DefragNodeClass]:
         state = world.nodes[name]
         island_of = {g: i for i, members in enumerate(world.islands[name]) for g in members}
         keyed: dict[tuple, list[RunningPod]] = {}
-        fixed = Counter()
+        fixed: Counter[int] = Counter()
         for members in world.islands[name]:
             for g in members:
                 holder = state.gpus[g].holders[0][0] if state.gpus[g].holders else None

@@ -19,9 +19,9 @@ __all__ = ["build_report", "extract"]
 def extract(classes: list[GpuClass], taken: list[list[int]]) -> dict[str, Layout]:
     """Hand each class's layouts to its GPUs in cluster order, the changes first; returns the changed GPUs."""
     layouts: dict[str, Layout] = {}
-    for gpu_class, row in zip(classes, taken):
+    for gpu_class, row in zip(classes, taken, strict=True):
         members = iter(gpu_class.members)
-        for option, count in zip(gpu_class.options[1:], row[1:]):
+        for option, count in zip(gpu_class.options[1:], row[1:], strict=True):
             for _ in range(count):
                 layouts[next(members).name] = option.layout
     return layouts

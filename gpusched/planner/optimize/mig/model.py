@@ -101,7 +101,7 @@ def _options(gpu: MigGpu, demand: dict[str, int]) -> list[MigOption]:
         names = {name for name, _ in gpu.kept + layout}
         if gpu.single and len(names) > 1:
             continue
-        key = (tuple(min(n, c) for n, c in zip(supply, demand.values())), next(iter(names)) if gpu.single and names else None)
+        key = (tuple(min(n, c) for n, c in zip(supply, demand.values(), strict=True)), next(iter(names)) if gpu.single and names else None)
         unused = COMPUTE_SLICES - kept_compute - sum(gpu.profiles[name].compute for name, _ in layout)
         rank = (unused, -len(retained & set(layout)), order)
         if key not in best or rank < best[key][0]:
@@ -136,12 +136,12 @@ def build(
         counts.append(row)
     served = []
     for p, (name, count) in enumerate(demand.items()):
-        supply = sum(o.supply[p] * x for cl, row in zip(classes, counts) for o, x in zip(cl.options, row) if o.supply[p])
+        supply = sum(o.supply[p] * x for cl, row in zip(classes, counts, strict=True) for o, x in zip(cl.options, row, strict=True) if o.supply[p])
         variable = model.new_int_var(0, count, f"served_{name}")
         model.add(variable <= supply)
         served.append(compute_of(gpus, name) * variable)
     _single_strategy(model, classes, counts)
-    pairs = [(o, x) for cl, row in zip(classes, counts) for o, x in zip(cl.options, row)]
+    pairs = [(o, x) for cl, row in zip(classes, counts, strict=True) for o, x in zip(cl.options, row, strict=True)]
     levels = [
         ("demand served (compute slices)", "maximize", sum(served)),
         ("GPUs reconfigured", "minimize", sum(x for o, x in pairs if o.reconfigured)),
@@ -153,11 +153,11 @@ def build(
 def _single_strategy(model: cp_model.CpModel, classes: list[GpuClass], counts: list[list[cp_model.IntVar]]) -> None:
     """On a single-strategy node one profile is chosen, and every layout there uses only it."""
     chosen: dict[str, dict[str, cp_model.IntVar]] = {}
-    for gpu_class, row in zip(classes, counts):
+    for gpu_class, row in zip(classes, counts, strict=True):
         node = gpu_class.single_node
         if node is None:
             continue
-        for option, variable in zip(gpu_class.options, row):
+        for option, variable in zip(gpu_class.options, row, strict=True):
             if option.profile is None or option.profile == MIXED:
                 continue
             picks = chosen.setdefault(node, {})
@@ -187,8 +187,8 @@ def canonical_optimum(
         return None, values
     model.clear_hints()
     rank, objective = 0, []
-    for gpu_class, row in zip(classes, counts):
-        for option, variable in zip(gpu_class.options[1:], row[1:]):
+    for gpu_class, row in zip(classes, counts, strict=True):
+        for option, variable in zip(gpu_class.options[1:], row[1:], strict=True):
             rank += 1
             objective.append((_churn(gpu_class.members[0], option) * 100_000 + rank) * variable)
     model.minimize(sum(objective))

@@ -160,7 +160,7 @@ def disagreements(gpus: list[MigGpu], result: RepartitionOutcome, report: SolveR
     served = sum(compute_of(gpus, name) * count for name, count in result.served.items())
     recount = (served, result.reconfigured, result.unused_slices)
     found = []
-    for level, value in zip(report.levels, recount):
+    for level, value in zip(report.levels, recount, strict=False):  # the levels stop at the first that finds no solution in time
         if level.objective is None:
             continue
         said = round(level.objective)

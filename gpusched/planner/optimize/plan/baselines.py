@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from ....models.cluster import Cluster
-from ...scheduler.framework import Diagnosis
 from ...place import Placer
+from ...scheduler.framework import Diagnosis
+from ...scheduler.plugins.gpudevices import GpuChoice
 from ...state import ClusterState
 from .extract import stranded
 from .report import Metrics, PendingJob, weight_of
@@ -21,7 +22,7 @@ def greedy(cluster: Cluster, jobs: list[PendingJob], policy: str, mode: str, siz
     partial_gpus = 0
     domain_of = cluster.domain_of()
     for job in jobs:
-        bound = []
+        bound: list[tuple[str, GpuChoice]] = []
         for name in job.pod_names():
             within = None  # a confined job's pods follow its first pod's domain, as pod affinity would
             if job.confined and bound:

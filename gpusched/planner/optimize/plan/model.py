@@ -126,11 +126,14 @@ def _confine(
 ) -> dict[int, dict[str, cp_model.IntVar]]:
     """A confined job type's jobs, counted per NVLink domain: each job's pods all come from one domain's classes."""
     placed_in: dict[int, dict[str, cp_model.IntVar]] = {}
-    for group in (group for group in groups if group.confined is not None):
+    for group in groups:
         j = group.confined
+        if j is None:
+            continue
         t = types[j]
         by_domain = placed_in[j] = {}
         for domain in dict.fromkeys(tags[c] for c in t.classes):
+            assert domain is not None  # job_types gives a confined type only classes in an NVLink domain
             by_domain[domain] = var = model.new_int_var(0, len(t.jobs), f"n{j}_{domain}")
             model.add(sum(supply[group][c] for c in t.classes if tags[c] == domain) == t.sample.pods * var)
         model.add(sum(by_domain.values()) == placed[j])

@@ -6,11 +6,18 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ....models.cluster import Cluster, RunningPod
+from ...place import Placer
+from ...scheduler.framework import Code, Diagnosis, Status
+from ...scheduler.plugins.defaultpreemption import (
+    Candidate,
+    budget_split,
+    candidates_wanted,
+    importance,
+    pick,
+    reprieve,
+)
 from ...scheduler.plugins.gpudevices import GpuChoice
 from ...scheduler.views import View, evaluate
-from ...scheduler.framework import Code, Diagnosis, Status
-from ...place import Placer
-from ...scheduler.plugins.defaultpreemption import Candidate, budget_split, candidates_wanted, importance, pick, reprieve
 from ...state import ClusterState, NodeState
 from ..disrupt import Budgets, problems, running_pods, running_state
 from .extract import assignments_of, cost_of, evicted, placement_of
@@ -102,9 +109,10 @@ def default_preemption(cluster: Cluster, pending: Pending, budgets: Budgets, vie
                 victims.append(victim.pod)
                 for index in budgets.selecting(victim.pod):
                     left[index] -= 1
-            found = evaluate(pending.needs, pending.gpus, node, view)
-            if isinstance(found, Status):
+            fitted = evaluate(pending.needs, pending.gpus, node, view)
+            if isinstance(fitted, Status):
                 raise RuntimeError(f"internal error: {name} does not fit on {node.name} after preemption")
+            found = fitted
         placer.bind(name, pending.needs, found)
         placed.append((name, found))
     issues = problems(cluster, [v.name for v in victims], assignments_of(pending, placed))

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from ....models.cluster import Cluster, RunningPod
+from ...scheduler.framework import Status
 from ...scheduler.plugins.gpudevices import GpuChoice
 from ...scheduler.views import View, evaluate
-from ...scheduler.framework import Status
 from ...state import ClusterState, NodeState
 from ..disrupt import Budgets, choices_per_class, running_pods, scratch, solve_counts
 from ..solver import SolverConfig, SolveReport
@@ -163,10 +163,14 @@ def eviction_choices(
         assert stopped is not None
         return stopped
     room[limits] = len(placed)
+
+    def room_for(pods: int) -> Callable[[tuple[int, ...]], bool]:
+        return lambda v: capacity(v) >= pods
+
     return [
         _describe(members, pods, vector, budgets)
         for pods in range(1, capacity(limits) + 1)
-        for vector in _minimal(limits, lambda v, pods=pods: capacity(v) >= pods)
+        for vector in _minimal(limits, room_for(pods))
     ]
 
 

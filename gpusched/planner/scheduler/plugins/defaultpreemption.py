@@ -79,7 +79,8 @@ def budget_split(
 ) -> tuple[list[V], list[V]]:
     """`filterPodsWithPDBViolation`: walking most important first, a pod whose budget is used up violates it."""
     left = list(allowed)
-    violating, fine = [], []
+    violating: list[V] = []
+    fine: list[V] = []
     for pod in ordered:
         broken = False
         for index in range(len(left)):

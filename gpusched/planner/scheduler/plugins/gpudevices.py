@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ....models.graph import choose_gpus
 from ....models.workload import GpuNeeds
-from ...state import GPU_RESOURCE, SHARED_RESOURCE, GpuState, NodeState, mig_resource
+from ...state import GPU_RESOURCE, SHARED_RESOURCE, NodeState, mig_resource
 from ..framework import Status, unschedulable
 from ..names import GPU_DEVICES as NAME
 from ..names import NODE_RESOURCES_FIT

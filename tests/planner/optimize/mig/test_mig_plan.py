@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from gpusched.bench.mig_bench import bench_mig
 from gpusched.models.cluster import Cluster
 from gpusched.models.mig import COMPUTE_SLICES, placement_error, profiles_for
+from gpusched.planner.optimize import mig as mig_module
+from gpusched.planner.optimize.mig import layout_violations, plan_mig
 from gpusched.planner.optimize.mig.baselines import all_balanced, first_fit
 from gpusched.planner.optimize.mig.layouts import inventory, outcome, parse_demand
 from gpusched.planner.optimize.mig.validate import mig_plan_violations
-from gpusched.planner.optimize import mig as mig_module
-from gpusched.planner.optimize.mig import layout_violations, plan_mig
 from gpusched.planner.optimize.solver import LevelReport, SolverConfig
 from gpusched.scenarios import load_cluster
 
@@ -319,13 +319,13 @@ def _exhaustive(cluster: Cluster, demand: dict[str, int]) -> tuple[int, int, int
     best = None
     for combo in itertools.product(*per_gpu):
         on_node: dict[str, set] = {}
-        for gpu, (_, _, _, profiles) in zip(gpus, combo):
+        for gpu, (_, _, _, profiles) in zip(gpus, combo, strict=True):
             if gpu.single:
                 on_node.setdefault(gpu.node, set()).update(profiles)
         if any(len(names) > 1 for names in on_node.values()):
             continue
         supply = [sum(c[0][i] for c in combo) for i in range(len(demand))]
-        served = sum(weight[n] * min(d, s) for (n, d), s in zip(demand.items(), supply))
+        served = sum(weight[n] * min(d, s) for (n, d), s in zip(demand.items(), supply, strict=True))
         score = (-served, sum(c[1] for c in combo), sum(c[2] for c in combo))
         best = score if best is None else min(best, score)
     assert best is not None
