@@ -12,25 +12,23 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import BaseModel
 from rich.console import Console
 
-from ..bench import PlaceBench, bench_place
-from ..bench.dra_bench import DraBench, bench_dra
-from ..bench.fanout import LOCAL_RAY
-from ..bench.mig_bench import MigBench, bench_mig
-from ..bench.openb import DEFAULT_RATIO
-from ..bench.openb_bench import OpenbBench, bench_openb, write_outputs
-from ..bench.plan_bench import PlanBench, bench_plan
-from ..bench.published import published
-from ..bench.repair import FILL, ExplainBench, RepairBench, bench_defrag, bench_explain, bench_preempt
-from ..bench.replay import ReplayBench, bench_replay, write_replay
-from ..bench.synthetic_bench import SyntheticBench, bench_synthetic, write_synthetic
-from ..errors import require
-from ..planner.gpushare import POLICIES, policy_named
-from ..planner.optimize.defrag import parse_shape
-from ..scenarios.openb import OPENB_TRACES, OPENB_URL, download_openb, openb_dir
-from .common import (
+from ...bench import bench_place
+from ...bench.dra_bench import bench_dra
+from ...bench.fanout import LOCAL_RAY
+from ...bench.mig_bench import bench_mig
+from ...bench.openb import DEFAULT_RATIO
+from ...bench.openb_bench import bench_openb, write_outputs
+from ...bench.plan_bench import bench_plan
+from ...bench.repair import FILL, bench_defrag, bench_explain, bench_preempt
+from ...bench.replay import bench_replay, write_replay
+from ...bench.synthetic_bench import bench_synthetic, write_synthetic
+from ...errors import require
+from ...planner.gpushare import POLICIES, policy_named
+from ...planner.optimize.defrag import parse_shape
+from ...scenarios.openb import OPENB_TRACES, OPENB_URL, download_openb, openb_dir
+from ..common import (
     POLICY_CHOICES,
     VIEW_CHOICES,
     JsonFlag,
@@ -40,12 +38,24 @@ from .common import (
     app,
     choice,
     counts,
-    new_table,
     run,
     show,
     solver_config,
 )
-from .progress import progress_bar
+from ..progress import progress_bar
+from .render import (
+    Downloaded,
+    render_downloaded,
+    render_dra_bench,
+    render_explain_bench,
+    render_mig_bench,
+    render_openb,
+    render_place_bench,
+    render_plan_bench,
+    render_repair_bench,
+    render_replay,
+    render_synthetic,
+)
 
 DataDir = Annotated[
     str | None,
@@ -70,7 +80,6 @@ bench_app = typer.Typer(
     help="Benchmarks on generated clusters (timed here, never in unit tests).", no_args_is_help=True
 )
 app.add_typer(bench_app, name="bench")
-
 
 
 def seed_list(text: str) -> list[int]:
@@ -118,20 +127,11 @@ def _write_and_show(
     """A bench's outputs (CSV, JSON and the plot named `plot`) written when --out asks, then its result shown."""
     if out is not None:
         require("matplotlib", "plots")
-        from ..bench import plots  # matplotlib only when a plot is wanted
+        from ...bench import plots  # matplotlib only when a plot is wanted
 
         result.outputs = write(result, out, getattr(plots, plot))
     show(result, as_json, lambda console, r: render(console, r, timing))
     return 0
-
-
-class Downloaded(BaseModel):
-    folder: str
-    files: list[str]
-
-
-def render_downloaded(console: Console, result: Downloaded) -> None:
-    console.print(f"downloaded {len(result.files)} openb files into {result.folder}", markup=False)
 
 
 @bench_app.command("place")
@@ -154,15 +154,6 @@ def bench_place_command(
         return 0
 
     run(body)
-
-
-def render_place_bench(console: Console, result: PlaceBench) -> None:
-    console.print(
-        f"place {result.pods} pods (sizes {result.sizes}) on {result.nodes} nodes, view {result.view}, "
-        f"policy {result.policy}: {result.placed} placed, {result.pending} Pending in {result.seconds:.3f} s "
-        f"({result.pods_per_second:.0f} pods/s)",
-        markup=False,
-    )
 
 
 @bench_app.command("openb")
@@ -228,60 +219,6 @@ def bench_openb_command(
     run(body)
 
 
-def _seeds_text(seeds: list[int]) -> str:
-    if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 1:
-        return f"{seeds[0]}-{seeds[-1]}"
-    return ",".join(map(str, seeds))
-
-
-def _number(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.2f}" if signed else f"{value:.2f}"
-
-
-def render_openb(console: Console, result: OpenbBench, timing: bool) -> None:
-    for trace in result.traces:
-        console.print(
-            f"trace {trace.trace}: {trace.nodes} nodes, {trace.gpus} GPUs, {trace.pods} pods; "
-            f"{trace.arrivals:g} arrive ({100 * trace.ratio:g}% of GPU capacity); seeds {_seeds_text(trace.seeds)}",
-            markup=False,
-        )
-        columns = ["policy", "paper", "alloc", "sd", "diff", "LP gap", "dropped"]
-        table = new_table(*columns, *(["µs/dec"] if timing else []))
-        for p in trace.policies:
-            row = [
-                p.policy,
-                _number(p.published_pct),
-                _number(p.allocation_pct),
-                _number(p.std_pct),
-                _number(p.difference_pp, True),
-                _number(p.gap_to_lp_pp),
-                f"{p.dropped:g}",
-            ]
-            table.add_row(*row, *([f"{p.decision_us:.0f}"] if timing else []))
-        console.print(table)
-        ours = next((p for p in trace.policies if p.policy == "gpusched"), None)
-        fgd = published(trace.trace, "FGD") if trace.published else None
-        if ours is not None and fgd is not None:
-            console.print(
-                f"gpusched {ours.allocation_pct:.2f}% against FGD's published {fgd:.2f}%: "
-                f"{ours.allocation_pct - fgd:+.2f} points",
-                markup=False,
-            )
-        if trace.lp_pct is not None and trace.offline_pct is not None:
-            console.print(
-                f"offline bound: placed all at once, these pods allocate between {trace.offline_pct:.2f}% "
-                f"(offline greedy) and {trace.lp_pct:.2f}% (LP relaxation)",
-                markup=False,
-            )
-    if timing:
-        runs = len(result.runs) + len(result.bounds)
-        console.print(f"{runs} runs in {result.seconds:.1f} s ({result.executor})", markup=False)
-    for path in result.outputs:
-        console.print(f"wrote {path}", markup=False)
-
-
 @bench_app.command("synthetic")
 def bench_synthetic_command(
     nodes: Annotated[str, typer.Option("--nodes", help="cluster sizes, comma-separated")] = "100,1000,10000",
@@ -333,34 +270,6 @@ def _mix(text: str) -> dict[str, float]:
     return found
 
 
-def render_synthetic(console: Console, result: SyntheticBench, timing: bool) -> None:
-    sizes = "/".join(map(str, result.sizes))
-    for row in result.rows:
-        took = f" in {row.optimum_seconds:.2f} s" if timing else ""
-        console.print(f"{row.nodes} nodes, {row.gpus} GPUs, {row.jobs} jobs: optimum {row.status}{took}", markup=False)
-        table = new_table("plan", "GPUs", "% opt", "jobs", f"stranded {sizes}", *(["seconds"] if timing else []))
-        table.add_row(
-            "optimum",
-            str(row.optimum.gpus_placed),
-            "100.0",
-            str(row.optimum.jobs_placed),
-            "/".join(str(row.optimum.stranded[s]) for s in result.sizes),
-            *([f"{row.optimum_seconds:.2f}"] if timing else []),
-        )
-        for h in row.heuristics:
-            table.add_row(
-                h.name,
-                str(h.gpus_placed),
-                f"{h.gpus_placed_pct:.1f}",
-                str(h.jobs_placed),
-                "/".join(str(h.stranded[s]) for s in result.sizes),
-                *([f"{h.seconds:.2f}"] if timing else []),
-            )
-        console.print(table)
-    for path in result.outputs:
-        console.print(f"wrote {path}", markup=False)
-
-
 @bench_app.command("replay")
 def bench_replay_command(
     trace: Annotated[
@@ -404,38 +313,6 @@ def bench_replay_command(
     run(body)
 
 
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.0f} hours"
-
-
-def render_replay(console: Console, result: ReplayBench, timing: bool) -> None:
-    pace = "the trace's own times" if result.speedup == 1 else f"arrivals {result.speedup:g}× faster, lifetimes kept"
-    console.print(
-        f"replay {result.trace}: {result.nodes} nodes, {result.gpus} GPUs, {result.pods} pods arriving over "
-        f"{_duration(result.seconds)} ({pace})",
-        markup=False,
-    )
-    table = new_table(
-        "policy", "at end %", "peak %", "waited", "wait s mean/p95/max", "never", *(["µs/dec"] if timing else [])
-    )
-    for p in result.policies:
-        waits = f"{p.mean_wait_s:.0f}/{p.p95_wait_s:.0f}/{p.max_wait_s:.0f}"
-        table.add_row(
-            p.policy,
-            f"{p.last_arrival_pct:.2f}",
-            f"{p.peak_allocation_pct:.2f}",
-            str(p.waited),
-            waits,
-            str(p.never_placed),
-            *([f"{p.decision_us:.0f}"] if timing else []),
-        )
-    console.print(table)
-    for path in result.outputs:
-        console.print(f"wrote {path}", markup=False)
-
-
 @bench_app.command("dra")
 def bench_dra_command(
     nodes: Annotated[int, typer.Option(min=1, help="generated nodes, 8 GPUs each in two NVLink islands of four")] = 1000,
@@ -450,18 +327,6 @@ def bench_dra_command(
         return 0
 
     run(body)
-
-
-
-def render_dra_bench(console: Console, result: DraBench) -> None:
-    console.print(
-        f"{result.nodes} nodes x {result.gpus_per_node} GPUs ({result.fragmented_nodes} fragmented), "
-        f"prune={'on' if result.prune else 'off'}: {result.seconds:.3f} s ({result.cpu_seconds:.3f} s CPU); "
-        f"{result.feasible_nodes} feasible nodes, "
-        f"allocated on {result.node}: {', '.join(result.devices)}",
-        markup=False,
-    )
-
 
 
 @bench_app.command("mig")
@@ -485,20 +350,6 @@ def bench_mig_command(
     run(body)
 
 
-
-def render_mig_bench(console: Console, result: MigBench) -> None:
-    console.print(
-        f"mig plan on {result.gpus} GPUs ({result.nodes} nodes, {'random' if result.random_layouts else 'common'} "
-        f"layouts; {result.classes} classes, {result.options} layouts to choose from): "
-        f"demand {', '.join(f'{k}={v}' for k, v in result.demand.items())}; {result.status}, "
-        f"{'met' if result.met else 'NOT met'}, {result.reconfigured} GPUs reconfigured, "
-        f"{result.unused_slices} unused slices; solve {result.solve_seconds:.3f} s, total {result.seconds:.3f} s "
-        f"(first-fit reconfigures {result.first_fit_reconfigured}, met: {'yes' if result.first_fit_met else 'no'})",
-        markup=False,
-    )
-
-
-
 @bench_app.command("plan")
 def bench_plan_command(
     nodes: Annotated[int, typer.Option(min=1, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 10000,
@@ -520,18 +371,6 @@ def bench_plan_command(
     run(body)
 
 
-
-def render_plan_bench(console: Console, result: PlanBench) -> None:
-    console.print(
-        f"plan {result.jobs} jobs on {result.nodes} nodes ({result.gpus} GPUs, {result.busy_fraction:.0%} busy): "
-        f"{result.status}, {result.jobs_placed} jobs placed, {result.seconds:.2f} s in all "
-        f"({result.solve_seconds:.2f} s solving; {result.node_classes} node classes, {result.pod_shapes} pod shapes, "
-        f"{result.patterns} patterns)",
-        markup=False,
-    )
-
-
-
 @bench_app.command("preempt")
 def bench_preempt_command(
     nodes: BusyNodes = 1000,
@@ -551,7 +390,6 @@ def bench_preempt_command(
         return 0
 
     run(body)
-
 
 
 @bench_app.command("defrag")
@@ -576,7 +414,6 @@ def bench_defrag_command(
     run(body)
 
 
-
 @bench_app.command("explain")
 def bench_explain_command(
     nodes: BusyNodes = 1000,
@@ -596,22 +433,4 @@ def bench_explain_command(
 
     run(body)
 
-
-
-def render_repair_bench(console: Console, result: RepairBench) -> None:
-    console.print(
-        f"{result.command} on {result.nodes} nodes ({result.running} running pods, {result.kinds} kinds of node): "
-        f"{result.status} in {result.seconds:g} s (solver {result.solve_seconds:g} s); {result.objective}",
-        markup=False,
-    )
-
-
-
-def render_explain_bench(console: Console, result: ExplainBench) -> None:
-    state = "fits" if result.fits else f"Pending ({result.verdict})"
-    console.print(
-        f"explain on a {result.nodes}-node busy cluster ({result.running} running pods): {state}; "
-        f"changes {', '.join(result.changes) or 'none'}; {result.seconds:g} s",
-        markup=False,
-    )
 

@@ -1,0 +1,200 @@
+"""How the bench results read in a terminal: one renderer per `gpusched bench` command."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+from rich.console import Console
+
+from ...bench import PlaceBench
+from ...bench.dra_bench import DraBench
+from ...bench.mig_bench import MigBench
+from ...bench.openb_bench import OpenbBench
+from ...bench.plan_bench import PlanBench
+from ...bench.published import published
+from ...bench.repair import ExplainBench, RepairBench
+from ...bench.replay import ReplayBench
+from ...bench.synthetic_bench import SyntheticBench
+from ..common import new_table
+
+__all__ = ["Downloaded", "render_downloaded", "render_place_bench", "render_openb", "render_synthetic", "render_replay", "render_dra_bench", "render_mig_bench", "render_plan_bench", "render_repair_bench", "render_explain_bench"]
+
+
+class Downloaded(BaseModel):
+    folder: str
+    files: list[str]
+
+
+def render_downloaded(console: Console, result: Downloaded) -> None:
+    console.print(f"downloaded {len(result.files)} openb files into {result.folder}", markup=False)
+
+
+def render_place_bench(console: Console, result: PlaceBench) -> None:
+    console.print(
+        f"place {result.pods} pods (sizes {result.sizes}) on {result.nodes} nodes, view {result.view}, "
+        f"policy {result.policy}: {result.placed} placed, {result.pending} Pending in {result.seconds:.3f} s "
+        f"({result.pods_per_second:.0f} pods/s)",
+        markup=False,
+    )
+
+
+def _seeds_text(seeds: list[int]) -> str:
+    if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 1:
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ",".join(map(str, seeds))
+
+
+def _number(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.2f}" if signed else f"{value:.2f}"
+
+
+def render_openb(console: Console, result: OpenbBench, timing: bool) -> None:
+    for trace in result.traces:
+        console.print(
+            f"trace {trace.trace}: {trace.nodes} nodes, {trace.gpus} GPUs, {trace.pods} pods; "
+            f"{trace.arrivals:g} arrive ({100 * trace.ratio:g}% of GPU capacity); seeds {_seeds_text(trace.seeds)}",
+            markup=False,
+        )
+        columns = ["policy", "paper", "alloc", "sd", "diff", "LP gap", "dropped"]
+        table = new_table(*columns, *(["µs/dec"] if timing else []))
+        for p in trace.policies:
+            row = [
+                p.policy,
+                _number(p.published_pct),
+                _number(p.allocation_pct),
+                _number(p.std_pct),
+                _number(p.difference_pp, True),
+                _number(p.gap_to_lp_pp),
+                f"{p.dropped:g}",
+            ]
+            table.add_row(*row, *([f"{p.decision_us:.0f}"] if timing else []))
+        console.print(table)
+        ours = next((p for p in trace.policies if p.policy == "gpusched"), None)
+        fgd = published(trace.trace, "FGD") if trace.published else None
+        if ours is not None and fgd is not None:
+            console.print(
+                f"gpusched {ours.allocation_pct:.2f}% against FGD's published {fgd:.2f}%: "
+                f"{ours.allocation_pct - fgd:+.2f} points",
+                markup=False,
+            )
+        if trace.lp_pct is not None and trace.offline_pct is not None:
+            console.print(
+                f"offline bound: placed all at once, these pods allocate between {trace.offline_pct:.2f}% "
+                f"(offline greedy) and {trace.lp_pct:.2f}% (LP relaxation)",
+                markup=False,
+            )
+    if timing:
+        runs = len(result.runs) + len(result.bounds)
+        console.print(f"{runs} runs in {result.seconds:.1f} s ({result.executor})", markup=False)
+    for path in result.outputs:
+        console.print(f"wrote {path}", markup=False)
+
+
+def render_synthetic(console: Console, result: SyntheticBench, timing: bool) -> None:
+    sizes = "/".join(map(str, result.sizes))
+    for row in result.rows:
+        took = f" in {row.optimum_seconds:.2f} s" if timing else ""
+        console.print(f"{row.nodes} nodes, {row.gpus} GPUs, {row.jobs} jobs: optimum {row.status}{took}", markup=False)
+        table = new_table("plan", "GPUs", "% opt", "jobs", f"stranded {sizes}", *(["seconds"] if timing else []))
+        table.add_row(
+            "optimum",
+            str(row.optimum.gpus_placed),
+            "100.0",
+            str(row.optimum.jobs_placed),
+            "/".join(str(row.optimum.stranded[s]) for s in result.sizes),
+            *([f"{row.optimum_seconds:.2f}"] if timing else []),
+        )
+        for h in row.heuristics:
+            table.add_row(
+                h.name,
+                str(h.gpus_placed),
+                f"{h.gpus_placed_pct:.1f}",
+                str(h.jobs_placed),
+                "/".join(str(h.stranded[s]) for s in result.sizes),
+                *([f"{h.seconds:.2f}"] if timing else []),
+            )
+        console.print(table)
+    for path in result.outputs:
+        console.print(f"wrote {path}", markup=False)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.0f} hours"
+
+
+def render_replay(console: Console, result: ReplayBench, timing: bool) -> None:
+    pace = "the trace's own times" if result.speedup == 1 else f"arrivals {result.speedup:g}× faster, lifetimes kept"
+    console.print(
+        f"replay {result.trace}: {result.nodes} nodes, {result.gpus} GPUs, {result.pods} pods arriving over "
+        f"{_duration(result.seconds)} ({pace})",
+        markup=False,
+    )
+    table = new_table(
+        "policy", "at end %", "peak %", "waited", "wait s mean/p95/max", "never", *(["µs/dec"] if timing else [])
+    )
+    for p in result.policies:
+        waits = f"{p.mean_wait_s:.0f}/{p.p95_wait_s:.0f}/{p.max_wait_s:.0f}"
+        table.add_row(
+            p.policy,
+            f"{p.last_arrival_pct:.2f}",
+            f"{p.peak_allocation_pct:.2f}",
+            str(p.waited),
+            waits,
+            str(p.never_placed),
+            *([f"{p.decision_us:.0f}"] if timing else []),
+        )
+    console.print(table)
+    for path in result.outputs:
+        console.print(f"wrote {path}", markup=False)
+
+
+def render_dra_bench(console: Console, result: DraBench) -> None:
+    console.print(
+        f"{result.nodes} nodes x {result.gpus_per_node} GPUs ({result.fragmented_nodes} fragmented), "
+        f"prune={'on' if result.prune else 'off'}: {result.seconds:.3f} s ({result.cpu_seconds:.3f} s CPU); "
+        f"{result.feasible_nodes} feasible nodes, "
+        f"allocated on {result.node}: {', '.join(result.devices)}",
+        markup=False,
+    )
+
+
+def render_mig_bench(console: Console, result: MigBench) -> None:
+    console.print(
+        f"mig plan on {result.gpus} GPUs ({result.nodes} nodes, {'random' if result.random_layouts else 'common'} "
+        f"layouts; {result.classes} classes, {result.options} layouts to choose from): "
+        f"demand {', '.join(f'{k}={v}' for k, v in result.demand.items())}; {result.status}, "
+        f"{'met' if result.met else 'NOT met'}, {result.reconfigured} GPUs reconfigured, "
+        f"{result.unused_slices} unused slices; solve {result.solve_seconds:.3f} s, total {result.seconds:.3f} s "
+        f"(first-fit reconfigures {result.first_fit_reconfigured}, met: {'yes' if result.first_fit_met else 'no'})",
+        markup=False,
+    )
+
+
+def render_plan_bench(console: Console, result: PlanBench) -> None:
+    console.print(
+        f"plan {result.jobs} jobs on {result.nodes} nodes ({result.gpus} GPUs, {result.busy_fraction:.0%} busy): "
+        f"{result.status}, {result.jobs_placed} jobs placed, {result.seconds:.2f} s in all "
+        f"({result.solve_seconds:.2f} s solving; {result.node_classes} node classes, {result.pod_shapes} pod shapes, "
+        f"{result.patterns} patterns)",
+        markup=False,
+    )
+
+
+def render_repair_bench(console: Console, result: RepairBench) -> None:
+    console.print(
+        f"{result.command} on {result.nodes} nodes ({result.running} running pods, {result.kinds} kinds of node): "
+        f"{result.status} in {result.seconds:g} s (solver {result.solve_seconds:g} s); {result.objective}",
+        markup=False,
+    )
+
+
+def render_explain_bench(console: Console, result: ExplainBench) -> None:
+    state = "fits" if result.fits else f"Pending ({result.verdict})"
+    console.print(
+        f"explain on a {result.nodes}-node busy cluster ({result.running} running pods): {state}; "
+        f"changes {', '.join(result.changes) or 'none'}; {result.seconds:g} s",
+        markup=False,
+    )
