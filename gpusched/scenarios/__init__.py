@@ -7,16 +7,16 @@ kubectl dumps, or a kubeconfig (a live cluster); the last two are imported on th
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError
+from ..files import parse as _parse
+from ..files import read_document
 from ..models.cluster import Cluster
 from ..models.workload import JobList, PodList
 
@@ -38,33 +38,6 @@ class Scenario:
 
 def scenario_names() -> list[str]:
     return sorted(entry.name.removesuffix(".yaml") for entry in _DATA.iterdir() if entry.name.endswith(".yaml"))
-
-
-def read_document(source: str, missing: str = "no such file") -> Any:
-    """Parse a JSON or YAML file (a .json file is parsed as JSON, for its exact error positions)."""
-    path = Path(source)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(source, missing) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(source, f"cannot read: {error}") from None
-    return _parse(source, text)
-
-
-def _parse(source: str, text: str) -> Any:
-    if source.endswith(".json"):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as error:
-            raise InputError(source, f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise InputError(source, f"malformed YAML{where}: {problem}") from None
 
 
 def _location(loc: tuple[Any, ...], data: Any) -> str:
@@ -114,8 +87,8 @@ def _kubeconfig(source: str) -> tuple[str, str | None] | None:
     if not file.is_file() or file.stat().st_size > _KUBECONFIG_MAX_BYTES:
         return None
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = read_document(path)
+    except InputError:
         return None
     is_config = isinstance(data, dict) and data.get("kind") == "Config" and "clusters" in data
     return (path, context or None) if is_config else None
