@@ -27,7 +27,9 @@ import yaml
 
 from .errors import InputError
 
-__all__ = ["MAX_DEPTH", "MAX_ALIAS_NODES", "max_input_bytes", "read_text", "parse", "read_document", "write_files"]
+__all__ = [
+    "MAX_DEPTH", "MAX_ALIAS_NODES", "max_input_bytes", "read_text", "parse", "read_document", "write_files", "make_folder"
+]
 
 MAX_DEPTH = 64
 MAX_ALIAS_NODES = 100_000
@@ -208,8 +210,26 @@ def write_files(outputs: Iterable[tuple[str, Content]]) -> None:
         for target, temporary in staged:
             os.replace(temporary, target)
     except OSError as error:
-        raise InputError(target, f"cannot write: {error.strerror or error}") from None
+        raise InputError(target, f"cannot write: {_why(target, error)}") from None
     finally:
         for _, temporary in staged:
             if os.path.exists(temporary):
                 os.unlink(temporary)
+
+
+def _why(target: str, error: OSError) -> str:
+    """The reason in a person's terms: which folder is missing or is not a folder, else the system's words."""
+    folder = Path(target).parent
+    if isinstance(error, FileNotFoundError) and not folder.exists():
+        return f"the folder {folder} does not exist"
+    if isinstance(error, NotADirectoryError | FileExistsError) and not folder.is_dir():
+        return f"{folder} is not a folder"
+    return str(error.strerror or error)
+
+
+def make_folder(folder: Path) -> None:
+    """Create an output folder (and its parents); an OSError is an InputError naming it."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InputError(str(folder), f"cannot create the folder: {error.strerror or error}") from None

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -17,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import Infeasible, InputError
+from ..files import write_files
 from ..planner.frag import DEFAULT_SIZES
 from ..scenarios import scenario_names
 
@@ -125,22 +125,14 @@ def emit_target(option: str, target: str | None, as_json: bool) -> Console:
     return err if target == "-" else out
 
 
-def write_output(target: str, text: str) -> None:
-    """Write an emitted file whole (`-`: stdout), only once the command has succeeded; a failure is exit 2."""
-    if target == "-":
-        sys.stdout.write(text)
-        return
-    path = Path(target)
-    partial = path.with_name(path.name + ".partial")
-    try:
-        if path.exists() and not path.is_file():  # /dev/stdout, a pipe: written through, never replaced
-            path.write_text(text, encoding="utf-8")
-            return
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(path)
-    except OSError as error:
-        partial.unlink(missing_ok=True)
-        raise ValueError(f"{target}: cannot write: {error.strerror or error}") from None
+def write_output(target: str, text: str, *more: tuple[str, str]) -> None:
+    """Write emitted files whole (`-`: stdout), only once the command has succeeded: every file through
+    gpusched.files' safe writer, all of them or none; a failure is exit 2 naming the path."""
+    outputs = [(target, text), *more]
+    write_files([(path, content) for path, content in outputs if path != "-"])
+    for path, content in outputs:
+        if path == "-":
+            sys.stdout.write(content)
 
 
 def show_emitted(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -33,6 +32,7 @@ from .common import (
     run,
     show,
     solver_config,
+    write_output,
 )
 
 
@@ -53,13 +53,7 @@ def _pending(scenario: Scenario, pods: str | None, jobs: str | None) -> tuple[li
 
 def _write_claim(claim: dict, target: str) -> None:
     text = yaml.safe_dump(claim, sort_keys=False, width=1000)
-    if target == "-":
-        out.print(text, end="", markup=False)
-        return
-    path = Path(target)
-    if not path.parent.is_dir():
-        raise ValueError(f"--emit-claim: folder {path.parent} does not exist")
-    path.write_text(text, encoding="utf-8")
+    write_output(target, text)
 
 
 @app.command("explain")

@@ -50,11 +50,11 @@ def import_command(
             raise ValueError("give --nodes (kubectl get nodes -o json) or --kubeconfig")
         imported = build_cluster(inputs)
         report = imported.report
-        if output:
-            _write(output, imported.cluster)
-            report.output = output
-        if pods_out:
-            _write(pods_out, imported.pending)
+        outputs = [(target, _text(target, model)) for target, model in ((output, imported.cluster),
+                                                                       (pods_out, imported.pending)) if target]
+        if outputs:
+            write_output(*outputs[0], *outputs[1:])
+        report.output = output
         if as_json:
             emit_json(report)
         else:
@@ -64,11 +64,10 @@ def import_command(
     run(body)
 
 
-def _write(target: str, model: Cluster | object) -> None:
-    """JSON for a .json name, YAML otherwise; written whole, only after the import succeeded."""
+def _text(target: str, model: Cluster | object) -> str:
+    """JSON for a .json name, YAML otherwise; the files are written together, only after the import succeeded."""
     data = model.model_dump(mode="json", exclude_defaults=True)  # type: ignore[attr-defined]
-    text = json.dumps(data, indent=2) + "\n" if target.endswith(".json") else yaml.safe_dump(data, sort_keys=False)
-    write_output(target, text)
+    return json.dumps(data, indent=2) + "\n" if target.endswith(".json") else yaml.safe_dump(data, sort_keys=False)
 
 
 def render(console: Console, report: ImportReport) -> None:

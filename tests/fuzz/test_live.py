@@ -18,7 +18,7 @@ def _serve(body: bytes | None):
     stop = threading.Event()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             if body is None:
                 stop.wait(10)
                 return
