@@ -26,6 +26,7 @@ from typing import IO, Any
 import yaml
 
 from .errors import InputError
+from .limits import setting
 
 __all__ = [
     "MAX_DEPTH", "MAX_ALIAS_NODES", "max_input_bytes", "read_text", "parse", "read_document", "write_files", "make_folder"
@@ -40,12 +41,7 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def max_input_bytes() -> int:
     """The size cap: GPUSCHED_MAX_INPUT_BYTES when set to a positive whole number, else 64 MiB."""
-    value = os.environ.get("GPUSCHED_MAX_INPUT_BYTES", "")
-    try:
-        cap = int(value)
-    except ValueError:
-        return DEFAULT_MAX_INPUT_BYTES
-    return cap if cap > 0 else DEFAULT_MAX_INPUT_BYTES
+    return setting("GPUSCHED_MAX_INPUT_BYTES", DEFAULT_MAX_INPUT_BYTES)
 
 
 def read_text(source: str, missing: str = "no such file") -> str:

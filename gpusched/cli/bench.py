@@ -18,9 +18,19 @@ from ..bench.openb_bench import OpenbBench, bench_openb, write_outputs
 from ..bench.published import published
 from ..bench.replay import ReplayBench, bench_replay, write_replay
 from ..bench.synthetic_bench import SyntheticBench, bench_synthetic, write_synthetic
+from ..limits import MAX_NODES
 from ..planner.gpushare import POLICIES, policy_named
 from ..scenarios.openb import OPENB_TRACES
-from .common import JsonFlag, new_table, run, show
+from .common import (
+    SECONDS_MAX,
+    SEED_MAX,
+    WORKERS_MAX,
+    JsonFlag,
+    finite,
+    new_table,
+    run,
+    show,
+)
 from .core import bench_app
 from .progress import progress_bar
 
@@ -29,8 +39,8 @@ DataDir = Annotated[
     str, typer.Option("--data", envvar="GPUSCHED_OPENB", help="folder with the openb CSVs (or $GPUSCHED_OPENB)")
 ]
 NodesFile = Annotated[str | None, typer.Option("--nodes-file", help="node list CSV (default: the one in --data)")]
-NodeCount = Annotated[int | None, typer.Option("--nodes", min=1, help="an evenly spaced subset of this many nodes")]
-Workers = Annotated[int, typer.Option("--workers", min=1, help="local processes (default: one per CPU)")]
+NodeCount = Annotated[int | None, typer.Option("--nodes", min=1, max=MAX_NODES, help="an evenly spaced subset of this many nodes")]
+Workers = Annotated[int, typer.Option("--workers", min=1, max=WORKERS_MAX, help="local processes (default: one per CPU)")]
 CPUS = os.cpu_count() or 1
 Ray = Annotated[bool, typer.Option("--ray", help="run on a Ray instance started here (needs the ray extra)")]
 RayAddress = Annotated[str | None, typer.Option("--ray-address", help="run on the Ray cluster at this address")]
@@ -104,7 +114,7 @@ def bench_openb_command(
     data: DataDir = DATA_DIR,
     nodes_file: NodesFile = None,
     nodes: NodeCount = None,
-    ratio: Annotated[float, typer.Option("--ratio", min=0.01, help="arrived GPU demand, × capacity")] = DEFAULT_RATIO,
+    ratio: Annotated[float, typer.Option("--ratio", parser=finite(0.01, 100), help="arrived GPU demand, × capacity")] = DEFAULT_RATIO,
     bound: Annotated[
         bool,
         typer.Option(
@@ -198,13 +208,13 @@ def render_openb(console: Console, result: OpenbBench, timing: bool) -> None:
 @bench_app.command("synthetic")
 def bench_synthetic_command(
     nodes: Annotated[str, typer.Option("--nodes", help="cluster sizes, comma-separated")] = "100,1000,10000",
-    jobs_per_node: Annotated[float, typer.Option("--jobs-per-node", min=0.001, help="pending jobs per node")] = 0.5,
-    busy: Annotated[float, typer.Option("--busy", min=0.0, max=1.0, help="fraction of GPUs already busy")] = 0.2,
+    jobs_per_node: Annotated[float, typer.Option("--jobs-per-node", parser=finite(0.001, 1000), help="pending jobs per node")] = 0.5,
+    busy: Annotated[float, typer.Option("--busy", parser=finite(0.0, 1.0), help="fraction of GPUs already busy")] = 0.2,
     mix: Annotated[
         str, typer.Option("--mix", help="node kinds and weights of dgx, pcie, l4, mig")
     ] = "dgx=4,pcie=2,l4=2,mig=2",
-    seed: Annotated[int, typer.Option("--seed", help="generator and solver seed")] = 42,
-    time_limit: Annotated[float, typer.Option("--time-limit", min=0.01, help="CP-SAT seconds per cluster")] = 60.0,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=SEED_MAX, help="generator and solver seed")] = 42,
+    time_limit: Annotated[float, typer.Option("--time-limit", parser=finite(0.01, SECONDS_MAX), help="CP-SAT seconds per cluster")] = 60.0,
     workers: Workers = CPUS,
     ray: Ray = False,
     ray_address: RayAddress = None,
@@ -285,7 +295,7 @@ def bench_replay_command(
     data: DataDir = DATA_DIR,
     nodes_file: NodesFile = None,
     nodes: NodeCount = None,
-    seed: Annotated[int, typer.Option("--seed", help="seed for the policies' tie orders")] = 42,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=SEED_MAX, help="seed for the policies' tie orders")] = 42,
     speedup: Annotated[
         float, typer.Option("--speedup", min=1.0, help="arrivals this many times faster, lifetimes kept")
     ] = 1.0,

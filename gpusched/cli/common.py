@@ -6,6 +6,7 @@ Exit codes: 0 everything fits, 1 something Pending / deadlocked / unallocatable,
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -98,9 +99,34 @@ def sizes(text: str) -> tuple[int, ...]:
     return tuple(sorted(set(DEFAULT_SIZES) | set(counts("--sizes", text))))
 
 
-TimeLimit = Annotated[float, typer.Option("--time-limit", help="seconds for the whole solve, all levels (> 0)")]
-SolverWorkers = Annotated[int, typer.Option("--workers", help="CP-SAT search workers (>= 1)")]
-Seed = Annotated[int, typer.Option("--seed", help="CP-SAT random seed, for repeatable runs")]
+SEED_MAX = 2**31 - 1  # CP-SAT's random_seed is an int32
+WORKERS_MAX = 256
+SECONDS_MAX = 7 * 86400.0  # a week: longer is a typo, not a plan
+
+
+def finite(low: float | None, high: float) -> Callable[[Any], float]:
+    """The parser of every float option (`typer.Option(parser=finite(0, 100))`): a finite number in range (None:
+    no lower bound here, the command checks it). typer's min/max let nan through, and inf when there is no max."""
+
+    def parse(value: Any) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise typer.BadParameter(f"{value!r} is not a number") from None
+        if not math.isfinite(number) or number > high or (low is not None and number < low):
+            at_least = "" if low is None else f"at least {low:g} and "
+            raise typer.BadParameter(f"{value!r}: expected a finite number {at_least}at most {high:g}")
+        return number
+
+    return parse
+
+
+TimeLimit = Annotated[
+    float, typer.Option("--time-limit", parser=finite(None, SECONDS_MAX),
+                        help="seconds for the whole solve, all levels (> 0)")
+]
+SolverWorkers = Annotated[int, typer.Option("--workers", max=WORKERS_MAX, help="CP-SAT search workers (>= 1)")]
+Seed = Annotated[int, typer.Option("--seed", min=0, max=SEED_MAX, help="CP-SAT random seed, for repeatable runs")]
 
 
 def solver_config(time_limit: float, workers: int, seed: int) -> Any:

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from ..bench import bench_place
 from ..emit import DEFAULT_GPU_WEIGHT, kueue_setup, scheduler_config
+from ..limits import MAX_NODES, MAX_PODS
 from ..live import predict_live
 from ..models.cluster import Cluster
 from ..models.dra import ClaimList
@@ -31,6 +32,7 @@ from ..scenarios import (
 from . import render
 from .common import (
     POLICY_CHOICES,
+    SEED_MAX,
     VIEW_CHOICES,
     ClusterArg,
     JsonFlag,
@@ -40,6 +42,7 @@ from .common import (
     counts,
     emit_json,
     emit_target,
+    finite,
     run,
     show,
     show_emitted,
@@ -104,9 +107,9 @@ def place_command(
     view: Annotated[str, typer.Option(help="gpu (what the hardware allows) | extended (the scheduler's integers)")] = "gpu",
     gpu_weight: Annotated[
         int | None,
-        typer.Option("--gpu-weight", min=0, help="score with NodeResourcesFit: nvidia.com/gpu at this weight, cpu and memory at 1"),
+        typer.Option("--gpu-weight", min=0, max=1_000_000, help="score with NodeResourcesFit: nvidia.com/gpu at this weight, cpu and memory at 1"),
     ] = None,
-    gradient_gb: Annotated[float, typer.Option("--gradient-gb", min=0, help="gradient size for the all-reduce bound")] = DEFAULT_GRADIENT_GB,
+    gradient_gb: Annotated[float, typer.Option("--gradient-gb", parser=finite(0, 1e9), help="gradient size for the all-reduce bound")] = DEFAULT_GRADIENT_GB,
     sizes: SizesOpt = "",
     emit_scheduler: Annotated[
         str | None,
@@ -163,7 +166,7 @@ def frag_command(
 def allreduce_command(
     cluster: ClusterArg,
     placements: Annotated[list[str], typer.Argument(help="GPU sets as NODE:GPUS, e.g. pcie-a:0,2 or dgx-a:0-7")],
-    gradient_gb: Annotated[float, typer.Option("--gradient-gb", min=0, help="gradient size in GB")] = DEFAULT_GRADIENT_GB,
+    gradient_gb: Annotated[float, typer.Option("--gradient-gb", parser=finite(0, 1e9), help="gradient size in GB")] = DEFAULT_GRADIENT_GB,
     as_json: JsonFlag = False,
 ) -> None:
     """The ring all-reduce bound 2(k-1)/k · gradient / slowest link, for GPU sets on the cluster."""
@@ -182,7 +185,7 @@ def gang_command(
     cluster: ClusterArg,
     jobs: Annotated[str | None, typer.Argument(help="jobs file or scenario name (default: the scenario's jobs)")] = None,
     mode: Annotated[str, typer.Option(help="pod (default scheduler) | gang (all or nothing)")] = "gang",
-    timeout: Annotated[float, typer.Option(min=0, help="gang mode: seconds a partial reservation may be held")] = 0.0,
+    timeout: Annotated[float, typer.Option(parser=finite(0, 1e9), help="gang mode: seconds a partial reservation may be held")] = 0.0,
     policy: Annotated[str, typer.Option(help="binpack | spread | topology")] = "binpack",
     emit_kueue: Annotated[
         str | None,
@@ -219,12 +222,12 @@ app.add_typer(bench_app, name="bench")
 
 @bench_app.command("place")
 def bench_place_command(
-    nodes: Annotated[int, typer.Option(min=1, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 1000,
-    pods: Annotated[int, typer.Option(min=1, help="generated pods")] = 10000,
+    nodes: Annotated[int, typer.Option(min=1, max=MAX_NODES, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 1000,
+    pods: Annotated[int, typer.Option(min=1, max=MAX_PODS, help="generated pods")] = 10000,
     sizes: Annotated[str, typer.Option(help="GPU counts to draw pods from, comma-separated")] = "1",
     view: Annotated[str, typer.Option(help="gpu | extended")] = "gpu",
     policy: Annotated[str, typer.Option(help="binpack | spread | topology")] = "binpack",
-    seed: Annotated[int, typer.Option(help="generator seed")] = 42,
+    seed: Annotated[int, typer.Option(min=0, max=SEED_MAX, help="generator seed")] = 42,
     as_json: JsonFlag = False,
 ) -> None:
     """Time `place` on a generated cluster: how fast the greedy placer is at scale."""

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from ..apply import ApplyReport, apply_objects
 from ..bench.dra_bench import DraBench, bench_dra
+from ..limits import MAX_NODES
 from ..live import fetch_dra
 from ..planner.dra.objects import objects_from, read_all
 from ..planner.dra.run import DraReport, run_dra
@@ -136,8 +137,8 @@ def _devices(allocation: dict) -> list[str]:
 
 @bench_app.command("dra")
 def bench_dra_command(
-    nodes: Annotated[int, typer.Option(min=1, help="generated nodes, 8 GPUs each in two NVLink islands of four")] = 1000,
-    every: Annotated[int, typer.Option(min=1, help="one node in EVERY keeps an island free; the rest are fragmented")] = 20,
+    nodes: Annotated[int, typer.Option(min=1, max=MAX_NODES, help="generated nodes, 8 GPUs each in two NVLink islands of four")] = 1000,
+    every: Annotated[int, typer.Option(min=1, max=MAX_NODES, help="one node in EVERY keeps an island free; the rest are fragmented")] = 20,
     prune: Annotated[bool, typer.Option("--prune/--no-prune", help="gpusched's per-node bounds before the search")] = True,
     as_json: JsonFlag = False,
 ) -> None:

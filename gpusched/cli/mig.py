@@ -11,6 +11,7 @@ from rich.console import Console
 
 from ..bench.mig_bench import MigBench, bench_mig
 from ..emit import mig_parted_file
+from ..limits import MAX_NODES
 from ..planner.mig_repartition import (
     MigGpu,
     check_demand,
@@ -22,6 +23,7 @@ from ..planner.optimize.mig import InstanceOut, MigPlan, plan_mig
 from ..planner.optimize.solver import Infeasible, SolveReport
 from ..scenarios import load_cluster, load_pods
 from .common import (
+    SEED_MAX,
     ClusterArg,
     JsonFlag,
     Seed,
@@ -206,8 +208,8 @@ def _render_comparison(console: Console, plan: MigPlan) -> None:
 
 @bench_app.command("mig")
 def bench_mig_command(
-    gpus: Annotated[int, typer.Option(min=8, help="generated MIG-capable GPUs (8 per node)")] = 1000,
-    seed: Annotated[int, typer.Option(help="generator seed (and CP-SAT seed)")] = 42,
+    gpus: Annotated[int, typer.Option(min=8, max=8 * MAX_NODES, help="generated MIG-capable GPUs (8 per node)")] = 1000,
+    seed: Annotated[int, typer.Option(min=0, max=SEED_MAX, help="generator seed (and CP-SAT seed)")] = 42,
     random_layouts: Annotated[
         bool, typer.Option("--random-layouts", help="random instances on every GPU (few identical GPUs) instead of common layouts")
     ] = False,

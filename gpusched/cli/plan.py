@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 
 from ..bench.plan_bench import PlanBench, bench_plan
+from ..limits import MAX_NODES, MAX_PODS
 from ..planner.optimize.plan import (
     PlanJob,
     PlannedPod,
@@ -27,6 +28,7 @@ from .common import (
     SolverWorkers,
     TimeLimit,
     app,
+    finite,
     new_table,
     run,
     show,
@@ -147,10 +149,10 @@ def render_validation(console: Console, result: Validation) -> None:
 
 @bench_app.command("plan")
 def bench_plan_command(
-    nodes: Annotated[int, typer.Option(min=1, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 10000,
-    jobs: Annotated[int, typer.Option(min=1, help="generated pending jobs (1-8 GPUs per pod, 1-8 pods)")] = 2000,
-    busy: Annotated[float, typer.Option(min=0.0, max=1.0, help="fraction of GPUs already busy")] = 0.5,
-    domain_jobs: Annotated[int, typer.Option(min=0, help="add 4x8-GPU jobs confined to one NVLink domain")] = 0,
+    nodes: Annotated[int, typer.Option(min=1, max=MAX_NODES, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 10000,
+    jobs: Annotated[int, typer.Option(min=1, max=MAX_PODS, help="generated pending jobs (1-8 GPUs per pod, 1-8 pods)")] = 2000,
+    busy: Annotated[float, typer.Option(parser=finite(0.0, 1.0), help="fraction of GPUs already busy")] = 0.5,
+    domain_jobs: Annotated[int, typer.Option(min=0, max=MAX_PODS, help="add 4x8-GPU jobs confined to one NVLink domain")] = 0,
     seed: Seed = 42,
     time_limit: TimeLimit = 60.0,
     as_json: JsonFlag = False,

@@ -20,6 +20,7 @@ from ..bench.repair import (
     bench_preempt,
 )
 from ..errors import InputError
+from ..limits import MAX_NODES, MAX_POD_GPUS, MAX_PODS
 from ..models.workload import Job, JobList, Pod, PodList
 from ..planner.optimize.defrag import DefragReport, defrag, parse_shape
 from ..planner.optimize.preempt import Alternative, PreemptReport, preempt
@@ -34,12 +35,14 @@ from ..scenarios import (
     validate,
 )
 from .common import (
+    SEED_MAX,
     ClusterArg,
     JsonFlag,
     Seed,
     SolverWorkers,
     TimeLimit,
     app,
+    finite,
     new_table,
     pick_pending,
     run,
@@ -48,9 +51,9 @@ from .common import (
 )
 from .core import bench_app
 
-BusyNodes = Annotated[int, typer.Option(min=1, help="generated nodes, made busy by placing generated pods")]
-GeneratorSeed = Annotated[int, typer.Option(help="generator seed")]
-Fill = Annotated[float, typer.Option(min=0.0, help="generated pods ask for this many times the exclusive GPUs")]
+BusyNodes = Annotated[int, typer.Option(min=1, max=MAX_NODES, help="generated nodes, made busy by placing generated pods")]
+GeneratorSeed = Annotated[int, typer.Option(min=0, max=SEED_MAX, help="generator seed")]
+Fill = Annotated[float, typer.Option(parser=finite(0.0, 100.0), help="generated pods ask for this many times the exclusive GPUs")]
 
 
 # --- loading what waits ------------------------------------------------------------------------------------------
@@ -256,7 +259,7 @@ def defrag_command(
         str, typer.Option("--for", help="GPUS[xPODS|xmax][@island]: 8@island, 8x2 (two 8-GPU pods), 4xmax@island")
     ],
     max_moves: Annotated[
-        int | None, typer.Option("--max-moves", help="at most this many moves (needed with xmax)")
+        int | None, typer.Option("--max-moves", max=MAX_PODS, help="at most this many moves (needed with xmax)")
     ] = None,
     time_limit: TimeLimit = 10.0,
     workers: SolverWorkers = 2,
@@ -278,8 +281,8 @@ def defrag_command(
 @bench_app.command("preempt")
 def bench_preempt_command(
     nodes: BusyNodes = 1000,
-    pods: Annotated[int, typer.Option(min=1, help="pods of the pending priority-100 NVLink job")] = 2,
-    gpus: Annotated[int, typer.Option(min=1, help="GPUs per pod of the pending job")] = 8,
+    pods: Annotated[int, typer.Option(min=1, max=MAX_PODS, help="pods of the pending priority-100 NVLink job")] = 2,
+    gpus: Annotated[int, typer.Option(min=1, max=MAX_POD_GPUS, help="GPUs per pod of the pending job")] = 8,
     seed: GeneratorSeed = 42,
     fill: Fill = FILL,
     time_limit: TimeLimit = 10.0,
@@ -300,7 +303,7 @@ def bench_preempt_command(
 def bench_defrag_command(
     nodes: BusyNodes = 1000,
     shape: Annotated[str, typer.Option("--for", help="the target shape")] = "8x2@island",
-    max_moves: Annotated[int | None, typer.Option("--max-moves", help="at most this many moves")] = None,
+    max_moves: Annotated[int | None, typer.Option("--max-moves", max=MAX_PODS, help="at most this many moves")] = None,
     seed: GeneratorSeed = 42,
     fill: Fill = FILL,
     time_limit: TimeLimit = 10.0,
@@ -321,7 +324,7 @@ def bench_defrag_command(
 @bench_app.command("explain")
 def bench_explain_command(
     nodes: BusyNodes = 1000,
-    gpus: Annotated[int, typer.Option(min=1, help="GPUs of the pending priority-100 NVLink pod")] = 8,
+    gpus: Annotated[int, typer.Option(min=1, max=MAX_POD_GPUS, help="GPUs of the pending priority-100 NVLink pod")] = 8,
     seed: GeneratorSeed = 42,
     fill: Fill = FILL,
     time_limit: TimeLimit = 10.0,
