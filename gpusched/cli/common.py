@@ -36,8 +36,24 @@ def _group() -> None:
     map): Typer would otherwise run that command as the whole program and read COMMAND as its argument."""
 
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(code) not in "\n\t"}
+
+
+class _PlainConsole(Console):
+    """A console that never interprets what it prints: names and messages come from input files, so no rich
+    markup (`[/bold]`), no emoji codes, and control characters (ANSI escapes) shown as `\\x1b`, not sent."""
+
+    def render_str(self, text: str, **options: Any) -> Any:
+        return super().render_str(text.translate(_CONTROL), **{**options, "markup": False, "emoji": False})
+
+
+def console(stderr: bool = False, **options: Any) -> Console:
+    """Every console of the CLI: plain text (see _PlainConsole), no highlighting, lines never broken mid-word."""
+    return _PlainConsole(stderr=stderr, highlight=False, soft_wrap=True, markup=False, emoji=False, **options)
+
+
+out = console()
+err = console(stderr=True)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="print the result as JSON (a documented, stable shape)")]
 ClusterArg = Annotated[str, typer.Argument(help="cluster file (JSON/YAML), scenario file, or built-in scenario name")]

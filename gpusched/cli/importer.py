@@ -12,7 +12,7 @@ from rich.console import Console
 from ..models.cluster import Cluster
 from ..scenarios.importer import ImportReport, build_cluster, read_inputs
 from ..scenarios.importer.live import read_live
-from .common import JsonFlag, app, emit_json, new_table, run, write_output
+from .common import JsonFlag, app, console, emit_json, new_table, run, write_output
 
 WIDTH = 160  # a row per node with its model and sources: wider than a terminal rather than folded
 
@@ -58,7 +58,7 @@ def import_command(
         if as_json:
             emit_json(report)
         else:
-            render(Console(stderr=output == "-", highlight=False, soft_wrap=True, width=WIDTH), report)
+            render(console(stderr=output == "-", width=WIDTH), report)
         return 1 if report.errors else 0
 
     run(body)

@@ -9,11 +9,18 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
-from .mig import placement_error, profiles_for
 from ..limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_REPLICAS, at_most
+from .mig import placement_error, profiles_for
 from .quantity import Quantity, milli, to_int
 from .scheduling import Taint
 from .workload import GpuNeeds
