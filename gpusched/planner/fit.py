@@ -52,12 +52,13 @@ def node_filters(pod: GpuNeeds, node: NodeState) -> Status | None:
 
 
 def resources_status(pod: GpuNeeds, node: NodeState, extra: tuple[str, ...] = ()) -> Status | None:
-    """NodeResourcesFit over cpu and memory (where the node models them), plus any reasons passed in."""
+    """NodeResourcesFit over cpu and memory (where the node models them), plus any reasons passed in. As in
+    kube-scheduler, a pod requesting none of a resource fits even where running pods already over-use it."""
     reasons = []
     cpu, memory = node.spec.cpu_milli, node.spec.memory_bytes
-    if cpu is not None and pod.cpu_milli > cpu - node.cpu_requested:
+    if cpu is not None and 0 < pod.cpu_milli > cpu - node.cpu_requested:
         reasons.append(insufficient("cpu"))
-    if memory is not None and pod.memory_bytes > memory - node.memory_requested:
+    if memory is not None and 0 < pod.memory_bytes > memory - node.memory_requested:
         reasons.append(insufficient("memory"))
     reasons.extend(extra)
     return unschedulable("NodeResourcesFit", *reasons) if reasons else None
