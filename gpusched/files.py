@@ -150,8 +150,12 @@ def parse(source: str, text: str, documents: bool = False) -> Any:
 
 
 def read_document(source: str, missing: str = "no such file", documents: bool = False) -> Any:
-    """Read and parse one input file within the limits above."""
-    return parse(source, read_text(source, missing), documents)
+    """Read and parse one input file within the limits above. An empty file (or only `null`) is refused here:
+    it is never a valid cluster, pod list or object list, and reading it as "nothing" hides a truncated file."""
+    data = parse(source, read_text(source, missing), documents)
+    if data is None or (documents and all(doc is None for doc in data)):
+        raise InputError(source, "empty (or null): expected a JSON or YAML document")
+    return data
 
 
 Content = str | bytes | Callable[[IO[bytes]], None]

@@ -61,10 +61,7 @@ def read_all(source: str) -> list[Any]:
         text = (_BUILTIN / f"{source}.yaml").read_text(encoding="utf-8")
         return [doc for doc in parse(f"object set {source}", text, documents=True) if doc]
     missing = "no such file (nor a built-in object set: " + ", ".join(builtin_object_sets()) + ")"
-    documents = [doc for doc in read_document(source, missing, documents=True) if doc is not None]
-    if not documents:
-        raise InputError(source, "empty: expected Kubernetes objects or a List")
-    return documents
+    return [doc for doc in read_document(source, missing, documents=True) if doc is not None]
 
 
 def _items(doc: Any, source: str, path: str) -> list[tuple[str, Any]]:
