@@ -44,13 +44,20 @@ def max_input_bytes() -> int:
     return setting("GPUSCHED_MAX_INPUT_BYTES", DEFAULT_MAX_INPUT_BYTES)
 
 
+def _open(source: str) -> IO[bytes]:
+    """Open for reading without blocking on a FIFO that no one writes to (it then reads as empty); reads block."""
+    descriptor = os.open(source, os.O_RDONLY | os.O_NONBLOCK)
+    os.set_blocking(descriptor, True)
+    return os.fdopen(descriptor, "rb")
+
+
 def read_text(source: str, missing: str = "no such file") -> str:
     """The file's text, read in chunks up to the size cap (a device or a pipe too); InputError on any failure."""
     cap = max_input_bytes()
     chunks: list[bytes] = []
     size = 0
     try:
-        with open(source, "rb") as handle:
+        with _open(source) as handle:
             if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
                 raise InputError(source, "is a directory, expected a file")
             while size <= cap and (chunk := handle.read(min(_CHUNK, cap + 1 - size))):
@@ -62,6 +69,8 @@ def read_text(source: str, missing: str = "no such file") -> str:
         raise InputError(source, "is a directory, expected a file") from None
     except OSError as error:
         raise InputError(source, f"cannot read: {error.strerror or error}") from None
+    except ValueError:  # a NUL byte in the name
+        raise InputError(source.replace("\0", "\\0"), "not a usable file name (it holds a NUL byte)") from None
     if size > cap:
         raise InputError(source, f"larger than the input limit of {cap} bytes (set GPUSCHED_MAX_INPUT_BYTES to raise it)")
     try:

@@ -95,8 +95,12 @@ def _kubeconfig(source: str) -> tuple[str, str | None] | None:
 
 
 def _is_imported(source: str) -> bool:
-    """A directory of kubectl dumps (gpusched.scenarios.importer.DUMP_LAYOUT), or a kubeconfig: a live cluster."""
-    return Path(source).is_dir() or _kubeconfig(source) is not None
+    """A directory of kubectl dumps (gpusched.scenarios.importer.DUMP_LAYOUT), or a kubeconfig: a live cluster.
+    A name the system refuses to look up (too long, a NUL byte) is neither; reading it then says why."""
+    try:
+        return Path(source).is_dir() or _kubeconfig(source) is not None
+    except (OSError, ValueError):
+        return False
 
 
 def _imported(source: str) -> Scenario:
@@ -138,7 +142,10 @@ def _scenario(source: str, name: str, data: dict[str, Any]) -> Scenario:
         raise InputError(source, "unknown keys (expected description, cluster, pods, jobs)", ", ".join(sorted(unknown)))
     cluster_data = data["cluster"]
     if isinstance(cluster_data, str):  # a scenario may reuse another scenario's cluster by name
-        cluster = load_scenario(cluster_data).cluster
+        try:
+            cluster = load_scenario(cluster_data).cluster
+        except InputError as error:
+            raise InputError(source, str(error), "cluster") from None
     else:
         cluster = _cluster(source, cluster_data, "cluster.")
     pods = validate(source, {"pods": data["pods"]}, PodList) if "pods" in data else None
