@@ -72,6 +72,11 @@ def connect(kubeconfig: str | Path, context: str | None = None) -> client.ApiCli
         return new_client_from_config(config_file=str(path), context=wanted, persist_config=False)
     except (ConfigException, ValueError, TypeError, OSError) as error:
         raise InputError(str(path), f"context {wanted!r}: {error}".splitlines()[0]) from None
+    except (AttributeError, KeyError) as error:  # the client trips over an entry of the wrong shape (user: "text")
+        raise InputError(
+            str(path), f"context {wanted!r}: a cluster, user or context entry is not a mapping of the expected keys "
+            f"({type(error).__name__}: {error})".splitlines()[0]
+        ) from None
 
 
 def split_name(name: str, default_namespace: str = "default") -> tuple[str, str]:

@@ -64,7 +64,7 @@ def test_a_bad_answer_is_one_clear_error(tmp_path: Path, kind: str, command: str
     assert "127.0.0.1" in outcome.stderr and "JSON object" in outcome.stderr, outcome.stderr
 
 
-@pytest.mark.parametrize("user", ["{}", "[]", "{token: 5}"])
+@pytest.mark.parametrize("user", ["{}", "[]", "{token: 5}", "text", "{exec: {}}", "{username: a}"])
 def test_a_user_without_credentials_is_not_a_crash(tmp_path: Path, user: str) -> None:
     server, stop = _serve(b'{"kind": "NodeList", "items": []}')
     try:
