@@ -111,7 +111,9 @@ def _yaml_limits(source: str, text: str) -> None:
         elif isinstance(event, yaml.ScalarEvent):
             nodes, depth, anchor = 1, 0, event.anchor
         elif isinstance(event, yaml.AliasEvent):
-            nodes, depth = sizes.get(event.anchor, (1, 0))
+            if event.anchor not in sizes:  # undefined, or naming a collection it is inside of: a cycle
+                raise InputError(source, f"YAML alias *{event.anchor} names no complete anchor (undefined, or a cycle)")
+            nodes, depth = sizes[event.anchor]
             anchor = None
             expanded += nodes
             if expanded > MAX_ALIAS_NODES:

@@ -41,6 +41,7 @@ RAW: dict[str, str] = {
     "laughs.yaml": "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8)
     ) + "nodes: *i\n",
+    "cycle.yaml": "nodes: &a [*a]\n",
     "binary.yaml": "\x00\x01\x02\xff\xfe",
     "bom.json": "\ufeff{}",
     "tab.yaml": "nodes:\n\t- name: a\n",
