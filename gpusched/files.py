@@ -29,7 +29,8 @@ from .errors import InputError
 from .limits import setting
 
 __all__ = [
-    "MAX_DEPTH", "MAX_ALIAS_NODES", "max_input_bytes", "read_text", "parse", "read_document", "write_files", "make_folder"
+    "MAX_ALIAS_NODES", "MAX_DEPTH", "make_folder", "max_input_bytes", "parse", "read_bytes", "read_document", "read_text",
+    "write_files",
 ]
 
 MAX_DEPTH = 64
@@ -51,8 +52,8 @@ def _open(source: str) -> IO[bytes]:
     return os.fdopen(descriptor, "rb")
 
 
-def read_text(source: str, missing: str = "no such file") -> str:
-    """The file's text, read in chunks up to the size cap (a device or a pipe too); InputError on any failure."""
+def read_bytes(source: str, missing: str = "no such file") -> bytes:
+    """The file's bytes, read in chunks up to the size cap (a device or a pipe too); InputError on any failure."""
     cap = max_input_bytes()
     chunks: list[bytes] = []
     size = 0
@@ -73,8 +74,13 @@ def read_text(source: str, missing: str = "no such file") -> str:
         raise InputError(source.replace("\0", "\\0"), "not a usable file name (it holds a NUL byte)") from None
     if size > cap:
         raise InputError(source, f"larger than the input limit of {cap} bytes (set GPUSCHED_MAX_INPUT_BYTES to raise it)")
+    return b"".join(chunks)
+
+
+def read_text(source: str, missing: str = "no such file") -> str:
+    """read_bytes, as UTF-8 text."""
     try:
-        return b"".join(chunks).decode("utf-8")
+        return read_bytes(source, missing).decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputError(source, f"not UTF-8 text (byte {error.start})") from None
 
