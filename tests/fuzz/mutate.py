@@ -19,7 +19,7 @@ from gpusched.scenarios import scenario_names
 
 from .harness import Outcome, invoke, leftovers
 
-__all__ = ["HOSTILE_VALUES", "RAW", "Case", "scenario_case", "dump_case", "raw_case", "random_case", "check"]
+__all__ = ["HOSTILE_VALUES", "RAW", "Case", "mutate", "nudge", "scenario_case", "dump_case", "raw_case", "random_case", "check"]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "gpusched" / "scenarios" / "data"
@@ -118,6 +118,29 @@ def mutate(data: Any, rng: random.Random, rounds: int = 3) -> Any:
     return data
 
 
+EDGES: dict[type, list[Any]] = {
+    int: [0, 1, 2, 7, 8, 9, 63, 64, 65, 1023, 1024, 1025, 2**31 - 1, -(2**31), -1, 10**6],
+    float: [0.0, 1e-9, 0.5, 1e9, 1e300],
+    str: [MARKUP, "0", "1e3", "999Ei", "500m", "a" * 63, "\x1b]0;title\x07"],
+}
+
+
+def nudge(data: Any, rng: random.Random, rounds: int = 2) -> Any:
+    """Scalar leaves set to edge values of their own type: the document mostly stays valid, so the planners and
+    renderers see the numbers and names, not just the models."""
+    data = copy.deepcopy(data)
+    leaves = [path for path in _paths(data) if path]
+    for _ in range(rounds):
+        path = rng.choice(leaves)
+        parent = data
+        for step in path[:-1]:
+            parent = parent[step]
+        value = parent[path[-1]]
+        if type(value) in EDGES:
+            parent[path[-1]] = rng.choice(EDGES[type(value)])
+    return data
+
+
 def _dump(data: Any, suffix: str) -> bytes:
     try:
         text = json.dumps(data) if suffix == ".json" else yaml.safe_dump(data, allow_unicode=True)
@@ -141,7 +164,8 @@ COMMANDS = (["frag"], ["advertised"], ["place"], ["place", "--view", "extended"]
 def scenario_case(rng: random.Random) -> Case:
     name = rng.choice(scenario_names())
     data = yaml.safe_load((SCENARIOS / f"{name}.yaml").read_text())
-    suffix, content = _serialise(mutate(data, rng, rng.randint(1, 4)), rng)
+    changed = nudge(data, rng, rng.randint(1, 3)) if rng.random() < 0.5 else mutate(data, rng, rng.randint(1, 4))
+    suffix, content = _serialise(changed, rng)
     command = rng.choice(COMMANDS)
     if command[0] in ("preempt", "defrag"):
         command = [command[0], "{scenario}", "--pod", rng.choice(["x", MARKUP]), *command[1:]]
@@ -155,10 +179,11 @@ def scenario_case(rng: random.Random) -> Case:
 def dump_case(rng: random.Random) -> Case:
     nodes, pods = json.loads((DUMP / "nodes.json").read_text()), json.loads((DUMP / "pods.json").read_text())
     which = rng.choice(["nodes", "pods", "both"])
+    change = nudge if rng.random() < 0.5 else mutate
     if which in ("nodes", "both"):
-        nodes = mutate(nodes, rng, rng.randint(1, 4))
+        nodes = change(nodes, rng, rng.randint(1, 4))
     if which in ("pods", "both"):
-        pods = mutate(pods, rng, rng.randint(1, 4))
+        pods = change(pods, rng, rng.randint(1, 4))
     items = pods.get("items") if isinstance(pods, dict) else None
     pod = copy.deepcopy(rng.choice(items)) if isinstance(items, list) and items else pods
     files = {"nodes.json": _dump(nodes, ".json"), "pods.json": _dump(pods, ".json"), "pod.json": _dump(pod, ".json")}
