@@ -44,3 +44,15 @@ def test_plan_refuses_a_pod_without_gpus(tmp_path: Path) -> None:
     pods.write_text("pods: [{name: z, gpus: 0}]\n")
     outcome = invoke("plan", "monday", pods)
     assert not outcome.crash and outcome.code == 2 and "gpus must be at least 1" in outcome.stderr, outcome
+
+
+def test_a_model_past_cp_sats_range_is_refused_not_infeasible() -> None:
+    """Numbers CP-SAT cannot hold are bad input (exit 2), never "INFEASIBLE" (exit 1)."""
+    from ortools.sat.python import cp_model
+
+    from gpusched.planner.optimize.solver import SolverConfig, solve_lexicographic
+
+    model = cp_model.CpModel()
+    x = model.new_int_var(0, 2**62, "x")
+    with pytest.raises(ValueError, match="beyond what CP-SAT can solve"):
+        solve_lexicographic(model, [("level", "maximize", 4 * x)], SolverConfig(time_limit=1))
