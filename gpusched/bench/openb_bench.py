@@ -5,14 +5,16 @@ out, then summarised per trace beside the published numbers, and written as CSV,
 from __future__ import annotations
 
 import csv
+import io
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import IO, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, Field
 
+from ..files import make_folder, write_files
 from ..scenarios.openb import trace_files
 from .bound import BoundResult, offline_bound
 from .fanout import executor_name, fan_out
@@ -163,11 +165,11 @@ def bench_openb(
     )
 
 
-def write_outputs(result: OpenbBench, out: Path, plot: Callable[[OpenbBench, Path], None]) -> list[str]:
+def write_outputs(result: OpenbBench, out: Path, plot: Callable[[OpenbBench, IO[bytes]], None]) -> list[str]:
     """openb.csv (one row per run), openb.json (everything) and openb.png (the curves) in `out`."""
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     rows = out / "openb.csv"
-    with rows.open("w", newline="") as handle:
+    with io.StringIO(newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(
             ["trace", "policy", "seed", "arrivals", "placed", "dropped", "arrived_pct", "allocation_pct", "decision_us"]
@@ -186,14 +188,19 @@ def write_outputs(result: OpenbBench, out: Path, plot: Callable[[OpenbBench, Pat
                     r.decision_us,
                 ]
             )
-    return write_plot_and_document(result, out, "openb", rows, plot)
+        return write_plot_and_document(result, out, "openb", (rows, handle.getvalue()), plot)
 
 
-def write_plot_and_document(result: R, out: Path, name: str, rows: Path, plot: Callable[[R, Path], None]) -> list[str]:
-    """After a bench's CSV `rows`: NAME.png (the plot) and NAME.json (the result, listing what was written)."""
-    figure = out / f"{name}.png"
-    plot(result, figure)
-    document = out / f"{name}.json"
-    written = [str(rows), str(document), str(figure)]
-    document.write_text(result.model_copy(update={"outputs": written}).model_dump_json(indent=2))
+def write_plot_and_document(
+    result: R, out: Path, name: str, rows: tuple[Path, str], plot: Callable[[R, IO[bytes]], None]
+) -> list[str]:
+    """A bench's CSV (path, text), NAME.png (the plot) and NAME.json (the result, listing what was written): all
+    three through gpusched.files' safe writer, together or not at all."""
+    figure, document = out / f"{name}.png", out / f"{name}.json"
+    written = [str(rows[0]), str(document), str(figure)]
+    write_files([
+        (str(rows[0]), rows[1]),
+        (str(figure), lambda handle: plot(result, handle)),
+        (str(document), result.model_copy(update={"outputs": written}).model_dump_json(indent=2)),
+    ])
     return written

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import matplotlib
 
@@ -27,7 +27,7 @@ def _grid(count: int, width: float = 6.0, height: float = 4.0):
     return figure, list(axes.flat)
 
 
-def plot_openb(result: OpenbBench, path: Path) -> None:
+def plot_openb(result: OpenbBench, path: Path | IO[bytes]) -> None:
     """Unallocated GPU % against arrived workload %, one panel per trace, as the FGD paper draws it."""
     figure, axes = _grid(len(result.traces))
     for axis, trace in zip(axes, result.traces, strict=False):
@@ -45,11 +45,11 @@ def plot_openb(result: OpenbBench, path: Path) -> None:
         axis.grid(alpha=0.4)
     axes[0].legend(fontsize=8, loc="upper right", ncol=2)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, format="png", dpi=110)
     plt.close(figure)
 
 
-def plot_synthetic(result: SyntheticBench, path: Path) -> None:
+def plot_synthetic(result: SyntheticBench, path: Path | IO[bytes]) -> None:
     """GPUs placed as a share of the optimum, and time, against cluster size, per heuristic."""
     figure, (placed, seconds) = plt.subplots(1, 2, figsize=(12, 4.5))
     sizes = [row.nodes for row in result.rows]
@@ -69,11 +69,11 @@ def plot_synthetic(result: SyntheticBench, path: Path) -> None:
     placed.legend(fontsize=8)
     seconds.legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, format="png", dpi=110)
     plt.close(figure)
 
 
-def plot_replay(result: ReplayBench, path: Path) -> None:
+def plot_replay(result: ReplayBench, path: Path | IO[bytes]) -> None:
     """Allocation and waiting pods over the busy part of the replay, per policy."""
     figure, (allocation, pending) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
     last = max(point.seconds for policy in result.policies for point in policy.timeline)
@@ -90,5 +90,5 @@ def plot_replay(result: ReplayBench, path: Path) -> None:
         axis.grid(alpha=0.4)
     allocation.legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, format="png", dpi=110)
     plt.close(figure)

@@ -17,14 +17,17 @@ import zlib
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 from pydantic import BaseModel, Field
 
+from ..files import make_folder
 from ..planner.gpushare import SharePod, ShareState, policy_named, target_workload
 from ..scenarios.openb import MILLI, trace_files
 from .fanout import executor_name, fan_out
 from .openb import prepare
+from .openb_bench import write_plot_and_document
 
 __all__ = ["ReplayBench", "ReplayPolicy", "ReplaySpec", "TimelinePoint", "bench_replay", "write_replay"]
 
@@ -242,17 +245,11 @@ def bench_replay(
     )
 
 
-def write_replay(result: ReplayBench, out: Path, plot: Callable[[ReplayBench, Path], None]) -> list[str]:
+def write_replay(result: ReplayBench, out: Path, plot: Callable[[ReplayBench, IO[bytes]], None]) -> list[str]:
     """replay.csv (the timeline per policy), replay.json and replay.png in `out`."""
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     rows = out / "replay.csv"
     lines = ["policy,seconds,allocation_pct,pending"]
     for p in result.policies:
         lines += [f"{p.policy},{point.seconds},{point.allocation_pct},{point.pending}" for point in p.timeline]
-    rows.write_text("\n".join(lines) + "\n")
-    figure = out / "replay.png"
-    plot(result, figure)
-    document = out / "replay.json"
-    written = [str(rows), str(document), str(figure)]
-    document.write_text(result.model_copy(update={"outputs": written}).model_dump_json(indent=2))
-    return written
+    return write_plot_and_document(result, out, "replay", (rows, "\n".join(lines) + "\n"), plot)

@@ -8,12 +8,15 @@ training gangs, MIG slices); `plan` proves the optimum, `greedy` runs binpack, s
 from __future__ import annotations
 
 import csv
+import io
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from pydantic import BaseModel, Field
 
+from ..files import make_folder
 from ..planner.frag import DEFAULT_SIZES
 from ..planner.optimize.plan import greedy, pending_jobs, plan
 from ..planner.optimize.solver import SolverConfig
@@ -150,11 +153,11 @@ def bench_synthetic(
     )
 
 
-def write_synthetic(result: SyntheticBench, out: Path, plot: Callable[[SyntheticBench, Path], None]) -> list[str]:
+def write_synthetic(result: SyntheticBench, out: Path, plot: Callable[[SyntheticBench, IO[bytes]], None]) -> list[str]:
     """synthetic.csv (one row per cluster and plan), synthetic.json and synthetic.png in `out`."""
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     rows = out / "synthetic.csv"
-    with rows.open("w", newline="") as handle:
+    with io.StringIO(newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(
             [
@@ -201,4 +204,4 @@ def write_synthetic(result: SyntheticBench, out: Path, plot: Callable[[Synthetic
                         h.seconds,
                     ]
                 )
-    return write_plot_and_document(result, out, "synthetic", rows, plot)
+        return write_plot_and_document(result, out, "synthetic", (rows, handle.getvalue()), plot)

@@ -6,9 +6,9 @@ Exit codes: 0 everything fits, 1 something Pending / deadlocked / unallocatable,
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import Infeasible, InputError, MissingExtra
+from ..files import write_files
 from ..planner.frag import DEFAULT_SIZES
 
 app = typer.Typer(
@@ -34,8 +35,24 @@ def _group() -> None:
     map): Typer would otherwise run that command as the whole program and read COMMAND as its argument."""
 
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(code) not in "\n\t"}
+
+
+class _PlainConsole(Console):
+    """A console that never interprets what it prints: names and messages come from input files, so no rich
+    markup (`[/bold]`), no emoji codes, and control characters (ANSI escapes) shown as `\\x1b`, not sent."""
+
+    def render_str(self, text: str, **options: Any) -> Any:
+        return super().render_str(text.translate(_CONTROL), **{**options, "markup": False, "emoji": False})
+
+
+def console(stderr: bool = False, **options: Any) -> Console:
+    """Every console of the CLI: plain text (see _PlainConsole), no highlighting, lines never broken mid-word."""
+    return _PlainConsole(stderr=stderr, highlight=False, soft_wrap=True, markup=False, emoji=False, **options)
+
+
+out = console()
+err = console(stderr=True)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="print the result as JSON (a documented, stable shape)")]
 ClusterArg = Annotated[str, typer.Argument(help="cluster file (JSON/YAML), scenario file, or built-in scenario name")]
@@ -97,9 +114,34 @@ def sizes(text: str) -> tuple[int, ...]:
     return tuple(sorted(set(DEFAULT_SIZES) | set(counts("--sizes", text))))
 
 
-TimeLimit = Annotated[float, typer.Option("--time-limit", help="seconds for the whole solve, all levels (> 0)")]
-SolverWorkers = Annotated[int, typer.Option("--workers", help="CP-SAT search workers (>= 1)")]
-Seed = Annotated[int, typer.Option("--seed", help="CP-SAT random seed, for repeatable runs")]
+SEED_MAX = 2**31 - 1  # CP-SAT's random_seed is an int32
+WORKERS_MAX = 256
+SECONDS_MAX = 7 * 86400.0  # a week: longer is a typo, not a plan
+
+
+def finite(low: float | None, high: float) -> Callable[[Any], float]:
+    """The parser of every float option (`typer.Option(parser=finite(0, 100))`): a finite number in range (None:
+    no lower bound here, the command checks it). typer's min/max let nan through, and inf when there is no max."""
+
+    def parse(value: Any) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise typer.BadParameter(f"{value!r} is not a number") from None
+        if not math.isfinite(number) or number > high or (low is not None and number < low):
+            at_least = "" if low is None else f"at least {low:g} and "
+            raise typer.BadParameter(f"{value!r}: expected a finite number {at_least}at most {high:g}")
+        return number
+
+    return parse
+
+
+TimeLimit = Annotated[
+    float, typer.Option("--time-limit", parser=finite(None, SECONDS_MAX),
+                        help="seconds for the whole solve, all levels (> 0)")
+]
+SolverWorkers = Annotated[int, typer.Option("--workers", max=WORKERS_MAX, help="CP-SAT search workers (>= 1)")]
+Seed = Annotated[int, typer.Option("--seed", min=0, max=SEED_MAX, help="CP-SAT random seed, for repeatable runs")]
 
 
 def solver_config(time_limit: float, workers: int, seed: int) -> Any:
@@ -124,22 +166,14 @@ def emit_target(option: str, target: str | None, as_json: bool) -> Console:
     return err if target == "-" else out
 
 
-def write_output(target: str, text: str) -> None:
-    """Write an emitted file whole (`-`: stdout), only once the command has succeeded; a failure is exit 2."""
-    if target == "-":
-        sys.stdout.write(text)
-        return
-    path = Path(target)
-    partial = path.with_name(path.name + ".partial")
-    try:
-        if path.exists() and not path.is_file():  # /dev/stdout, a pipe: written through, never replaced
-            path.write_text(text, encoding="utf-8")
-            return
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(path)
-    except OSError as error:
-        partial.unlink(missing_ok=True)
-        raise ValueError(f"{target}: cannot write: {error.strerror or error}") from None
+def write_output(target: str, text: str, *more: tuple[str, str]) -> None:
+    """Write emitted files whole (`-`: stdout), only once the command has succeeded: every file through
+    gpusched.files' safe writer, all of them or none; a failure is exit 2 naming the path."""
+    outputs = [(target, text), *more]
+    write_files([(path, content) for path, content in outputs if path != "-"])
+    for path, content in outputs:
+        if path == "-":
+            sys.stdout.write(content)
 
 
 def show_emitted(

@@ -14,7 +14,7 @@ from ..conformance import differential
 from ..conformance.api import Rest
 from ..conformance.build import Binaries, HarnessError, cache_root, ensure_built
 from ..conformance.cluster import STATE_FILE, ControlPlane, start, stop_detached
-from .common import JsonFlag, app, run, show
+from .common import SEED_MAX, JsonFlag, app, run, show
 from .progress import progress_bar
 
 cluster_app = typer.Typer(help="A real kube-apiserver, kube-scheduler and etcd, built from Go modules, run locally.")
@@ -93,8 +93,8 @@ def down_command(folder: DirOpt = None, as_json: JsonFlag = False) -> None:
 
 @app.command("conformance")
 def conformance_command(
-    scenarios: Annotated[int, typer.Option("--scenarios", min=1, help="how many random scenarios to play")] = 50,
-    seed: Annotated[int, typer.Option("--seed", help="the generator's seed: the same seed plays the same")] = 0,
+    scenarios: Annotated[int, typer.Option("--scenarios", min=1, max=100_000, help="how many random scenarios to play")] = 50,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=SEED_MAX, help="the generator's seed: the same seed plays the same")] = 0,
     source: SourceOpt = None,
     as_json: JsonFlag = False,
 ) -> None:

@@ -38,6 +38,7 @@ from .common import (
     choice,
     emit_json,
     emit_target,
+    finite,
     run,
     show,
     show_emitted,
@@ -102,9 +103,9 @@ def place_command(
     view: Annotated[str, typer.Option(help="gpu (what the hardware allows) | extended (the scheduler's integers)")] = "gpu",
     gpu_weight: Annotated[
         int | None,
-        typer.Option("--gpu-weight", min=0, help="score with NodeResourcesFit: nvidia.com/gpu at this weight, cpu and memory at 1"),
+        typer.Option("--gpu-weight", min=0, max=1_000_000, help="score with NodeResourcesFit: nvidia.com/gpu at this weight, cpu and memory at 1"),
     ] = None,
-    gradient_gb: Annotated[float, typer.Option("--gradient-gb", min=0, help="gradient size for the all-reduce bound")] = DEFAULT_GRADIENT_GB,
+    gradient_gb: Annotated[float, typer.Option("--gradient-gb", parser=finite(0, 1e9), help="gradient size for the all-reduce bound")] = DEFAULT_GRADIENT_GB,
     sizes: SizesOpt = "",
     emit_scheduler: Annotated[
         str | None,
@@ -161,7 +162,7 @@ def frag_command(
 def allreduce_command(
     cluster: ClusterArg,
     placements: Annotated[list[str], typer.Argument(help="GPU sets as NODE:GPUS, e.g. pcie-a:0,2 or dgx-a:0-7")],
-    gradient_gb: Annotated[float, typer.Option("--gradient-gb", min=0, help="gradient size in GB")] = DEFAULT_GRADIENT_GB,
+    gradient_gb: Annotated[float, typer.Option("--gradient-gb", parser=finite(0, 1e9), help="gradient size in GB")] = DEFAULT_GRADIENT_GB,
     as_json: JsonFlag = False,
 ) -> None:
     """The ring all-reduce bound 2(k-1)/k · gradient / slowest link, for GPU sets on the cluster."""
@@ -180,7 +181,7 @@ def gang_command(
     cluster: ClusterArg,
     jobs: Annotated[str | None, typer.Argument(help="jobs file or scenario name (default: the scenario's jobs)")] = None,
     mode: Annotated[str, typer.Option(help="pod (default scheduler) | gang (all or nothing)")] = "gang",
-    timeout: Annotated[float, typer.Option(min=0, help="gang mode: seconds a partial reservation may be held")] = 0.0,
+    timeout: Annotated[float, typer.Option(parser=finite(0, 1e9), help="gang mode: seconds a partial reservation may be held")] = 0.0,
     policy: Annotated[str, typer.Option(help="binpack | spread | topology")] = "binpack",
     emit_kueue: Annotated[
         str | None,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -29,10 +28,12 @@ from .common import (
     TimeLimit,
     app,
     emit_json,
+    finite,
     out,
     run,
     show,
     solver_config,
+    write_output,
 )
 
 
@@ -46,13 +47,7 @@ def _cluster_source(cluster: str | None, kubeconfig: str | None, context: str | 
 
 def _write_claim(claim: dict, target: str) -> None:
     text = yaml.safe_dump(claim, sort_keys=False, width=1000)
-    if target == "-":
-        out.print(text, end="", markup=False)
-        return
-    path = Path(target)
-    if not path.parent.is_dir():
-        raise ValueError(f"--emit-claim: folder {path.parent} does not exist")
-    path.write_text(text, encoding="utf-8")
+    write_output(target, text)
 
 
 @app.command("explain")
@@ -71,7 +66,7 @@ def explain_command(
         typer.Option("--objects", help="DRA objects (as for `gpusched dra`): explain a ResourceClaim by namespace/name"),
     ] = None,
     driver: Annotated[str, typer.Option("--driver", help=f"DRA driver of the cluster's slices: {' | '.join(DRIVERS)}")] = NVIDIA,
-    gradient_gb: Annotated[float, typer.Option("--gradient-gb", min=0, help="gradient size for the all-reduce cost")] = DEFAULT_GRADIENT_GB,
+    gradient_gb: Annotated[float, typer.Option("--gradient-gb", parser=finite(0, 1e9), help="gradient size for the all-reduce cost")] = DEFAULT_GRADIENT_GB,
     time_limit: TimeLimit = 10.0,
     workers: SolverWorkers = 8,
     seed: Seed = 0,

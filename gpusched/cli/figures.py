@@ -37,10 +37,7 @@ def save_figure(option: str, path: Path | None, figure: str, data: Any) -> None:
         return
     from . import plots  # matplotlib only when a picture is wanted
 
-    try:
-        plots.save_png(getattr(plots, figure)(data), path)
-    except OSError as error:
-        raise ValueError(f"{option}: cannot write {path}: {error.strerror or error}") from None
+    plots.save_png(getattr(plots, figure)(data), path)
 
 
 def wrote(path: Path | None, as_json: bool) -> None:

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from ..scenarios.importer import ImportReport, build_cluster, read_inputs
 from ..scenarios.importer.live import read_live
-from .common import JsonFlag, app, emit_json, new_table, run, write_output
+from .common import JsonFlag, app, console, emit_json, new_table, run, write_output
 
 WIDTH = 160  # a row per node with its model and sources: wider than a terminal rather than folded
 
@@ -50,25 +50,24 @@ def import_command(
             raise ValueError("give --nodes (kubectl get nodes -o json) or --kubeconfig")
         imported = build_cluster(inputs)
         report = imported.report
-        if output:
-            _write(output, imported.cluster)
-            report.output = output
-        if pods_out:
-            _write(pods_out, imported.pending)
+        outputs = [(target, _text(target, model)) for target, model in ((output, imported.cluster),
+                                                                       (pods_out, imported.pending)) if target]
+        if outputs:
+            write_output(*outputs[0], *outputs[1:])
+        report.output = output
         if as_json:
             emit_json(report)
         else:
-            render(Console(stderr=output == "-", highlight=False, soft_wrap=True, width=WIDTH), report)
+            render(console(stderr=output == "-", width=WIDTH), report)
         return 1 if report.errors else 0
 
     run(body)
 
 
-def _write(target: str, model: BaseModel) -> None:
-    """JSON for a .json name, YAML otherwise; written whole, only after the import succeeded."""
+def _text(target: str, model: BaseModel) -> str:
+    """JSON for a .json name, YAML otherwise; the files are written together, only after the import succeeded."""
     data = model.model_dump(mode="json", exclude_defaults=True)
-    text = json.dumps(data, indent=2) + "\n" if target.endswith(".json") else yaml.safe_dump(data, sort_keys=False)
-    write_output(target, text)
+    return json.dumps(data, indent=2) + "\n" if target.endswith(".json") else yaml.safe_dump(data, sort_keys=False)
 
 
 def render(console: Console, report: ImportReport) -> None:

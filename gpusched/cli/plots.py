@@ -6,7 +6,6 @@ needs a display. The data come from the library (FragReport, ClusterMap); this m
 
 from __future__ import annotations
 
-import os
 from itertools import groupby
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from matplotlib.collections import PatchCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
+from ..files import write_files
 from ..models.mig import MEMORY_SLICES
 from ..planner.frag import FragReport, FragRow
 from ..planner.gpumap import ClusterMap, MapGpu
@@ -42,14 +42,9 @@ DPI = 100
 
 
 def save_png(figure: Figure, path: Path) -> None:
-    """Write through a temporary file in the same folder, so a failed write leaves nothing half-written."""
-    partial = path.with_name(f".{path.name}.partial")
-    try:
-        FigureCanvasAgg(figure)  # the figure draws on Agg, whatever pyplot's backend is
-        figure.savefig(partial, format="png", dpi=DPI)
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
+    """Write through gpusched.files' safe writer, so a failed write leaves nothing half-written."""
+    FigureCanvasAgg(figure)  # the figure draws on Agg, whatever pyplot's backend is
+    write_files([(str(path), lambda handle: figure.savefig(handle, format="png", dpi=DPI))])
 
 
 # --- frag ----------------------------------------------------------------------------------------------------------

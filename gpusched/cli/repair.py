@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from ..limits import MAX_PODS
 from ..planner.explain.target import pick_pending
 from ..planner.optimize.defrag import DefragReport, defrag, parse_shape
 from ..planner.optimize.preempt import Alternative, PreemptReport, preempt
@@ -199,7 +200,7 @@ def defrag_command(
         str, typer.Option("--for", help="GPUS[xPODS|xmax][@island]: 8@island, 8x2 (two 8-GPU pods), 4xmax@island")
     ],
     max_moves: Annotated[
-        int | None, typer.Option("--max-moves", help="at most this many moves (needed with xmax)")
+        int | None, typer.Option("--max-moves", max=MAX_PODS, help="at most this many moves (needed with xmax)")
     ] = None,
     time_limit: TimeLimit = 10.0,
     workers: SolverWorkers = 2,

@@ -9,9 +9,17 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
+from ..limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_REPLICAS, at_most
 from .mig import placement_error, profiles_for
 from .quantity import Quantity, milli, to_int
 from .scheduling import Taint
@@ -23,7 +31,7 @@ Count = Annotated[int, Field(ge=0, strict=True)]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class MigInstance(Strict):
@@ -63,14 +71,16 @@ def _mig_table(info: ValidationInfo) -> dict:
 
 class GpuBlock(Strict):
     model: str
-    count: Count
+    count: Annotated[Count, at_most(MAX_GPUS_PER_NODE, "GPUSCHED_MAX_GPUS_PER_NODE")]
     memory_gib: float = Field(gt=0, description="memory per GPU")
     islands: list[list[Count]] = Field(
         default_factory=list, description="GPU indices joined by NVLink; a GPU in no list is an island of one"
     )
     nvlink_gbps: float = Field(300.0, gt=0, description="NVLink bandwidth per direction inside an island, GB/s")
     pcie_gbps: float = Field(32.0, gt=0, description="PCIe bandwidth per direction between islands, GB/s")
-    replicas: int = Field(1, ge=1, strict=True, description="time-slicing replicas per GPU (1: exclusive)")
+    replicas: Annotated[int, at_most(MAX_REPLICAS, "GPUSCHED_MAX_REPLICAS")] = Field(
+        1, ge=1, strict=True, description="time-slicing replicas per GPU (1: exclusive)"
+    )
     rename_shared: bool = Field(
         False, description="the device plugin's renameByDefault: replicas are advertised as nvidia.com/gpu.shared"
     )
@@ -213,7 +223,7 @@ class RunningPod:
 
 
 class Cluster(Strict):
-    nodes: list[Node]
+    nodes: Annotated[list[Node], at_most(MAX_NODES, "GPUSCHED_MAX_NODES")]
     network_gbps: float = Field(25.0, gt=0, description="bandwidth per direction between nodes, GB/s")
     running: dict[str, GpuNeeds] = Field(
         default_factory=dict,

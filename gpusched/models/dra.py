@@ -15,6 +15,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from ..limits import INT64_MAX
 from .quantity import parse_quantity
 from .scheduling import NodeSelectorTerm
 
@@ -125,7 +126,7 @@ _TYPES = ("int", "bool", "string", "version")
 class DeviceAttribute(K8s):
     """Exactly one typed value: int, bool, string or a strict semantic version."""
 
-    int_value: int | None = Field(None, alias="int")
+    int_value: int | None = Field(None, alias="int", ge=-INT64_MAX - 1, le=INT64_MAX)  # an int64, as in the API
     bool_value: bool | None = Field(None, alias="bool")
     string_value: str | None = Field(None, alias="string")
     version_value: str | None = Field(None, alias="version")

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError
+from ..limits import INT32_MAX, INT32_MIN, INT64_MAX
 from .quantity import milli, to_int
 from .scheduling import NodeSelectorTerm, Taint, Toleration
 
@@ -114,11 +115,16 @@ class _Value:
             self.fail(f"expected a string, got {self.value!r}")
         return self.value
 
-    def integer(self, default: int = 0) -> int:
+    def integer(self, default: int = 0, low: int = -INT64_MAX - 1, high: int = INT64_MAX) -> int:
+        """A whole number in [low, high] (Kubernetes' integers are int32 or int64), else the API server's words."""
         if self.value is None:
             return default
         if isinstance(self.value, bool) or not isinstance(self.value, int):
             self.fail(f"expected a whole number, got {self.value!r}")
+        if self.value > high:
+            self.fail(f"must be no more than {high}")
+        if self.value < low:
+            self.fail(f"must be no less than {low}")
         return self.value
 
     def strings(self) -> dict[str, str]:
@@ -238,7 +244,7 @@ def _pod(item: _Value) -> KubePod:
         namespace=meta.get("namespace").text("default") or "default",
         node_name=spec.get("nodeName").text(),
         phase=status.get("phase").text(),
-        priority=spec.get("priority").integer(0),
+        priority=spec.get("priority").integer(0, INT32_MIN, INT32_MAX),
         preemption_policy=policy,
         requests=pod_requests(spec),
         tolerations=[t.model(Toleration, _TOLERATION_KEYS, drop_empty=True) for t in spec.get("tolerations").items()],

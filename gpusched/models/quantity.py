@@ -7,12 +7,11 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
-__all__ = [
-    "Quantity","parse_quantity", "milli", "to_int", "format_quantity"]
+from ..limits import INT64_MAX
 
-Quantity = Annotated[str | int | float, Field(description="a Kubernetes quantity: 64, 500m, 512Gi")]
+__all__ = ["Quantity", "parse_quantity", "milli", "to_int", "format_quantity"]
 
 _SUFFIXES = {
     "": Decimal(1),
@@ -33,21 +32,48 @@ _SUFFIXES = {
     "Ei": Decimal(2**60),
 }
 _PATTERN = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
+_REGEX = "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+_LARGEST = Decimal(INT64_MAX) / 1000  # so that millicores too stay an int64, as the API server keeps them
+_TOO_LARGE = f"must be no more than {INT64_MAX // 1000} (an int64 of millis, as the API server keeps it); got {{!r}}"
+
+
+def _malformed(value: object) -> ValueError:
+    return ValueError(f"expected a quantity such as 4, 500m or 64Gi, got {value!r} (quantities must match the "
+                      f"regular expression {_REGEX})")
 
 
 def parse_quantity(value: str | int | float) -> Decimal:
-    """Parse a quantity; raises ValueError with the expected form."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a quantity such as 4, 500m or 64Gi, got {value!r}")
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    match = _PATTERN.match(value.strip())
+    """Parse a quantity; raises ValueError with the expected form, or when it is infinite, not a number, or too
+    large for an int64 of millis: nothing downstream ever sees an exponent it could not afford to compute."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise _malformed(value)
+    if isinstance(value, int) and abs(value) > INT64_MAX:
+        raise ValueError(_TOO_LARGE.format(f"an integer of {value.bit_length()} bits"))
+    match = _PATTERN.match(str(value).strip())
     if not match or match.group(2) not in _SUFFIXES:
-        raise ValueError(f"expected a quantity such as 4, 500m or 64Gi, got {value!r}")
+        raise _malformed(value)
     try:
-        return Decimal(match.group(1)) * _SUFFIXES[match.group(2)]
+        number = Decimal(match.group(1))
     except InvalidOperation:
-        raise ValueError(f"expected a quantity such as 4, 500m or 64Gi, got {value!r}") from None
+        raise _malformed(value) from None
+    if not number.is_finite() or (number and number.adjusted() > 30):
+        raise ValueError(_TOO_LARGE.format(value))
+    found = number * _SUFFIXES[match.group(2)]
+    if abs(found) > _LARGEST:
+        raise ValueError(_TOO_LARGE.format(value))
+    return found
+
+
+def _check(value: str | int | float) -> str | int | float:
+    parse_quantity(value)
+    return value
+
+
+Quantity = Annotated[
+    str | int | float,
+    Field(description="a Kubernetes quantity: 64, 500m, 512Gi"),
+    AfterValidator(_check),
+]
 
 
 @lru_cache(maxsize=4096)

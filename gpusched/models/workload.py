@@ -7,6 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..limits import INT32_MAX, INT32_MIN, MAX_POD_GPUS, MAX_PODS, at_most
 from .quantity import Quantity, milli, to_int
 from .scheduling import Toleration
 
@@ -18,7 +19,7 @@ Positive = Annotated[int, Field(ge=1, strict=True)]
 class GpuNeeds(BaseModel):
     """What one pod needs from the hardware, beyond the count the scheduler sees."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model: str | None = Field(None, description="GPU model required, e.g. A100-SXM4-80GB")
     memory_gib: float | None = Field(None, gt=0, description="GPU memory needed per GPU")
@@ -27,7 +28,7 @@ class GpuNeeds(BaseModel):
     mig_profile: str | None = Field(None, description="needs MIG instances of this profile, e.g. 3g.40gb")
     cpu: Quantity | None = None
     memory: Quantity | None = Field(None, description="host memory request")
-    priority: int = 0
+    priority: int = Field(0, ge=INT32_MIN, le=INT32_MAX, description="as a pod's spec.priority: an int32")
     tolerations: list[Toleration] = Field(default_factory=list)
     node_selector: dict[str, str] = Field(default_factory=dict)
     labels: dict[str, str] = Field(default_factory=dict, description="the pod's labels (disruption budgets select by them)")
@@ -43,7 +44,9 @@ class GpuNeeds(BaseModel):
 
 class Pod(GpuNeeds):
     name: str = Field(min_length=1)
-    gpus: int = Field(1, ge=0, strict=True, description="GPUs (or MIG instances, or replicas when shared)")
+    gpus: Annotated[int, at_most(MAX_POD_GPUS, "GPUSCHED_MAX_GPUS_PER_NODE or GPUSCHED_MAX_REPLICAS")] = Field(
+        1, ge=0, strict=True, description="GPUs (or MIG instances, or replicas when shared)"
+    )
 
 
 def _unique(items: list, what: str) -> list:
@@ -54,8 +57,8 @@ def _unique(items: list, what: str) -> list:
 
 
 class PodList(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    pods: list[Pod]
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    pods: Annotated[list[Pod], at_most(MAX_PODS, "GPUSCHED_MAX_PODS")]
 
     @field_validator("pods")
     @classmethod
@@ -67,8 +70,8 @@ class Job(GpuNeeds):
     """A distributed training job: `pods` pods of `gpus_per_pod` GPUs that run `duration` seconds together."""
 
     name: str = Field(min_length=1)
-    pods: Positive
-    gpus_per_pod: Positive
+    pods: Annotated[Positive, at_most(MAX_PODS, "GPUSCHED_MAX_PODS")]
+    gpus_per_pod: Annotated[Positive, at_most(MAX_POD_GPUS, "GPUSCHED_MAX_GPUS_PER_NODE or GPUSCHED_MAX_REPLICAS")]
     duration: float = Field(gt=0, description="seconds from start to finish")
     arrival: float = Field(0.0, ge=0, description="seconds after the simulation starts")
     nvlink_domain: bool = Field(
@@ -79,8 +82,8 @@ class Job(GpuNeeds):
 
 
 class JobList(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    jobs: list[Job]
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    jobs: Annotated[list[Job], at_most(MAX_PODS, "GPUSCHED_MAX_PODS")]
 
     @field_validator("jobs")
     @classmethod

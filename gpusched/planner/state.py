@@ -143,7 +143,14 @@ class ClusterState:
 
     @classmethod
     def from_cluster(cls, cluster: Cluster) -> ClusterState:
-        return cls([_node_state(node) for node in cluster.nodes], cluster.network_gbps)
+        """The state every planner starts from: running pods hold their GPUs and, as kube-scheduler counts them,
+        their cpu and memory requests on their nodes (gpusched.planner.validate counts the same)."""
+        state = cls([_node_state(node) for node in cluster.nodes], cluster.network_gbps)
+        for pod in cluster.running_pods():
+            node = state.node(pod.node)
+            node.cpu_requested += pod.needs.cpu_milli
+            node.memory_requested += pod.needs.memory_bytes
+        return state
 
     def __post_init__(self) -> None:
         self._by_name = {node.name: node for node in self.nodes}

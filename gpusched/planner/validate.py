@@ -23,6 +23,7 @@ class Assignment:
     node: str
     gpus: tuple[int, ...]  # physical GPU per unit (repeats allowed only for replicas in the integer view)
     mig: tuple[tuple[int, int], ...] = ()
+    units: int | None = None  # GPUs (or MIG instances) the pod asked for, when the caller knows it
 
 
 def violations(cluster: Cluster, assignments: list[Assignment], hardware: bool = True) -> list[str]:
@@ -33,6 +34,9 @@ def violations(cluster: Cluster, assignments: list[Assignment], hardware: bool =
     """
     nodes = {node.name: node for node in cluster.nodes}
     problems: list[str] = []
+    running: dict[str, list[GpuNeeds]] = {}
+    for pod in cluster.running_pods():
+        running.setdefault(pod.node, []).append(pod.needs)
     by_node: dict[str, list[Assignment]] = {}
     for a in assignments:
         if a.node not in nodes:
@@ -41,7 +45,7 @@ def violations(cluster: Cluster, assignments: list[Assignment], hardware: bool =
         by_node.setdefault(a.node, []).append(a)
         problems += [f"{a.pod} on {a.node}: {p}" for p in _pod_problems(nodes[a.node], a, hardware)]
     for name, placed in by_node.items():
-        problems += [f"{name}: {p}" for p in _capacity_problems(nodes[name], placed, hardware)]
+        problems += [f"{name}: {p}" for p in _capacity_problems(nodes[name], placed, running.get(name, []), hardware)]
     return problems
 
 
@@ -58,8 +62,12 @@ def _pod_problems(node: Node, a: Assignment, hardware: bool) -> list[str]:
     block = node.gpu
     if block is None:
         return found + (["node has no GPUs"] if a.gpus else [])
-    if any(g >= block.count for g in a.gpus):
-        return found + ["GPU index out of range"]
+    given = len(a.mig) or len(a.gpus)
+    if a.units is not None and given != a.units:
+        found.append(f"given {given} GPU(s), asked for {a.units}")
+    wrong = sorted({g for g in [*a.gpus, *(gpu for gpu, _ in a.mig)] if not 0 <= g < block.count})
+    if wrong:
+        return found + [f"GPU index {', '.join(map(str, wrong))} out of range (the node has GPUs 0..{block.count - 1})"]
     mig_gpus = {m.gpu for m in block.mig}
     instances = {(m.gpu, m.start): m for m in block.mig}
     for gpu, start in a.mig:
@@ -100,13 +108,19 @@ def _hardware_problems(node: Node, a: Assignment) -> list[str]:
     return found
 
 
-def _capacity_problems(node: Node, placed: list[Assignment], hardware: bool) -> list[str]:
+def _request(needs: GpuNeeds, resource: str) -> int:
+    return needs.cpu_milli if resource == "cpu" else needs.memory_bytes
+
+
+def _capacity_problems(node: Node, placed: list[Assignment], running: list[GpuNeeds], hardware: bool) -> list[str]:
+    """Over-used resources: the pods placed plus those already running there (their cpu and memory requests count,
+    as kube-scheduler counts them; their GPUs are the node's busy GPUs and held MIG instances)."""
     block = node.gpu
     found = []
-    if node.cpu is not None and sum(a.needs.cpu_milli for a in placed) > (node.cpu_milli or 0):
-        found.append("cpu over allocatable")
-    if node.memory is not None and sum(a.needs.memory_bytes for a in placed) > (node.memory_bytes or 0):
-        found.append("memory over allocatable")
+    for resource, allocatable in (("cpu", node.cpu_milli), ("memory", node.memory_bytes)):
+        asked = sum(_request(a.needs, resource) for a in placed)  # kube-scheduler lets a pod asking none through
+        if allocatable is not None and asked and asked + sum(_request(n, resource) for n in running) > allocatable:
+            found.append(f"{resource} over allocatable")
     if block is None:
         return found
     units = Counter(g for a in placed if not a.mig for g in a.gpus) + Counter(b.gpu for b in block.busy)

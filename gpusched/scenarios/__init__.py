@@ -7,16 +7,16 @@ kubectl dumps, or a kubeconfig (a live cluster); the last two are imported on th
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError
+from ..files import parse as _parse
+from ..files import read_document
 from ..models.cluster import Cluster
 from ..models.workload import JobList, PodList
 
@@ -38,33 +38,6 @@ class Scenario:
 
 def scenario_names() -> list[str]:
     return sorted(entry.name.removesuffix(".yaml") for entry in _DATA.iterdir() if entry.name.endswith(".yaml"))
-
-
-def read_document(source: str, missing: str = "no such file") -> Any:
-    """Parse a JSON or YAML file (a .json file is parsed as JSON, for its exact error positions)."""
-    path = Path(source)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(source, missing) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(source, f"cannot read: {error}") from None
-    return _parse(source, text)
-
-
-def _parse(source: str, text: str) -> Any:
-    if source.endswith(".json"):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as error:
-            raise InputError(source, f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise InputError(source, f"malformed YAML{where}: {problem}") from None
 
 
 def _location(loc: tuple[Any, ...], data: Any) -> str:
@@ -114,16 +87,20 @@ def _kubeconfig(source: str) -> tuple[str, str | None] | None:
     if not file.is_file() or file.stat().st_size > _KUBECONFIG_MAX_BYTES:
         return None
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = read_document(path)
+    except InputError:
         return None
     is_config = isinstance(data, dict) and data.get("kind") == "Config" and "clusters" in data
     return (path, context or None) if is_config else None
 
 
 def _is_imported(source: str) -> bool:
-    """A directory of kubectl dumps (gpusched.scenarios.importer.DUMP_LAYOUT), or a kubeconfig: a live cluster."""
-    return Path(source).is_dir() or _kubeconfig(source) is not None
+    """A directory of kubectl dumps (gpusched.scenarios.importer.DUMP_LAYOUT), or a kubeconfig: a live cluster.
+    A name the system refuses to look up (too long, a NUL byte) is neither; reading it then says why."""
+    try:
+        return Path(source).is_dir() or _kubeconfig(source) is not None
+    except (OSError, ValueError):
+        return False
 
 
 def _imported(source: str) -> Scenario:
@@ -164,7 +141,10 @@ def _scenario(source: str, name: str, data: dict[str, Any]) -> Scenario:
         raise InputError(source, "unknown keys (expected description, cluster, pods, jobs)", ", ".join(sorted(unknown)))
     cluster_data = data["cluster"]
     if isinstance(cluster_data, str):  # a scenario may reuse another scenario's cluster by name
-        cluster = load_scenario(cluster_data).cluster
+        try:
+            cluster = load_scenario(cluster_data).cluster
+        except InputError as error:
+            raise InputError(source, str(error), "cluster") from None
     else:
         cluster = _cluster(source, cluster_data, "cluster.")
     pods = validate(source, {"pods": data["pods"]}, PodList) if "pods" in data else None

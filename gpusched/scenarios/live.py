@@ -8,29 +8,42 @@ that does not parse, a missing context, an unreachable or refusing server) is on
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from ..errors import InputError, require
+from ..files import parse, read_text
 
 if TYPE_CHECKING:  # the client is imported when a kubeconfig is used, not at every CLI start
     from kubernetes import client
 
-__all__ = ["DRA_COLLECTIONS", "RestError", "call", "connect", "fetch", "fetch_dra", "request", "split_name"]
+__all__ = ["DRA_COLLECTIONS", "RestError", "call", "connect", "fetch", "fetch_dra", "request", "split_name", "timeout"]
 
-TIMEOUT = (5, 30)  # seconds: connect, read
+DEFAULT_TIMEOUT = 30.0  # seconds to wait for each answer; GPUSCHED_API_TIMEOUT overrides it
+
+
+def timeout() -> tuple[float, float]:
+    """(connect, read) seconds for every request: GPUSCHED_API_TIMEOUT (a positive number), else 30; connecting
+    waits at most 5 of them. A server that accepts and never answers is an error, not a hang."""
+    try:
+        seconds = float(os.environ.get("GPUSCHED_API_TIMEOUT", DEFAULT_TIMEOUT))
+    except ValueError:
+        seconds = DEFAULT_TIMEOUT
+    seconds = seconds if 0 < seconds < 86400 else DEFAULT_TIMEOUT
+    return min(5.0, seconds), seconds
 
 
 def _contexts(path: Path) -> tuple[list[str], str]:
     """The kubeconfig's context names and current context, or an InputError naming the file."""
     try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as error:
-        raise InputError(str(path), f"cannot read the kubeconfig: {error.strerror or error}") from None
-    except yaml.YAMLError as error:
-        raise InputError(str(path), f"not a kubeconfig: {error}".splitlines()[0]) from None
+        text = read_text(str(path))
+    except InputError as error:
+        raise InputError(str(path), f"cannot read the kubeconfig: {error.message}") from None
+    try:
+        doc = parse(str(path), text)
+    except InputError as error:
+        raise InputError(str(path), f"not a kubeconfig: {error.message}") from None
     if not isinstance(doc, dict):
         raise InputError(str(path), "not a kubeconfig: expected a YAML or JSON object")
     entries = doc.get("contexts") or []
@@ -56,6 +69,11 @@ def connect(kubeconfig: str | Path, context: str | None = None) -> client.ApiCli
         return new_client_from_config(config_file=str(path), context=wanted, persist_config=False)
     except (ConfigException, ValueError, TypeError, OSError) as error:
         raise InputError(str(path), f"context {wanted!r}: {error}".splitlines()[0]) from None
+    except (AttributeError, KeyError) as error:  # the client trips over an entry of the wrong shape (user: "text")
+        raise InputError(
+            str(path), f"context {wanted!r}: a cluster, user or context entry is not a mapping of the expected keys "
+            f"({type(error).__name__}: {error})".splitlines()[0]
+        ) from None
 
 
 def split_name(name: str, default_namespace: str = "default") -> tuple[str, str]:
@@ -85,11 +103,24 @@ def request(
     method, url, headers, body, _ = api.param_serialize(
         method, path, header_params=headers, body=body, auth_settings=["BearerToken"]
     )
-    response = api.call_api(method, url, header_params=headers, body=body, _request_timeout=TIMEOUT)
+    response = api.call_api(method, url, header_params=headers, body=body, _request_timeout=timeout())
     data = response.read()
     if not 200 <= response.status < 300:
         raise RestError(response.status, _status_message(data, response.reason))
-    return json.loads(data) if data else None
+    return _object(data)
+
+
+def _object(data: bytes) -> dict[str, Any]:
+    """The answer as a JSON object; ValueError saying what came instead (nothing, null, a list, not JSON)."""
+    if not data.strip():
+        raise ValueError("an empty answer")
+    try:
+        found = json.loads(data)
+    except (ValueError, RecursionError):
+        raise ValueError("an answer that is not JSON") from None
+    if not isinstance(found, dict):
+        raise ValueError(f"JSON {type(found).__name__ if found is not None else 'null'}")
+    return found
 
 
 def _status_message(data: bytes, reason: str) -> str:
@@ -116,6 +147,8 @@ def call(
         raise InputError(server, f"{method} {path.split('?')[0]}: {error}") from None
     except HTTPError as error:
         raise InputError(server, f"cannot reach the API server: {_root_cause(error)}") from None
+    except ValueError as error:
+        raise InputError(server, f"{method} {path.split('?')[0]}: expected a JSON object, got {error}") from None
 
 
 def _get(api: client.ApiClient, path: str) -> Any:

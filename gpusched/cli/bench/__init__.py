@@ -25,12 +25,16 @@ from ...bench.repair import FILL, bench_defrag, bench_explain, bench_preempt
 from ...bench.replay import bench_replay, write_replay
 from ...bench.synthetic_bench import bench_synthetic, write_synthetic
 from ...errors import require
+from ...limits import MAX_NODES, MAX_POD_GPUS, MAX_PODS
 from ...planner.gpushare import POLICIES, policy_named
 from ...planner.optimize.defrag import parse_shape
 from ...scenarios.openb import OPENB_TRACES, OPENB_URL, download_openb, openb_dir
 from ..common import (
     POLICY_CHOICES,
+    SECONDS_MAX,
+    SEED_MAX,
     VIEW_CHOICES,
+    WORKERS_MAX,
     JsonFlag,
     Seed,
     SolverWorkers,
@@ -38,6 +42,7 @@ from ..common import (
     app,
     choice,
     counts,
+    finite,
     run,
     show,
     solver_config,
@@ -64,16 +69,16 @@ DataDir = Annotated[
     ),
 ]
 NodesFile = Annotated[str | None, typer.Option("--nodes-file", help="node list CSV (default: the one in --data)")]
-NodeCount = Annotated[int | None, typer.Option("--nodes", min=1, help="an evenly spaced subset of this many nodes")]
-Workers = Annotated[int, typer.Option("--workers", min=1, help="local processes (default: one per CPU)")]
+NodeCount = Annotated[int | None, typer.Option("--nodes", min=1, max=MAX_NODES, help="an evenly spaced subset of this many nodes")]
+Workers = Annotated[int, typer.Option("--workers", min=1, max=WORKERS_MAX, help="local processes (default: one per CPU)")]
 CPUS = os.cpu_count() or 1
 Ray = Annotated[bool, typer.Option("--ray", help="run on a Ray instance started here (needs the ray extra)")]
 RayAddress = Annotated[str | None, typer.Option("--ray-address", help="run on the Ray cluster at this address")]
 Out = Annotated[Path | None, typer.Option("--out", help="write CSV, JSON and a PNG plot into this folder")]
 Timing = Annotated[bool, typer.Option("--timing/--no-timing", help="show times (off: output that repeats exactly)")]
-BusyNodes = Annotated[int, typer.Option(min=1, help="generated nodes, made busy by placing generated pods")]
-GeneratorSeed = Annotated[int, typer.Option(help="generator seed")]
-Fill = Annotated[float, typer.Option(min=0.0, help="generated pods ask for this many times the exclusive GPUs")]
+BusyNodes = Annotated[int, typer.Option(min=1, max=MAX_NODES, help="generated nodes, made busy by placing generated pods")]
+GeneratorSeed = Annotated[int, typer.Option(min=0, max=SEED_MAX, help="generator seed")]
+Fill = Annotated[float, typer.Option(parser=finite(0.0, 100.0), help="generated pods ask for this many times the exclusive GPUs")]
 
 
 bench_app = typer.Typer(
@@ -136,12 +141,12 @@ def _write_and_show(
 
 @bench_app.command("place")
 def bench_place_command(
-    nodes: Annotated[int, typer.Option(min=1, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 1000,
-    pods: Annotated[int, typer.Option(min=1, help="generated pods")] = 10000,
+    nodes: Annotated[int, typer.Option(min=1, max=MAX_NODES, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 1000,
+    pods: Annotated[int, typer.Option(min=1, max=MAX_PODS, help="generated pods")] = 10000,
     sizes: Annotated[str, typer.Option(help="GPU counts to draw pods from, comma-separated")] = "1",
     view: Annotated[str, typer.Option(help="gpu | extended")] = "gpu",
     policy: Annotated[str, typer.Option(help="binpack | spread | topology")] = "binpack",
-    seed: Annotated[int, typer.Option(help="generator seed")] = 42,
+    seed: Annotated[int, typer.Option(min=0, max=SEED_MAX, help="generator seed")] = 42,
     as_json: JsonFlag = False,
 ) -> None:
     """Time `place` on a generated cluster: how fast the greedy placer is at scale."""
@@ -171,7 +176,7 @@ def bench_openb_command(
     data: DataDir = None,
     nodes_file: NodesFile = None,
     nodes: NodeCount = None,
-    ratio: Annotated[float, typer.Option("--ratio", min=0.01, help="arrived GPU demand, × capacity")] = DEFAULT_RATIO,
+    ratio: Annotated[float, typer.Option("--ratio", parser=finite(0.01, 100), help="arrived GPU demand, × capacity")] = DEFAULT_RATIO,
     bound: Annotated[
         bool,
         typer.Option(
@@ -222,13 +227,13 @@ def bench_openb_command(
 @bench_app.command("synthetic")
 def bench_synthetic_command(
     nodes: Annotated[str, typer.Option("--nodes", help="cluster sizes, comma-separated")] = "100,1000,10000",
-    jobs_per_node: Annotated[float, typer.Option("--jobs-per-node", min=0.001, help="pending jobs per node")] = 0.5,
-    busy: Annotated[float, typer.Option("--busy", min=0.0, max=1.0, help="fraction of GPUs already busy")] = 0.2,
+    jobs_per_node: Annotated[float, typer.Option("--jobs-per-node", parser=finite(0.001, 1000), help="pending jobs per node")] = 0.5,
+    busy: Annotated[float, typer.Option("--busy", parser=finite(0.0, 1.0), help="fraction of GPUs already busy")] = 0.2,
     mix: Annotated[
         str, typer.Option("--mix", help="node kinds and weights of dgx, pcie, l4, mig")
     ] = "dgx=4,pcie=2,l4=2,mig=2",
-    seed: Annotated[int, typer.Option("--seed", help="generator and solver seed")] = 42,
-    time_limit: Annotated[float, typer.Option("--time-limit", min=0.01, help="CP-SAT seconds per cluster")] = 60.0,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=SEED_MAX, help="generator and solver seed")] = 42,
+    time_limit: Annotated[float, typer.Option("--time-limit", parser=finite(0.01, SECONDS_MAX), help="CP-SAT seconds per cluster")] = 60.0,
     workers: Workers = CPUS,
     ray: Ray = False,
     ray_address: RayAddress = None,
@@ -281,7 +286,7 @@ def bench_replay_command(
     data: DataDir = None,
     nodes_file: NodesFile = None,
     nodes: NodeCount = None,
-    seed: Annotated[int, typer.Option("--seed", help="seed for the policies' tie orders")] = 42,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=SEED_MAX, help="seed for the policies' tie orders")] = 42,
     speedup: Annotated[
         float, typer.Option("--speedup", min=1.0, help="arrivals this many times faster, lifetimes kept")
     ] = 1.0,
@@ -315,8 +320,8 @@ def bench_replay_command(
 
 @bench_app.command("dra")
 def bench_dra_command(
-    nodes: Annotated[int, typer.Option(min=1, help="generated nodes, 8 GPUs each in two NVLink islands of four")] = 1000,
-    every: Annotated[int, typer.Option(min=1, help="one node in EVERY keeps an island free; the rest are fragmented")] = 20,
+    nodes: Annotated[int, typer.Option(min=1, max=MAX_NODES, help="generated nodes, 8 GPUs each in two NVLink islands of four")] = 1000,
+    every: Annotated[int, typer.Option(min=1, max=MAX_NODES, help="one node in EVERY keeps an island free; the rest are fragmented")] = 20,
     prune: Annotated[bool, typer.Option("--prune/--no-prune", help="gpusched's per-node bounds before the search")] = True,
     as_json: JsonFlag = False,
 ) -> None:
@@ -331,8 +336,8 @@ def bench_dra_command(
 
 @bench_app.command("mig")
 def bench_mig_command(
-    gpus: Annotated[int, typer.Option(min=8, help="generated MIG-capable GPUs (8 per node)")] = 1000,
-    seed: Annotated[int, typer.Option(help="generator seed (and CP-SAT seed)")] = 42,
+    gpus: Annotated[int, typer.Option(min=8, max=8 * MAX_NODES, help="generated MIG-capable GPUs (8 per node)")] = 1000,
+    seed: Annotated[int, typer.Option(min=0, max=SEED_MAX, help="generator seed (and CP-SAT seed)")] = 42,
     random_layouts: Annotated[
         bool, typer.Option("--random-layouts", help="random instances on every GPU (few identical GPUs) instead of common layouts")
     ] = False,
@@ -352,10 +357,10 @@ def bench_mig_command(
 
 @bench_app.command("plan")
 def bench_plan_command(
-    nodes: Annotated[int, typer.Option(min=1, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 10000,
-    jobs: Annotated[int, typer.Option(min=1, help="generated pending jobs (1-8 GPUs per pod, 1-8 pods)")] = 2000,
-    busy: Annotated[float, typer.Option(min=0.0, max=1.0, help="fraction of GPUs already busy")] = 0.5,
-    domain_jobs: Annotated[int, typer.Option(min=0, help="add 4x8-GPU jobs confined to one NVLink domain")] = 0,
+    nodes: Annotated[int, typer.Option(min=1, max=MAX_NODES, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 10000,
+    jobs: Annotated[int, typer.Option(min=1, max=MAX_PODS, help="generated pending jobs (1-8 GPUs per pod, 1-8 pods)")] = 2000,
+    busy: Annotated[float, typer.Option(parser=finite(0.0, 1.0), help="fraction of GPUs already busy")] = 0.5,
+    domain_jobs: Annotated[int, typer.Option(min=0, max=MAX_PODS, help="add 4x8-GPU jobs confined to one NVLink domain")] = 0,
     seed: Seed = 42,
     time_limit: TimeLimit = 60.0,
     as_json: JsonFlag = False,
@@ -374,8 +379,8 @@ def bench_plan_command(
 @bench_app.command("preempt")
 def bench_preempt_command(
     nodes: BusyNodes = 1000,
-    pods: Annotated[int, typer.Option(min=1, help="pods of the pending priority-100 NVLink job")] = 2,
-    gpus: Annotated[int, typer.Option(min=1, help="GPUs per pod of the pending job")] = 8,
+    pods: Annotated[int, typer.Option(min=1, max=MAX_PODS, help="pods of the pending priority-100 NVLink job")] = 2,
+    gpus: Annotated[int, typer.Option(min=1, max=MAX_POD_GPUS, help="GPUs per pod of the pending job")] = 8,
     seed: GeneratorSeed = 42,
     fill: Fill = FILL,
     time_limit: TimeLimit = 10.0,
@@ -396,7 +401,7 @@ def bench_preempt_command(
 def bench_defrag_command(
     nodes: BusyNodes = 1000,
     shape: Annotated[str, typer.Option("--for", help="the target shape")] = "8x2@island",
-    max_moves: Annotated[int | None, typer.Option("--max-moves", help="at most this many moves")] = None,
+    max_moves: Annotated[int | None, typer.Option("--max-moves", max=MAX_PODS, help="at most this many moves")] = None,
     seed: GeneratorSeed = 42,
     fill: Fill = FILL,
     time_limit: TimeLimit = 10.0,
@@ -417,7 +422,7 @@ def bench_defrag_command(
 @bench_app.command("explain")
 def bench_explain_command(
     nodes: BusyNodes = 1000,
-    gpus: Annotated[int, typer.Option(min=1, help="GPUs of the pending priority-100 NVLink pod")] = 8,
+    gpus: Annotated[int, typer.Option(min=1, max=MAX_POD_GPUS, help="GPUs of the pending priority-100 NVLink pod")] = 8,
     seed: GeneratorSeed = 42,
     fill: Fill = FILL,
     time_limit: TimeLimit = 10.0,

@@ -33,7 +33,7 @@ from typing import Any
 
 from ...models.dra import DeviceAttribute, DeviceCapacity
 
-__all__ = ["CelError", "Selector", "compile_selector", "DeviceView", "device_view"]
+__all__ = ["CelError", "Selector", "compile_selector", "check_cost", "DeviceView", "device_view", "MAX_COST"]
 
 # The library logs each failing Python function before raising; the exception is the report, so drop the log line.
 logging.getLogger("cel").addHandler(logging.NullHandler())
@@ -378,31 +378,117 @@ class Selector:
                     _bound[0] = None
                     continue  # an unknown domain: Kubernetes reads it as an empty map
                 raise CelError(f"no such key: {missing}{_NO_SUCH_KEY_HINT}") from None
-            except Exception as error:  # the library raises TypeError, RuntimeError, ZeroDivisionError, ...
+            except BaseException as error:  # TypeError, RuntimeError, ZeroDivisionError, a panic (PanicException)
+                if isinstance(error, _NOT_THE_LIBRARY):
+                    raise
                 raise CelError(_failure[-1] if _failure else _runtime_text(error)) from None
             if not isinstance(result, bool):
                 raise CelError(f"CEL result of type {_type_name(result)} could not be converted to bool")
             return result
 
 
-def _runtime_text(error: Exception) -> str:
+_NOT_THE_LIBRARY = (KeyboardInterrupt, SystemExit, GeneratorExit)
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def _runtime_text(error: BaseException) -> str:
     if isinstance(error, ZeroDivisionError):
         return "division by zero"
     if isinstance(error, TypeError):
         return "no such overload"
-    return str(error).split(". Check")[0]
+    return _first_line(error).split(". Check")[0]
+
+
+# --- cost ---------------------------------------------------------------------------------------------------------
+# The library has no cost estimator and cannot be interrupted, so a selector is priced before it compiles, in the
+# spirit of the API server's budget (k8s.io/dynamic-resource-allocation/cel: 10 KiB, cost at most 1,000,000):
+# comprehensions cost the product of the sizes they range over, nested; each `.replace()` may multiply the size of a
+# string by len(new) (by 10 KiB when `new` is not a literal). A device's attribute maps hold at most 32 entries.
+MAX_EXPRESSION_LENGTH = 10 * 1024
+MAX_COST = 1_000_000
+MAX_NESTING = 32
+_MACRO = re.compile(r"\.\s*(all|exists_one|exists|map|filter)\s*\(")
+_REPLACE = re.compile(r"""\.\s*replace\s*\(\s*('(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")\s*,\s*('(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")\s*\)""")
+_UNKNOWN_RANGE = 32
+
+
+def _range_size(code: str, end: int) -> int:
+    """How many items the comprehension whose `.` is at `end` ranges over: a list literal's, else a map's bound."""
+    if end == 0 or code[end - 1] != "]":
+        return _UNKNOWN_RANGE
+    depth, items = 0, 1
+    for index in range(end - 1, -1, -1):
+        char = code[index]
+        depth += char in ")]}"
+        depth -= char in "([{"
+        if depth == 0:
+            return items if code[index + 1:end - 1].strip() else 0
+        items += char == "," and depth == 1
+    return _UNKNOWN_RANGE
+
+
+def check_cost(expression: str) -> None:
+    """Refuse a selector that could run for minutes or take gigabytes: CelError naming the limit it passes."""
+    if len(expression) > MAX_EXPRESSION_LENGTH:
+        raise CelError(f"must be no more than {MAX_EXPRESSION_LENGTH} bytes long (got {len(expression)})")
+    code = _STRING_LITERAL.sub('""', expression)
+    depth = deepest = 0
+    for char in code:
+        depth += char in "([{"
+        depth -= char in ")]}"
+        deepest = max(deepest, depth)
+    if deepest > MAX_NESTING:
+        raise CelError(f"nested deeper than {MAX_NESTING} parentheses and brackets")
+    open_macros: list[tuple[int, int]] = []  # (where its argument list closes, the cost of one iteration of it)
+    cost = 0
+    for match in _MACRO.finditer(code):
+        while open_macros and open_macros[-1][0] < match.start():
+            open_macros.pop()
+        outer = open_macros[-1][1] if open_macros else 1
+        iterations = outer * max(_range_size(code, match.start()), 1)
+        cost += iterations
+        open_macros.append((_closing(code, match.end() - 1), iterations))
+    size = len(expression)
+    for match in _REPLACE.finditer(expression):
+        old, new = len(match.group(1)) - 2, len(match.group(2)) - 2
+        size *= new + 1 if old == 0 else max(1, -(-new // old))
+    replaces = len(re.findall(r"\.\s*replace\s*\(", code)) - len(_REPLACE.findall(expression))
+    size *= MAX_EXPRESSION_LENGTH ** replaces
+    if max(cost, size) > MAX_COST:
+        raise CelError(
+            f"estimated cost exceeds budget of {MAX_COST} (nested comprehensions or chained replace() grow too fast)"
+        )
+
+
+def _closing(code: str, opening: int) -> int:
+    depth = 0
+    for index in range(opening, len(code)):
+        depth += code[index] in "([{"
+        depth -= code[index] in ")]}"
+        if depth == 0:
+            return index
+    return len(code)
 
 
 @cache
 def compile_selector(expression: str) -> Selector:
-    """Compile once per expression; CelError says why it does not compile, in cel-go's form where possible."""
+    """Compile once per expression, after pricing it (check_cost); CelError says why it does not compile, in
+    cel-go's form where possible, and is also what a panic inside the library becomes."""
     import cel
 
+    check_cost(expression)
     try:
         program = cel.compile(expression)
     except ValueError as error:
         text = re.sub(r"^Failed to parse expression .*?: (?=ERROR:)", "", str(error), flags=re.S)
         raise CelError(f"compilation failed: {text}") from None
+    except BaseException as error:  # a panic in the Rust library arrives as pyo3's PanicException (BaseException)
+        if isinstance(error, _NOT_THE_LIBRARY):
+            raise
+        raise CelError(f"compilation failed: {_first_line(error)}") from None
     _static_checks(expression, program)
     return Selector(expression, program)
 

@@ -6,16 +6,14 @@ Every complaint names the file and the field, with the object it is in: `items[2
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from ...errors import InputError
+from ...files import parse, read_document
 from ...models.dra import (
     API_VERSION,
     DRA_KINDS,
@@ -60,24 +58,10 @@ def builtin_object_sets() -> list[str]:
 def read_all(source: str) -> list[Any]:
     """The documents of a file: one for JSON, every `---` document for YAML; a built-in set by name."""
     if source in builtin_object_sets():
-        return [doc for doc in yaml.safe_load_all((_BUILTIN / f"{source}.yaml").read_text(encoding="utf-8")) if doc]
-    try:
-        text = Path(source).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(source, "no such file (nor a built-in object set: " + ", ".join(builtin_object_sets()) + ")") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(source, f"cannot read: {error}") from None
-    if source.endswith(".json"):
-        try:
-            return [json.loads(text)]
-        except json.JSONDecodeError as error:
-            raise InputError(source, f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}") from None
-    try:
-        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        raise InputError(source, f"malformed YAML{where}: {getattr(error, 'problem', None) or error}") from None
+        text = (_BUILTIN / f"{source}.yaml").read_text(encoding="utf-8")
+        return [doc for doc in parse(f"object set {source}", text, documents=True) if doc]
+    missing = "no such file (nor a built-in object set: " + ", ".join(builtin_object_sets()) + ")"
+    return [doc for doc in read_document(source, missing, documents=True) if doc is not None]
 
 
 def _items(doc: Any, source: str, path: str) -> list[tuple[str, Any]]:

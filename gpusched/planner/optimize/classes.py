@@ -150,8 +150,8 @@ def room_of(node: NodeState) -> _Room:
         islands=tuple(len(island) for island in whole),
         sliced=tuple((node.gpus[i].free_replicas, node.gpus[i].memory_gib - node.gpus[i].declared_gib) for i in shared),
         mig=tuple(_profile_at(node, m) for m in mig),
-        cpu=None if cpu is None else cpu - node.cpu_requested,
-        memory=None if memory is None else memory - node.memory_requested,
+        cpu=None if cpu is None else max(0, cpu - node.cpu_requested),  # over-used by running pods: none left
+        memory=None if memory is None else max(0, memory - node.memory_requested),
     )
 
 

@@ -97,13 +97,9 @@ class Budgets:
 
 
 def running_state(cluster: Cluster) -> ClusterState:
-    """The cluster's state with every running pod's cpu and memory counted on its node."""
-    state = ClusterState.from_cluster(cluster)
-    for pod in running_pods(cluster):
-        node = state.node(pod.node)
-        node.cpu_requested += pod.needs.cpu_milli
-        node.memory_requested += pod.needs.memory_bytes
-    return state
+    """The cluster's state with every running pod's cpu and memory counted on its node (ClusterState.from_cluster
+    counts them, for every planner alike)."""
+    return ClusterState.from_cluster(cluster)
 
 
 def scratch(node: NodeState) -> tuple[NodeState, Placer]:

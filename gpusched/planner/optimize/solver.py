@@ -26,7 +26,7 @@ class SolverConfig(BaseModel):
 class LevelReport(BaseModel):
     name: str
     sense: str  # maximize | minimize
-    status: str  # OPTIMAL | FEASIBLE | INFEASIBLE | UNKNOWN | MODEL_INVALID
+    status: str  # OPTIMAL | FEASIBLE | INFEASIBLE | UNKNOWN
     objective: float | None
     best_bound: float | None
     gap: float | None  # |objective - bound| / max(1, |objective|); 0 when proven optimal
@@ -76,11 +76,14 @@ def solve_lexicographic(
             model.maximize(expression)
         else:
             model.minimize(expression)
+        invalid = model.validate()  # coefficients or bounds past CP-SAT's int64 range: the input's numbers, say so
+        if invalid:
+            raise ValueError(f"{name}: the numbers are beyond what CP-SAT can solve ({invalid.splitlines()[0]})")
         level_began = time.perf_counter()
         status = solver.solve(model)
         elapsed = time.perf_counter() - level_began
         status_name = solver.status_name(status)
-        if status in (cp_model.INFEASIBLE, cp_model.MODEL_INVALID):
+        if status == cp_model.INFEASIBLE:
             raise Infeasible(f"{name}: {status_name}")
         if status == cp_model.UNKNOWN:
             reports.append(LevelReport(name=name, sense=sense, status=status_name, objective=None, best_bound=None,

@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from pathlib import Path
 
 from ...errors import InputError
+from ...files import read_bytes
 
 __all__ = ["Capture", "SmiGpu", "SmiLog", "SmiTopology", "parse_smi_log", "parse_topology", "read_capture"]
 
@@ -80,12 +80,7 @@ Capture = SmiTopology | SmiLog
 
 def read_capture(path: str) -> Capture:
     """A file captured from a node: XML is read as `-q -x`, anything else as `topo -m`."""
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    except OSError as error:
-        raise InputError(path, f"cannot read: {error.strerror or error}") from None
+    raw = read_bytes(path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -47,7 +47,18 @@ def pending_jobs(pods: list[Pod], jobs: list[Job]) -> list[PendingJob]:
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise ValueError(f"pending pods and jobs must have distinct names: {', '.join(duplicates)}")
+    idle = [job.name for job in found if job.gpus < 1]
+    if idle:
+        raise ValueError(f"{', '.join(idle)}: gpus must be at least 1 to plan (a pod without GPUs needs no GPU plan)")
+    lowest = min((job.needs.priority for job in found), default=0)
+    objective = sum(weight_of(job.needs.priority, lowest) * job.gpus * job.pods for job in found)
+    if objective > MAX_OBJECTIVE:
+        raise ValueError(f"priorities {lowest}..{max(job.needs.priority for job in found)} weigh the plan's objective "
+                         f"beyond CP-SAT's exact range ({objective} > {MAX_OBJECTIVE}): use fewer distinct levels")
     return found
+
+
+MAX_OBJECTIVE = 2**53  # CP-SAT's objective stays exact (a double) below this; coefficients must also fit an int64
 
 
 def weight_of(priority: int, lowest: int) -> int:

@@ -16,7 +16,8 @@ def check_plan(cluster: Cluster, jobs: list[PendingJob], assignments: list[Plann
     needs = {job.name: job for job in jobs}
     problems = violations(
         cluster,
-        [Assignment(a.pod, needs[a.job].needs, a.node, tuple(a.gpus), tuple(a.mig)) for a in assignments],
+        [Assignment(a.pod, needs[a.job].needs, a.node, tuple(a.gpus), tuple(a.mig), needs[a.job].gpus)
+         for a in assignments],
     )
     bound: dict[str, int] = defaultdict(int)
     for a in assignments:

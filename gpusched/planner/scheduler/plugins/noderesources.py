@@ -39,12 +39,13 @@ def insufficient(resource: str) -> str:
 
 
 def host_reasons(pod: GpuNeeds, node: NodeState) -> list[str]:
-    """The model view's cpu and memory reasons, for the nodes that model them."""
+    """The model view's cpu and memory reasons, for the nodes that model them. As in kube-scheduler, a pod requesting
+    none of a resource fits even where running pods already over-use it."""
     reasons = []
     cpu, memory = node.spec.cpu_milli, node.spec.memory_bytes
-    if cpu is not None and pod.cpu_milli > cpu - node.cpu_requested:
+    if cpu is not None and 0 < pod.cpu_milli > cpu - node.cpu_requested:
         reasons.append(insufficient("cpu"))
-    if memory is not None and pod.memory_bytes > memory - node.memory_requested:
+    if memory is not None and 0 < pod.memory_bytes > memory - node.memory_requested:
         reasons.append(insufficient("memory"))
     return reasons
 

@@ -1,0 +1,252 @@
+"""Reading and writing files safely: the one reader of JSON/YAML input and the one writer of every output file.
+
+Input is untrusted. The reader caps what a file can cost before any model sees it:
+
+- size: at most `GPUSCHED_MAX_INPUT_BYTES` bytes (default 64 MiB), read in chunks, so /dev/zero or an endless pipe
+  stops at the cap;
+- nesting: at most `MAX_DEPTH` levels of lists and mappings, checked on the YAML event stream (or the parsed JSON)
+  without recursion, so deep input is exit 2 and never a RecursionError in pydantic;
+- YAML aliases: allowed (kubectl and people use anchors), but what they expand to may add at most
+  `MAX_ALIAS_NODES` nodes to the document, so a "billion laughs" file is refused instead of expanded.
+
+The writer stages each file in its own folder (temporary name, fsync, rename): a failure leaves the old file
+untouched and no temporary file behind, and is one InputError naming the path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+
+from .errors import InputError
+from .limits import setting
+
+__all__ = [
+    "MAX_ALIAS_NODES", "MAX_DEPTH", "make_folder", "max_input_bytes", "parse", "read_bytes", "read_document", "read_text",
+    "write_files",
+]
+
+MAX_DEPTH = 64
+MAX_ALIAS_NODES = 100_000
+DEFAULT_MAX_INPUT_BYTES = 64 << 20
+_CHUNK = 1 << 20
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def max_input_bytes() -> int:
+    """The size cap: GPUSCHED_MAX_INPUT_BYTES when set to a positive whole number, else 64 MiB."""
+    return setting("GPUSCHED_MAX_INPUT_BYTES", DEFAULT_MAX_INPUT_BYTES)
+
+
+def _open(source: str) -> IO[bytes]:
+    """Open for reading without blocking on a FIFO that no one writes to (it then reads as empty); reads block."""
+    descriptor = os.open(source, os.O_RDONLY | os.O_NONBLOCK)
+    os.set_blocking(descriptor, True)
+    return os.fdopen(descriptor, "rb")
+
+
+def read_bytes(source: str, missing: str = "no such file") -> bytes:
+    """The file's bytes, read in chunks up to the size cap (a device or a pipe too); InputError on any failure."""
+    cap = max_input_bytes()
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        with _open(source) as handle:
+            if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
+                raise InputError(source, "is a directory, expected a file")
+            while size <= cap and (chunk := handle.read(min(_CHUNK, cap + 1 - size))):
+                chunks.append(chunk)
+                size += len(chunk)
+    except FileNotFoundError:
+        raise InputError(source, missing) from None
+    except IsADirectoryError:
+        raise InputError(source, "is a directory, expected a file") from None
+    except OSError as error:
+        raise InputError(source, f"cannot read: {error.strerror or error}") from None
+    except ValueError:  # a NUL byte in the name
+        raise InputError(source.replace("\0", "\\0"), "not a usable file name (it holds a NUL byte)") from None
+    if size > cap:
+        raise InputError(source, f"larger than the input limit of {cap} bytes (set GPUSCHED_MAX_INPUT_BYTES to raise it)")
+    return b"".join(chunks)
+
+
+def read_text(source: str, missing: str = "no such file") -> str:
+    """read_bytes, as UTF-8 text."""
+    try:
+        return read_bytes(source, missing).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(source, f"not UTF-8 text (byte {error.start})") from None
+
+
+def _too_deep(source: str) -> InputError:
+    return InputError(source, f"nested deeper than {MAX_DEPTH} levels of lists and mappings")
+
+
+def _json_depth(source: str, data: Any) -> None:
+    """Refuse JSON nested deeper than MAX_DEPTH, walking it with a stack rather than recursion."""
+    stack = [(data, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= MAX_DEPTH:
+                raise _too_deep(source)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+
+
+def _yaml_limits(source: str, text: str) -> None:
+    """Walk the YAML events once: refuse nesting deeper than MAX_DEPTH, counting what aliases expand to."""
+    sizes: dict[str, tuple[int, int]] = {}  # anchor -> (nodes, depth) of what it names
+    stack: list[list[Any]] = [[0, 0, None]]  # per open collection: nodes so far, deepest child, anchor
+    expanded = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            if len(stack) > MAX_DEPTH:
+                raise _too_deep(source)
+            stack.append([0, 0, event.anchor])
+            continue
+        if isinstance(event, yaml.CollectionEndEvent):
+            nodes, deepest, anchor = stack.pop()
+            nodes, depth = nodes + 1, deepest + 1
+        elif isinstance(event, yaml.ScalarEvent):
+            nodes, depth, anchor = 1, 0, event.anchor
+        elif isinstance(event, yaml.AliasEvent):
+            if event.anchor not in sizes:  # undefined, or naming a collection it is inside of: a cycle
+                raise InputError(source, f"YAML alias *{event.anchor} names no complete anchor (undefined, or a cycle)")
+            nodes, depth = sizes[event.anchor]
+            anchor = None
+            expanded += nodes
+            if expanded > MAX_ALIAS_NODES:
+                raise InputError(source, f"YAML aliases expand to more than {MAX_ALIAS_NODES} nodes")
+            if len(stack) - 1 + depth > MAX_DEPTH:
+                raise _too_deep(source)
+        else:
+            continue
+        if anchor is not None:
+            sizes[anchor] = (nodes, depth)
+        stack[-1][0] += nodes
+        stack[-1][1] = max(stack[-1][1], depth)
+
+
+def _yaml_error(source: str, error: yaml.YAMLError) -> InputError:
+    mark = getattr(error, "problem_mark", None)
+    where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    return InputError(source, f"malformed YAML{where}: {problem}")
+
+
+def parse(source: str, text: str, documents: bool = False) -> Any:
+    """JSON for a .json name (its exact error positions), YAML otherwise; `documents`: the list of every YAML
+    document (one for JSON). Over-deep or over-aliased input is an InputError, like malformed input."""
+    if source.endswith(".json"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise InputError(source, f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}") from None
+        except RecursionError:
+            raise _too_deep(source) from None
+        except ValueError as error:  # e.g. an integer of more digits than Python converts
+            raise InputError(source, f"malformed JSON: {error}") from None
+        _json_depth(source, data)
+        return [data] if documents else data
+    try:
+        _yaml_limits(source, text)
+        if documents:
+            return list(yaml.load_all(text, Loader=_Loader))
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as error:
+        raise _yaml_error(source, error) from None
+    except ValueError as error:  # a timestamp or an integer the constructor cannot convert
+        raise InputError(source, f"malformed YAML: {error}") from None
+
+
+def read_document(source: str, missing: str = "no such file", documents: bool = False) -> Any:
+    """Read and parse one input file within the limits above. An empty file (or only `null`) is refused here:
+    it is never a valid cluster, pod list or object list, and reading it as "nothing" hides a truncated file."""
+    data = parse(source, read_text(source, missing), documents)
+    if data is None or (documents and all(doc is None for doc in data)):
+        raise InputError(source, "empty (or null): expected a JSON or YAML document")
+    return data
+
+
+Content = str | bytes | Callable[[IO[bytes]], None]
+
+
+def _stage(target: str, content: Content) -> str | None:
+    """Write `content` to a temporary file beside `target` and fsync it; None when `target` is not a regular file
+    (a device, a pipe: written through, never replaced)."""
+    path = Path(target)
+    if path.exists() and not path.is_dir() and not path.is_file():
+        with open(path, "wb") as handle:
+            _put(handle, content)
+        return None
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            _put(handle, content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return temporary
+
+
+def _put(handle: IO[bytes], content: Content) -> None:
+    if callable(content):
+        content(handle)
+    else:
+        handle.write(content.encode("utf-8") if isinstance(content, str) else content)
+
+
+def write_files(outputs: Iterable[tuple[str, Content]]) -> None:
+    """Write every (path, content) whole or none of them: all are staged before any is renamed into place.
+
+    Content is text, bytes or a function writing to a binary handle. Any OSError (the target is a folder, its
+    parent is a file or read-only, the disk is full) is an InputError naming the path; nothing is left behind.
+    """
+    staged: list[tuple[str, str]] = []
+    target = ""
+    try:
+        for target, content in outputs:
+            temporary = _stage(target, content)
+            if temporary is not None:
+                staged.append((target, temporary))
+        for target, _ in staged:
+            if Path(target).is_dir():
+                raise IsADirectoryError(21, "Is a directory")
+        for target, temporary in staged:
+            os.replace(temporary, target)
+    except OSError as error:
+        raise InputError(target, f"cannot write: {_why(target, error)}") from None
+    finally:
+        for _, temporary in staged:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+
+
+def _why(target: str, error: OSError) -> str:
+    """The reason in a person's terms: which folder is missing or is not a folder, else the system's words."""
+    folder = Path(target).parent
+    if isinstance(error, FileNotFoundError) and not folder.exists():
+        return f"the folder {folder} does not exist"
+    if isinstance(error, NotADirectoryError | FileExistsError) and not folder.is_dir():
+        return f"{folder} is not a folder"
+    return str(error.strerror or error)
+
+
+def make_folder(folder: Path) -> None:
+    """Create an output folder (and its parents); an OSError is an InputError naming it."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InputError(str(folder), f"cannot create the folder: {error.strerror or error}") from None

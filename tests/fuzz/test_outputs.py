@@ -1,0 +1,82 @@
+"""Every output option pointed at a path that cannot take it: exit 2 naming the path, nothing written or left."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from .harness import invoke, leftovers
+
+pytestmark = pytest.mark.fuzz
+DUMP = Path(__file__).resolve().parents[1] / "data" / "import"
+OUTPUTS = {
+    "place --emit-scheduler-config": (["place", "monday", "--emit-scheduler-config", "{T}"], "out.yaml"),
+    "gang --emit-kueue": (["gang", "monday", "training", "--emit-kueue", "{T}"], "out.yaml"),
+    "frag --plot": (["frag", "monday", "--plot", "{T}"], "out.png"),
+    "map --out": (["map", "monday", "--out", "{T}"], "out.png"),
+    "explain --emit-claim": (["explain", "train-8", "--cluster", "monday", "--emit-claim", "{T}"], "out.yaml"),
+    "import -o": (["import", "--nodes", str(DUMP / "nodes.json"), "--pods", str(DUMP / "pods.json"), "-o", "{T}"],
+                  "out.yaml"),
+    "import --pods-out": (["import", "--nodes", str(DUMP / "nodes.json"), "--pods", str(DUMP / "pods.json"),
+                           "--pods-out", "{T}"], "out.yaml"),
+    "mig plan --emit": (["mig", "plan", "fragmented", "--demand", "3g.40gb=2", "--emit", "mig-parted", "{T}"], "out.yaml"),
+    "bench synthetic --out": (["bench", "synthetic", "--nodes", "10", "--time-limit", "2", "--workers", "1",
+                               "--out", "{T}"], "results"),
+}
+
+
+def _targets(tmp_path: Path, name: str) -> dict[str, Path]:
+    """Paths that cannot be written: a folder, a file's child, a missing folder's child, a full disk."""
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / name).mkdir()
+    (tmp_path / "file").write_text("old\n")
+    targets = {"a folder": tmp_path / "folder" / name, "under a file": tmp_path / "file" / name,
+               "under a missing folder": tmp_path / "missing" / name}
+    if not name.endswith(".png") and name != "results" and Path("/dev/full").exists():
+        targets["a full disk"] = Path("/dev/full")
+    return targets
+
+
+def _snapshot(folder: Path) -> dict[str, bytes | None]:
+    return {str(p): (p.read_bytes() if p.is_file() else None) for p in sorted(folder.rglob("*"))}
+
+
+@pytest.mark.parametrize("option", sorted(OUTPUTS))
+def test_an_unwritable_output_is_exit_2_naming_it(tmp_path: Path, option: str) -> None:
+    args, name = OUTPUTS[option]
+    for why, target in _targets(tmp_path, name).items():
+        if option == "bench synthetic --out" and why in ("a folder", "under a missing folder"):
+            continue  # --out wants a folder, and makes it
+        before = _snapshot(tmp_path)
+        outcome = invoke(*[arg.replace("{T}", str(target)) for arg in args])
+        assert not outcome.crash and outcome.code == 2, (why, outcome)
+        assert str(target) in outcome.stderr or str(target.parent) in outcome.stderr, (why, outcome.stderr)
+        assert _snapshot(tmp_path) == before and not leftovers(tmp_path), why
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    outcome = invoke("place", "monday", "--emit-scheduler-config", folder / "out.yaml")
+    folder.chmod(0o700)
+    assert outcome.code == 2 and str(folder / "out.yaml") in outcome.stderr and not list(folder.iterdir())
+
+
+def test_import_replaces_nothing_when_a_later_output_fails(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("old\n")
+    (tmp_path / "pods").mkdir()
+    outcome = invoke("import", "--nodes", DUMP / "nodes.json", "--pods", DUMP / "pods.json", "-o", cluster,
+                     "--pods-out", tmp_path / "pods")
+    assert outcome.code == 2 and cluster.read_text() == "old\n" and not leftovers(tmp_path), outcome
+
+
+def test_a_good_output_replaces_the_old_file_whole(tmp_path: Path) -> None:
+    target = tmp_path / "config.yaml"
+    target.write_text("old\n")
+    outcome = invoke("place", "monday", "--emit-scheduler-config", target)
+    assert outcome.code in (0, 1) and "KubeSchedulerConfiguration" in target.read_text() and not leftovers(tmp_path)
