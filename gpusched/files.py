@@ -29,7 +29,14 @@ from .errors import InputError
 from .limits import setting
 
 __all__ = [
-    "MAX_ALIAS_NODES", "MAX_DEPTH", "make_folder", "max_input_bytes", "parse", "read_bytes", "read_document", "read_text",
+    "MAX_ALIAS_NODES",
+    "MAX_DEPTH",
+    "make_folder",
+    "max_input_bytes",
+    "parse",
+    "read_bytes",
+    "read_document",
+    "read_text",
     "write_files",
 ]
 
@@ -73,7 +80,9 @@ def read_bytes(source: str, missing: str = "no such file") -> bytes:
     except ValueError:  # a NUL byte in the name
         raise InputError(source.replace("\0", "\\0"), "not a usable file name (it holds a NUL byte)") from None
     if size > cap:
-        raise InputError(source, f"larger than the input limit of {cap} bytes (set GPUSCHED_MAX_INPUT_BYTES to raise it)")
+        raise InputError(
+            source, f"larger than the input limit of {cap} bytes (set GPUSCHED_MAX_INPUT_BYTES to raise it)"
+        )
     return b"".join(chunks)
 
 
@@ -148,7 +157,9 @@ def parse(source: str, text: str, documents: bool = False) -> Any:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
-            raise InputError(source, f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}") from None
+            raise InputError(
+                source, f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}"
+            ) from None
         except RecursionError:
             raise _too_deep(source) from None
         except ValueError as error:  # e.g. an integer of more digits than Python converts

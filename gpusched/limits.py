@@ -13,8 +13,16 @@ from typing import Any
 from pydantic import AfterValidator
 
 __all__ = [
-    "MAX_NODES", "MAX_GPUS_PER_NODE", "MAX_REPLICAS", "MAX_PODS", "MAX_POD_GPUS", "INT32_MIN", "INT32_MAX", "INT64_MAX",
-    "setting", "at_most",
+    "MAX_NODES",
+    "MAX_GPUS_PER_NODE",
+    "MAX_REPLICAS",
+    "MAX_PODS",
+    "MAX_POD_GPUS",
+    "INT32_MIN",
+    "INT32_MAX",
+    "INT64_MAX",
+    "setting",
+    "at_most",
 ]
 
 

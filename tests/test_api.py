@@ -7,12 +7,53 @@ import gpusched
 
 def test_exported_names():
     assert sorted(gpusched.__all__) == [
-        "Assignment", "BusyGpu", "Cluster", "ClusterState", "DefragReport", "Explanation", "FragReport", "GangReport",
-        "GpuBlock", "InputError", "Job", "JobList", "K8sPrediction", "MigInstance", "MigPlan", "Node", "PlaceReport",
-        "PlanReport", "Pod", "PodList", "PreemptReport", "SolverConfig", "advertised", "allocate", "build_graph",
-        "defrag", "explain_job", "explain_pod", "fragmentation", "import_cluster", "kueue_setup", "load_cluster",
-        "load_jobs", "load_pending", "load_pods", "load_scenario", "mig_parted_file", "parse_shape", "pending_jobs",
-        "place", "plan", "plan_mig", "predict", "preempt", "scenario_names", "scheduler_config", "simulate",
+        "Assignment",
+        "BusyGpu",
+        "Cluster",
+        "ClusterState",
+        "DefragReport",
+        "Explanation",
+        "FragReport",
+        "GangReport",
+        "GpuBlock",
+        "InputError",
+        "Job",
+        "JobList",
+        "K8sPrediction",
+        "MigInstance",
+        "MigPlan",
+        "Node",
+        "PlaceReport",
+        "PlanReport",
+        "Pod",
+        "PodList",
+        "PreemptReport",
+        "SolverConfig",
+        "advertised",
+        "allocate",
+        "build_graph",
+        "defrag",
+        "explain_job",
+        "explain_pod",
+        "fragmentation",
+        "import_cluster",
+        "kueue_setup",
+        "load_cluster",
+        "load_jobs",
+        "load_pending",
+        "load_pods",
+        "load_scenario",
+        "mig_parted_file",
+        "parse_shape",
+        "pending_jobs",
+        "place",
+        "plan",
+        "plan_mig",
+        "predict",
+        "preempt",
+        "scenario_names",
+        "scheduler_config",
+        "simulate",
         "violations",
     ]
     assert sorted(gpusched._EXPORTS) == sorted(gpusched.__all__)
@@ -51,8 +92,9 @@ def test_every_command_is_mapped_to_the_module_that_registers_it():
     from gpusched.cli import COMMAND_MODULES, app
 
     registered = {(c.name or c.callback.__name__): c.callback.__module__ for c in app.registered_commands}
-    registered.update({g.name: g.typer_instance.registered_commands[0].callback.__module__
-                       for g in app.registered_groups})
+    registered.update(
+        {g.name: g.typer_instance.registered_commands[0].callback.__module__ for g in app.registered_groups}
+    )
     expected = {name: f"gpusched.cli.{module}" for name, module in COMMAND_MODULES.items()}
     assert registered == expected
 
@@ -63,5 +105,14 @@ def test_every_bench_command_lives_in_one_module():
     (bench,) = [g.typer_instance for g in app.registered_groups if g.name == "bench"]
     assert {c.callback.__module__ for c in bench.registered_commands} == {"gpusched.cli.bench"}
     assert [c.name for c in bench.registered_commands] == [
-        "place", "openb", "synthetic", "replay", "dra", "mig", "plan", "preempt", "defrag", "explain",
+        "place",
+        "openb",
+        "synthetic",
+        "replay",
+        "dra",
+        "mig",
+        "plan",
+        "preempt",
+        "defrag",
+        "explain",
     ]

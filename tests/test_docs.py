@@ -26,7 +26,11 @@ def _blocks(doc: Path) -> list[tuple[str, list[str]]]:
 
 @pytest.mark.parametrize("doc", DOCS, ids=[doc.name for doc in DOCS])
 def test_doc_output_is_real(gpusched, monkeypatch, tmp_path, doc):
-    for name, copy in (("nodes.json", "nodes.json"), ("pods.json", "pods.json"), ("resourceslices.json", "slices.json")):
+    for name, copy in (
+        ("nodes.json", "nodes.json"),
+        ("pods.json", "pods.json"),
+        ("resourceslices.json", "slices.json"),
+    ):
         shutil.copy(DUMP / name, tmp_path / copy)
     shutil.copytree(DUMP / "topology", tmp_path / "topology")
     monkeypatch.chdir(tmp_path)

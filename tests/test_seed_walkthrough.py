@@ -40,7 +40,9 @@ def test_topology_keeps_a_seven_gpu_island_whole(gpusched):
     placed = {r["pod"]: r["node"] for r in report["results"]}
     assert all(placed[f"notebook-{i}"] == "pcie-a" for i in range(6))
     assert report["fragmentation"]["largest_island"] == 7
-    assert {"node": "dgx-b", "free": [1, 2, 3, 4, 5, 6, 7], "islands": [[1, 2, 3, 4, 5, 6, 7]]} in report["fragmentation"]["nodes"]
+    assert {"node": "dgx-b", "free": [1, 2, 3, 4, 5, 6, 7], "islands": [[1, 2, 3, 4, 5, 6, 7]]} in report[
+        "fragmentation"
+    ]["nodes"]
 
 
 def test_extended_view_lists_the_runtime_consequences(gpusched):
@@ -59,7 +61,10 @@ def test_extended_view_lists_the_runtime_consequences(gpusched):
 def test_fragmented_cluster_table_and_mig_line(gpusched):
     result = gpusched("frag", "fragmented")
     assert result.exit_code == 0
-    assert result.lines[0] == "fragmentation of exclusive GPUs: 8 free; largest block on one node 4, inside one NVLink island 2"
+    assert (
+        result.lines[0]
+        == "fragmentation of exclusive GPUs: 8 free; largest block on one node 4, inside one NVLink island 2"
+    )
     assert result.words[1:6] == [
         ["size", "pods(count)", "pods(island)", "stranded"],
         ["1", "8", "8", "0", "(0%)"],

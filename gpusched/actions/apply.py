@@ -55,7 +55,9 @@ def _differences(old: Any, new: Any, path: str = "") -> list[str]:
     """Dotted paths where two objects differ; lists compare whole."""
     if isinstance(old, dict) and isinstance(new, dict):
         keys = sorted(set(old) | set(new))
-        return [found for key in keys for found in _differences(old.get(key), new.get(key), f"{path}.{key}".lstrip("."))]
+        return [
+            found for key in keys for found in _differences(old.get(key), new.get(key), f"{path}.{key}".lstrip("."))
+        ]
     return [] if old == new else [path]
 
 

@@ -35,6 +35,13 @@ def bench_place(
     seconds = time.perf_counter() - began
     pending = len(report.pending)
     return PlaceBench(
-        nodes=nodes, pods=pods, sizes=list(sizes), view=view, policy=policy, placed=pods - pending, pending=pending,
-        seconds=round(seconds, 3), pods_per_second=round(pods / seconds, 1),
+        nodes=nodes,
+        pods=pods,
+        sizes=list(sizes),
+        view=view,
+        policy=policy,
+        placed=pods - pending,
+        pending=pending,
+        seconds=round(seconds, 3),
+        pods_per_second=round(pods / seconds, 1),
     )

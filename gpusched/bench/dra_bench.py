@@ -46,21 +46,49 @@ def fragmented_cluster(nodes: int, every: int = 20) -> Cluster:
     for index in range(nodes):
         whole = index % every == every - 1
         busy = [] if whole else [{"gpu": g, "pod": f"job-{index}-{g}"} for g in (0, 1, 4, 5)]
-        specs.append({"name": f"node-{index:04d}", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80,
-                                                          "islands": [[0, 1, 2, 3], [4, 5, 6, 7]], "busy": busy}})
+        specs.append(
+            {
+                "name": f"node-{index:04d}",
+                "gpu": {
+                    "model": "A100-SXM4-80GB",
+                    "count": 8,
+                    "memory_gib": 80,
+                    "islands": [[0, 1, 2, 3], [4, 5, 6, 7]],
+                    "busy": busy,
+                },
+            }
+        )
     return Cluster.model_validate({"nodes": specs})
 
 
 def island_claim(count: int = 4) -> ResourceClaim:
     """`count` GPUs with at least 40Gi each, all in one NVLink island."""
-    return ResourceClaim.model_validate({
-        "metadata": {"name": "island-4", "namespace": "bench"},
-        "spec": {"devices": {
-            "requests": [{"name": "gpus", "exactly": {"deviceClassName": EXAMPLE, "count": count, "selectors": [
-                {"cel": {"expression": f'device.capacity["{EXAMPLE}"].memory.compareTo(quantity("40Gi")) >= 0'}}]}}],
-            "constraints": [{"requests": ["gpus"], "matchAttribute": island_attribute(EXAMPLE)}],
-        }},
-    })
+    return ResourceClaim.model_validate(
+        {
+            "metadata": {"name": "island-4", "namespace": "bench"},
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "gpus",
+                            "exactly": {
+                                "deviceClassName": EXAMPLE,
+                                "count": count,
+                                "selectors": [
+                                    {
+                                        "cel": {
+                                            "expression": f'device.capacity["{EXAMPLE}"].memory.compareTo(quantity("40Gi")) >= 0'
+                                        }
+                                    }
+                                ],
+                            },
+                        }
+                    ],
+                    "constraints": [{"requests": ["gpus"], "matchAttribute": island_attribute(EXAMPLE)}],
+                }
+            },
+        }
+    )
 
 
 def bench_dra(nodes: int = 1000, every: int = 20, prune: bool = True) -> DraBench:
@@ -73,6 +101,14 @@ def bench_dra(nodes: int = 1000, every: int = 20, prune: bool = True) -> DraBenc
     seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
     best = cycle.best()
     devices = [f"{r.pool}/{r.device}" for r in cycle.allocations[best][0].devices.results] if best else []
-    return DraBench(nodes=nodes, gpus_per_node=8, fragmented_nodes=nodes - nodes // every, prune=prune, node=best,
-                    devices=devices, feasible_nodes=len(cycle.feasible), seconds=round(seconds, 3),
-                    cpu_seconds=round(cpu, 3))
+    return DraBench(
+        nodes=nodes,
+        gpus_per_node=8,
+        fragmented_nodes=nodes - nodes // every,
+        prune=prune,
+        node=best,
+        devices=devices,
+        feasible_nodes=len(cycle.feasible),
+        seconds=round(seconds, 3),
+        cpu_seconds=round(cpu, 3),
+    )

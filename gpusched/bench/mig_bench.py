@@ -87,13 +87,14 @@ def _random_layout(rng: random.Random, profiles: dict[str, MigProfile]) -> tuple
 def bench_demand(cluster: Cluster) -> dict[str, int]:
     """Half again as many free 3g and 2g instances as there are, and as many 1g as there are: repartitioning is needed."""
     free = Counter(m.profile for node in cluster.nodes if node.gpu for m in node.gpu.mig if m.holder is None)
-    return {"3g.40gb": max(1, 3 * free["3g.40gb"] // 2), "2g.20gb": max(1, 3 * free["2g.20gb"] // 2),
-            "1g.10gb": max(1, free["1g.10gb"])}
+    return {
+        "3g.40gb": max(1, 3 * free["3g.40gb"] // 2),
+        "2g.20gb": max(1, 3 * free["2g.20gb"] // 2),
+        "1g.10gb": max(1, free["1g.10gb"]),
+    }
 
 
-def bench_mig(
-    gpus: int, seed: int = 42, config: SolverConfig | None = None, random_layouts: bool = False
-) -> MigBench:
+def bench_mig(gpus: int, seed: int = 42, config: SolverConfig | None = None, random_layouts: bool = False) -> MigBench:
     """Time the whole `mig plan` on a generated cluster."""
     cluster = synthetic_mig_cluster(gpus, seed, random_layouts)
     demand = bench_demand(cluster)
@@ -102,13 +103,26 @@ def bench_mig(
     seconds = time.perf_counter() - began
     greedy = next(row.outcome for row in plan.comparison if row.plan == "first-fit")
     return MigBench(
-        gpus=gpus, random_layouts=random_layouts, nodes=len(cluster.nodes), classes=plan.classes, options=plan.options, demand=demand,
-        status=plan.solve.status, met=plan.outcome.met, reconfigured=plan.outcome.reconfigured,
-        unused_slices=plan.outcome.unused_slices, solve_seconds=round(plan.solve.seconds + (plan.tie_break.seconds if plan.tie_break else 0), 3),
-        seconds=round(seconds, 3), first_fit_met=greedy.met, first_fit_reconfigured=greedy.reconfigured,
+        gpus=gpus,
+        random_layouts=random_layouts,
+        nodes=len(cluster.nodes),
+        classes=plan.classes,
+        options=plan.options,
+        demand=demand,
+        status=plan.solve.status,
+        met=plan.outcome.met,
+        reconfigured=plan.outcome.reconfigured,
+        unused_slices=plan.outcome.unused_slices,
+        solve_seconds=round(plan.solve.seconds + (plan.tie_break.seconds if plan.tie_break else 0), 3),
+        seconds=round(seconds, 3),
+        first_fit_met=greedy.met,
+        first_fit_reconfigured=greedy.reconfigured,
     )
 
 
 if __name__ == "__main__":
-    print(bench_mig(int(sys.argv[1]) if len(sys.argv) > 1 else 1000, random_layouts="--random" in sys.argv)
-          .model_dump_json(indent=2))
+    print(
+        bench_mig(
+            int(sys.argv[1]) if len(sys.argv) > 1 else 1000, random_layouts="--random" in sys.argv
+        ).model_dump_json(indent=2)
+    )

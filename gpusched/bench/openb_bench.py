@@ -198,9 +198,11 @@ def write_plot_and_document(
     three through gpusched.files' safe writer, together or not at all."""
     figure, document = out / f"{name}.png", out / f"{name}.json"
     written = [str(rows[0]), str(document), str(figure)]
-    write_files([
-        (str(rows[0]), rows[1]),
-        (str(figure), lambda handle: plot(result, handle)),
-        (str(document), result.model_copy(update={"outputs": written}).model_dump_json(indent=2)),
-    ])
+    write_files(
+        [
+            (str(rows[0]), rows[1]),
+            (str(figure), lambda handle: plot(result, handle)),
+            (str(document), result.model_copy(update={"outputs": written}).model_dump_json(indent=2)),
+        ]
+    )
     return written

@@ -33,7 +33,9 @@ def bench_plan(
 ) -> PlanBench:
     """`domain_jobs` adds that many 4x8-GPU jobs confined to one NVLink domain (each plain node is one)."""
     cluster = synthetic_cluster(nodes, seed, busy)
-    confined = [Job(name=f"domain-{i}", pods=4, gpus_per_pod=8, duration=3600, nvlink_domain=True) for i in range(domain_jobs)]
+    confined = [
+        Job(name=f"domain-{i}", pods=4, gpus_per_pod=8, duration=3600, nvlink_domain=True) for i in range(domain_jobs)
+    ]
     backlog = pending_jobs([], [*synthetic_jobs(jobs, seed), *confined])
     began = time.perf_counter()
     report = plan(cluster, backlog, SolverConfig(time_limit=time_limit, seed=seed), heuristics=False)

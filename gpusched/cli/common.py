@@ -137,8 +137,10 @@ def finite(low: float | None, high: float) -> Callable[[Any], float]:
 
 
 TimeLimit = Annotated[
-    float, typer.Option("--time-limit", parser=finite(None, SECONDS_MAX),
-                        help="seconds for the whole solve, all levels (> 0)")
+    float,
+    typer.Option(
+        "--time-limit", parser=finite(None, SECONDS_MAX), help="seconds for the whole solve, all levels (> 0)"
+    ),
 ]
 SolverWorkers = Annotated[int, typer.Option("--workers", max=WORKERS_MAX, help="CP-SAT search workers (>= 1)")]
 Seed = Annotated[int, typer.Option("--seed", min=0, max=SEED_MAX, help="CP-SAT random seed, for repeatable runs")]

@@ -93,8 +93,12 @@ def down_command(folder: DirOpt = None, as_json: JsonFlag = False) -> None:
 
 @app.command("conformance")
 def conformance_command(
-    scenarios: Annotated[int, typer.Option("--scenarios", min=1, max=100_000, help="how many random scenarios to play")] = 50,
-    seed: Annotated[int, typer.Option("--seed", min=0, max=SEED_MAX, help="the generator's seed: the same seed plays the same")] = 0,
+    scenarios: Annotated[
+        int, typer.Option("--scenarios", min=1, max=100_000, help="how many random scenarios to play")
+    ] = 50,
+    seed: Annotated[
+        int, typer.Option("--seed", min=0, max=SEED_MAX, help="the generator's seed: the same seed plays the same")
+    ] = 0,
     source: SourceOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -146,8 +150,10 @@ def _render_report(console: Console, report: differential.ConformanceReport) -> 
         console.print(f"  gpusched: {found.outcome.gpusched()}", markup=False)
         for claim in found.outcome.claims:
             if not claim.agrees:
-                console.print(f"  claim {claim.claim}: real {_devices(claim.real)}; gpusched {_devices(claim.predicted)}",
-                              markup=False)
+                console.print(
+                    f"  claim {claim.claim}: real {_devices(claim.real)}; gpusched {_devices(claim.predicted)}",
+                    markup=False,
+                )
         manifests = [*found.reproducer.objects, *found.reproducer.nodes, *found.reproducer.pods]
         console.print(yaml.safe_dump_all(manifests, sort_keys=False).rstrip(), markup=False)
 
@@ -156,11 +162,15 @@ def _extras(report: differential.ConformanceReport) -> str:
     """The DRA and preemption figures, when the run had any."""
     parts = []
     if report.dra_scenarios:
-        parts.append(f"{report.dra_scenarios} scenarios with DRA objects, {report.claims} claims "
-                     f"({report.allocated} allocated), {report.claims_agreed} as predicted")
+        parts.append(
+            f"{report.dra_scenarios} scenarios with DRA objects, {report.claims} claims "
+            f"({report.allocated} allocated), {report.claims_agreed} as predicted"
+        )
     if report.preemption_scenarios:
-        parts.append(f"{report.preemption_scenarios} with preemption, {report.preemptions} pods preempted others, "
-                     f"{report.during} arrived meanwhile")
+        parts.append(
+            f"{report.preemption_scenarios} with preemption, {report.preemptions} pods preempted others, "
+            f"{report.during} arrived meanwhile"
+        )
     return "".join(f"; {part}" for part in parts)
 
 

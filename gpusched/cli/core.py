@@ -56,8 +56,13 @@ def scenarios(as_json: JsonFlag = False) -> None:
     def body() -> int:
         found = {name: load_scenario(name) for name in scenario_names()}
         rows = [
-            {"name": name, "description": s.description, "nodes": len(s.cluster.nodes),
-             "pods": len(s.pods.pods) if s.pods else 0, "jobs": len(s.jobs.jobs) if s.jobs else 0}
+            {
+                "name": name,
+                "description": s.description,
+                "nodes": len(s.cluster.nodes),
+                "pods": len(s.pods.pods) if s.pods else 0,
+                "jobs": len(s.jobs.jobs) if s.jobs else 0,
+            }
             for name, s in found.items()
         ]
         show(rows, as_json, render.scenarios)
@@ -98,20 +103,34 @@ def advertised_command(cluster: ClusterArg, as_json: JsonFlag = False) -> None:
 @app.command("place")
 def place_command(
     cluster: ClusterArg,
-    pods: Annotated[str | None, typer.Argument(help="pods file or scenario name (default: the scenario's pods)")] = None,
+    pods: Annotated[
+        str | None, typer.Argument(help="pods file or scenario name (default: the scenario's pods)")
+    ] = None,
     policy: Annotated[str, typer.Option(help="binpack | spread | topology")] = "binpack",
-    view: Annotated[str, typer.Option(help="gpu (what the hardware allows) | extended (the scheduler's integers)")] = "gpu",
+    view: Annotated[
+        str, typer.Option(help="gpu (what the hardware allows) | extended (the scheduler's integers)")
+    ] = "gpu",
     gpu_weight: Annotated[
         int | None,
-        typer.Option("--gpu-weight", min=0, max=1_000_000, help="score with NodeResourcesFit: nvidia.com/gpu at this weight, cpu and memory at 1"),
+        typer.Option(
+            "--gpu-weight",
+            min=0,
+            max=1_000_000,
+            help="score with NodeResourcesFit: nvidia.com/gpu at this weight, cpu and memory at 1",
+        ),
     ] = None,
-    gradient_gb: Annotated[float, typer.Option("--gradient-gb", parser=finite(0, 1e9), help="gradient size for the all-reduce bound")] = DEFAULT_GRADIENT_GB,
+    gradient_gb: Annotated[
+        float, typer.Option("--gradient-gb", parser=finite(0, 1e9), help="gradient size for the all-reduce bound")
+    ] = DEFAULT_GRADIENT_GB,
     sizes: SizesOpt = "",
     emit_scheduler: Annotated[
         str | None,
-        typer.Option("--emit-scheduler-config", metavar="FILE|-",
-                     help="write the KubeSchedulerConfiguration whose profile scores as --view extended --gpu-weight "
-                          f"(default {DEFAULT_GPU_WEIGHT}) with this --policy does; - for stdout"),
+        typer.Option(
+            "--emit-scheduler-config",
+            metavar="FILE|-",
+            help="write the KubeSchedulerConfiguration whose profile scores as --view extended --gpu-weight "
+            f"(default {DEFAULT_GPU_WEIGHT}) with this --policy does; - for stdout",
+        ),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -128,8 +147,15 @@ def place_command(
         if config is None:
             show(report, as_json, render.placement)
         else:
-            show_emitted(report, config, emit_scheduler, "scheduler_config", as_json, console,
-                         (render.placement, render.scheduler_config))
+            show_emitted(
+                report,
+                config,
+                emit_scheduler,
+                "scheduler_config",
+                as_json,
+                console,
+                (render.placement, render.scheduler_config),
+            )
         return 1 if report.pending else 0
 
     run(body)
@@ -141,7 +167,9 @@ def frag_command(
     sizes: SizesOpt = "",
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="also draw it as a PNG: free GPUs per node by NVLink island, stranded % per job size"),
+        typer.Option(
+            "--plot", help="also draw it as a PNG: free GPUs per node by NVLink island, stranded % per job size"
+        ),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -162,7 +190,9 @@ def frag_command(
 def allreduce_command(
     cluster: ClusterArg,
     placements: Annotated[list[str], typer.Argument(help="GPU sets as NODE:GPUS, e.g. pcie-a:0,2 or dgx-a:0-7")],
-    gradient_gb: Annotated[float, typer.Option("--gradient-gb", parser=finite(0, 1e9), help="gradient size in GB")] = DEFAULT_GRADIENT_GB,
+    gradient_gb: Annotated[
+        float, typer.Option("--gradient-gb", parser=finite(0, 1e9), help="gradient size in GB")
+    ] = DEFAULT_GRADIENT_GB,
     as_json: JsonFlag = False,
 ) -> None:
     """The ring all-reduce bound 2(k-1)/k · gradient / slowest link, for GPU sets on the cluster."""
@@ -179,16 +209,25 @@ def allreduce_command(
 @app.command("gang")
 def gang_command(
     cluster: ClusterArg,
-    jobs: Annotated[str | None, typer.Argument(help="jobs file or scenario name (default: the scenario's jobs)")] = None,
+    jobs: Annotated[
+        str | None, typer.Argument(help="jobs file or scenario name (default: the scenario's jobs)")
+    ] = None,
     mode: Annotated[str, typer.Option(help="pod (default scheduler) | gang (all or nothing)")] = "gang",
-    timeout: Annotated[float, typer.Option(parser=finite(0, 1e9), help="gang mode: seconds a partial reservation may be held")] = 0.0,
+    timeout: Annotated[
+        float, typer.Option(parser=finite(0, 1e9), help="gang mode: seconds a partial reservation may be held")
+    ] = 0.0,
     policy: Annotated[str, typer.Option(help="binpack | spread | topology")] = "binpack",
     emit_kueue: Annotated[
         str | None,
-        typer.Option("--emit-kueue", metavar="FILE|-",
-                     help="write Kueue ResourceFlavors, a ClusterQueue sized from the cluster and a LocalQueue; - for stdout"),
+        typer.Option(
+            "--emit-kueue",
+            metavar="FILE|-",
+            help="write Kueue ResourceFlavors, a ClusterQueue sized from the cluster and a LocalQueue; - for stdout",
+        ),
     ] = None,
-    queue: Annotated[str, typer.Option("--queue", help="--emit-kueue: the ClusterQueue and LocalQueue name")] = "training",
+    queue: Annotated[
+        str, typer.Option("--queue", help="--emit-kueue: the ClusterQueue and LocalQueue name")
+    ] = "training",
     namespace: Annotated[str, typer.Option("--namespace", help="--emit-kueue: the LocalQueue's namespace")] = "default",
     as_json: JsonFlag = False,
 ) -> None:
@@ -214,15 +253,22 @@ def gang_command(
 
 @app.command("k8s")
 def k8s_command(
-    pod: Annotated[str, typer.Option("--pod", help="kubectl get pod NAME -o json; with --kubeconfig: [NAMESPACE/]NAME")],
+    pod: Annotated[
+        str, typer.Option("--pod", help="kubectl get pod NAME -o json; with --kubeconfig: [NAMESPACE/]NAME")
+    ],
     nodes: Annotated[str | None, typer.Option("--nodes", help="kubectl get nodes -o json")] = None,
     pods: Annotated[str | None, typer.Option("--pods", help="kubectl get pods -A -o json: what is bound where")] = None,
-    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="read nodes and pods from this cluster")] = None,
+    kubeconfig: Annotated[
+        str | None, typer.Option("--kubeconfig", help="read nodes and pods from this cluster")
+    ] = None,
     context: Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: current)")] = None,
     k8s_version: Annotated[str, typer.Option("--k8s-version", help="1.34 to 1.37, a patch optional (1.34.1)")] = "1.37",
     objects: Annotated[
         list[str] | None,
-        typer.Option("--objects", help="DRA objects for a pod with claims: kubectl get deviceclasses,resourceslices,resourceclaims -o json"),
+        typer.Option(
+            "--objects",
+            help="DRA objects for a pod with claims: kubectl get deviceclasses,resourceslices,resourceclaims -o json",
+        ),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -231,7 +277,9 @@ def k8s_command(
     def body() -> int:
         if kubeconfig:
             if nodes or pods or objects:
-                raise ValueError("--kubeconfig reads nodes and pods from the cluster: drop --nodes, --pods and --objects")
+                raise ValueError(
+                    "--kubeconfig reads nodes and pods from the cluster: drop --nodes, --pods and --objects"
+                )
             result = predict_live(kubeconfig, context, pod, k8s_version)
         elif nodes:
             result = predict_files(nodes, pods, pod, k8s_version, objects)
@@ -241,4 +289,3 @@ def k8s_command(
         return 0 if result.fits else 1
 
     run(body)
-

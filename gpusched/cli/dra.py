@@ -29,11 +29,18 @@ def slices_command(
     classes: Annotated[bool, typer.Option("--classes", help="also print the driver's DeviceClasses")] = False,
     as_yaml: Annotated[bool, typer.Option("--yaml", help="multi-document YAML instead of a JSON List")] = False,
     apply: Annotated[
-        bool, typer.Option("--apply", help="publish them with server-side apply (field manager gpusched); a dry run unless --yes")
+        bool,
+        typer.Option(
+            "--apply", help="publish them with server-side apply (field manager gpusched); a dry run unless --yes"
+        ),
     ] = False,
     kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="--apply: the cluster to publish to")] = None,
-    context: Annotated[str | None, typer.Option("--context", help="--apply: kubeconfig context (default: current)")] = None,
-    yes: Annotated[bool, typer.Option("--yes", help="--apply: write for real (default: dryRun=All, nothing stored)")] = False,
+    context: Annotated[
+        str | None, typer.Option("--context", help="--apply: kubeconfig context (default: current)")
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="--apply: write for real (default: dryRun=All, nothing stored)")
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """The ResourceSlices (resource.k8s.io/v1) a DRA driver would publish for the cluster: `kubectl apply -f` them."""
@@ -56,7 +63,9 @@ def slices_command(
 def _check_apply(apply: bool, kubeconfig: str | None, context: str | None, yes: bool, as_yaml: bool) -> None:
     """--kubeconfig, --context and --yes belong to --apply, which needs a kubeconfig and prints a report, not YAML."""
     if not apply:
-        given = [name for name, value in (("--kubeconfig", kubeconfig), ("--context", context), ("--yes", yes)) if value]
+        given = [
+            name for name, value in (("--kubeconfig", kubeconfig), ("--context", context), ("--yes", yes)) if value
+        ]
         if given:
             raise ValueError(f"{', '.join(given)}: only with --apply")
     elif not kubeconfig:
@@ -82,11 +91,16 @@ def render_apply(console: Console, report: ApplyReport) -> None:
 def dra_command(
     objects: Annotated[
         list[str] | None,
-        typer.Option("--objects", help="DeviceClasses, claims, templates, slices, pods (kubectl -o json|yaml), or a built-in set"),
+        typer.Option(
+            "--objects", help="DeviceClasses, claims, templates, slices, pods (kubectl -o json|yaml), or a built-in set"
+        ),
     ] = None,
-    cluster: Annotated[str | None, typer.Option("--cluster", help="cluster file or scenario: its slices and busy devices")] = None,
+    cluster: Annotated[
+        str | None, typer.Option("--cluster", help="cluster file or scenario: its slices and busy devices")
+    ] = None,
     kubeconfig: Annotated[
-        str | None, typer.Option("--kubeconfig", help="read the DRA objects and the Pending pods with claims from this cluster")
+        str | None,
+        typer.Option("--kubeconfig", help="read the DRA objects and the Pending pods with claims from this cluster"),
     ] = None,
     context: Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: current)")] = None,
     driver: DriverOpt = EXAMPLE,
@@ -100,11 +114,15 @@ def dra_command(
         if driver not in DRIVERS:
             raise ValueError(f"--driver: expected {' or '.join(DRIVERS)}, got {driver!r}")
         if not objects and not kubeconfig:
-            raise ValueError("give the DRA objects: --objects FILE (or a built-in set), or --kubeconfig to read a cluster's")
+            raise ValueError(
+                "give the DRA objects: --objects FILE (or a built-in set), or --kubeconfig to read a cluster's"
+            )
         if context and not kubeconfig:
             raise ValueError("--context goes with --kubeconfig")
         if kubeconfig and cluster:
-            raise ValueError("--kubeconfig reads the cluster's own ResourceSlices: drop --cluster (its slices would be added twice)")
+            raise ValueError(
+                "--kubeconfig reads the cluster's own ResourceSlices: drop --cluster (its slices would be added twice)"
+            )
         documents = fetch_dra(kubeconfig, context) if kubeconfig else []
         documents += [(source, read_all(source)) for source in objects or []]
         model = load_cluster(cluster) if cluster else None
@@ -130,5 +148,3 @@ def _devices(allocation: dict) -> list[str]:
         f"{r['pool']}/{r['device']}" + (f" ({r['request']})" if "/" in r["request"] else "")
         for r in allocation.get("devices", {}).get("results", [])
     ]
-
-

@@ -53,20 +53,36 @@ def _write_claim(claim: dict, target: str) -> None:
 @app.command("explain")
 def explain_command(
     target: Annotated[str, typer.Argument(help="the Pending pod or job, by name (namespace/name for imported pods)")],
-    cluster: Annotated[str | None, typer.Option("--cluster", help="cluster or scenario file, built-in scenario, or kubectl dump directory")] = None,
-    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="read the cluster from this API server")] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option("--cluster", help="cluster or scenario file, built-in scenario, or kubectl dump directory"),
+    ] = None,
+    kubeconfig: Annotated[
+        str | None, typer.Option("--kubeconfig", help="read the cluster from this API server")
+    ] = None,
     context: Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: current)")] = None,
-    pods: Annotated[str | None, typer.Option("--pods", help="pods file holding the target (default: the cluster's Pending pods)")] = None,
-    jobs: Annotated[str | None, typer.Option("--jobs", help="jobs file holding the target (default: the scenario's jobs)")] = None,
+    pods: Annotated[
+        str | None, typer.Option("--pods", help="pods file holding the target (default: the cluster's Pending pods)")
+    ] = None,
+    jobs: Annotated[
+        str | None, typer.Option("--jobs", help="jobs file holding the target (default: the scenario's jobs)")
+    ] = None,
     emit_claim: Annotated[
-        str | None, typer.Option("--emit-claim", help="write a DRA ResourceClaim for the pod's needs to FILE (- for stdout)")
+        str | None,
+        typer.Option("--emit-claim", help="write a DRA ResourceClaim for the pod's needs to FILE (- for stdout)"),
     ] = None,
     objects: Annotated[
         list[str] | None,
-        typer.Option("--objects", help="DRA objects (as for `gpusched dra`): explain a ResourceClaim by namespace/name"),
+        typer.Option(
+            "--objects", help="DRA objects (as for `gpusched dra`): explain a ResourceClaim by namespace/name"
+        ),
     ] = None,
-    driver: Annotated[str, typer.Option("--driver", help=f"DRA driver of the cluster's slices: {' | '.join(DRIVERS)}")] = NVIDIA,
-    gradient_gb: Annotated[float, typer.Option("--gradient-gb", parser=finite(0, 1e9), help="gradient size for the all-reduce cost")] = DEFAULT_GRADIENT_GB,
+    driver: Annotated[
+        str, typer.Option("--driver", help=f"DRA driver of the cluster's slices: {' | '.join(DRIVERS)}")
+    ] = NVIDIA,
+    gradient_gb: Annotated[
+        float, typer.Option("--gradient-gb", parser=finite(0, 1e9), help="gradient size for the all-reduce cost")
+    ] = DEFAULT_GRADIENT_GB,
     time_limit: TimeLimit = 10.0,
     workers: SolverWorkers = 8,
     seed: Seed = 0,
@@ -132,10 +148,18 @@ def render(console: Console, result: Explanation, claim_file: str | None = None)
         print_(f"{result.target} is running on {result.node}: it is not Pending")
         return
     if result.kind == "claim":
-        print_(f"claim {result.target} allocates on {result.node}" if result.fits else f"claim {result.target} does not allocate")
+        print_(
+            f"claim {result.target} allocates on {result.node}"
+            if result.fits
+            else f"claim {result.target} does not allocate"
+        )
     elif result.kind == "job":
         starts = result.gang.starts_at if result.gang else None
-        print_(f"{result.target} starts at t={starts:g}" if starts is not None else f"{result.target} never starts (gang simulator, default scheduler)")
+        print_(
+            f"{result.target} starts at t={starts:g}"
+            if starts is not None
+            else f"{result.target} never starts (gang simulator, default scheduler)"
+        )
     elif result.fits:
         print_(f"{result.target} fits on {result.node} (gpusched's hardware view, as the cluster is now)")
     else:
@@ -160,12 +184,18 @@ def render(console: Console, result: Explanation, claim_file: str | None = None)
         if rows:
             by_count = ", ".join(f"{row.size}: {row.pods_by_count}" for row in rows)
             in_island = ", ".join(str(row.pods_in_island) for row in rows)
-            print_(f"  pods per job size that fit the suitable nodes' free GPUs: {by_count} (inside one NVLink island: {in_island})")
+            print_(
+                f"  pods per job size that fit the suitable nodes' free GPUs: {by_count} (inside one NVLink island: {in_island})"
+            )
     if result.gang is not None:
         print_(f"gang: {result.gang.summary}")
     if result.claim is not None:
         claim = result.claim
-        where = f"allocates on {claim.node}: {', '.join(claim.devices)}" if claim.allocated else f"{claim.reason}: {claim.diagnosis}"
+        where = (
+            f"allocates on {claim.node}: {', '.join(claim.devices)}"
+            if claim.allocated
+            else f"{claim.reason}: {claim.diagnosis}"
+        )
         written = f" (written to {claim_file})" if claim_file else ""
         print_(f"DRA claim {claim.claim}{written}: {where}")
     _changes(print_, result)

@@ -23,7 +23,9 @@ SYMBOLS = {"free": ".", "stranded": "s", "busy": "#", "mig": "m", "time-sliced":
 def map_command(
     cluster: ClusterArg,
     out_path: Annotated[Path | None, typer.Option("--out", help="also draw the map as a PNG")] = None,
-    size: Annotated[int, typer.Option("--size", min=1, max=MAX_POD_GPUS, help="the job size a free GPU must be able to join")] = 8,
+    size: Annotated[
+        int, typer.Option("--size", min=1, max=MAX_POD_GPUS, help="the job size a free GPU must be able to join")
+    ] = 8,
     placement: Annotated[
         str, typer.Option("--placement", help="island (a pod inside one NVLink island) | count (any GPUs of a node)")
     ] = "island",

@@ -23,16 +23,26 @@ def import_command(
     pods: Annotated[str | None, typer.Option("--pods", help="kubectl get pods -A -o json: who holds which GPU")] = None,
     objects: Annotated[
         list[str] | None,
-        typer.Option("--objects", help="DRA objects: kubectl get resourceslices,resourceclaims -A -o json (repeatable)"),
+        typer.Option(
+            "--objects", help="DRA objects: kubectl get resourceslices,resourceclaims -A -o json (repeatable)"
+        ),
     ] = None,
     topology: Annotated[
         list[str] | None,
-        typer.Option("--topology", help="NODE=FILE: `nvidia-smi topo -m` or `nvidia-smi -q -x` captured on NODE (repeatable)"),
+        typer.Option(
+            "--topology", help="NODE=FILE: `nvidia-smi topo -m` or `nvidia-smi -q -x` captured on NODE (repeatable)"
+        ),
     ] = None,
-    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="read Nodes, Pods and DRA objects from this cluster")] = None,
+    kubeconfig: Annotated[
+        str | None, typer.Option("--kubeconfig", help="read Nodes, Pods and DRA objects from this cluster")
+    ] = None,
     context: Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: current)")] = None,
-    output: Annotated[str | None, typer.Option("-o", "--output", help="write the cluster file here (.json or YAML; - for stdout)")] = None,
-    pods_out: Annotated[str | None, typer.Option("--pods-out", help="write the Pending GPU pods here as a pods file")] = None,
+    output: Annotated[
+        str | None, typer.Option("-o", "--output", help="write the cluster file here (.json or YAML; - for stdout)")
+    ] = None,
+    pods_out: Annotated[
+        str | None, typer.Option("--pods-out", help="write the Pending GPU pods here as a pods file")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Build the cluster model from what the cluster publishes: GFD labels, allocatable, pods, DRA slices, nvidia-smi."""
@@ -50,8 +60,11 @@ def import_command(
             raise ValueError("give --nodes (kubectl get nodes -o json) or --kubeconfig")
         imported = build_cluster(inputs)
         report = imported.report
-        outputs = [(target, _text(target, model)) for target, model in ((output, imported.cluster),
-                                                                       (pods_out, imported.pending)) if target]
+        outputs = [
+            (target, _text(target, model))
+            for target, model in ((output, imported.cluster), (pods_out, imported.pending))
+            if target
+        ]
         if outputs:
             write_output(*outputs[0], *outputs[1:])
         report.output = output

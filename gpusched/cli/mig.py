@@ -42,17 +42,23 @@ app.add_typer(mig_app, name="mig")
 @mig_app.command("plan")
 def plan_command(
     cluster: ClusterArg,
-    demand: Annotated[str | None, typer.Option("--demand", help="instances wanted per profile: 3g.40gb=4,1g.10gb=10")] = None,
+    demand: Annotated[
+        str | None, typer.Option("--demand", help="instances wanted per profile: 3g.40gb=4,1g.10gb=10")
+    ] = None,
     pending: Annotated[
-        str | None, typer.Option("--pending", help="pods file (or scenario): the demand is mig_profile × gpus of its pods")
+        str | None,
+        typer.Option("--pending", help="pods file (or scenario): the demand is mig_profile × gpus of its pods"),
     ] = None,
     time_limit: TimeLimit = 10.0,
     workers: SolverWorkers = 2,
     seed: Seed = 0,
     emit: Annotated[
         tuple[str, str] | None,
-        typer.Option("--emit", metavar="mig-parted FILE|-",
-                     help="write the mig-parted config, headed by the node labels that apply it; - for stdout"),
+        typer.Option(
+            "--emit",
+            metavar="mig-parted FILE|-",
+            help="write the mig-parted config, headed by the node labels that apply it; - for stdout",
+        ),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -154,13 +160,16 @@ def render_plan(console: Console, plan: MigPlan) -> None:
         console.print(f"nothing to reconfigure: {why}", markup=False)
     else:
         for change in plan.changes:
-            console.print(f"{change.node}/{change.gpu}: {_instances(change.before)} -> {_instances(change.after)}",
-                          markup=False)
+            console.print(
+                f"{change.node}/{change.gpu}: {_instances(change.before)} -> {_instances(change.after)}", markup=False
+            )
         held = sorted({holder for change in plan.changes for holder in change.holders})
         if held:
-            console.print(f"pods on reconfigured GPUs: {', '.join(held)}; the plan keeps their instances, but "
-                          "mig-manager re-creates every instance of a GPU it reconfigures: drain them before labelling",
-                          markup=False)
+            console.print(
+                f"pods on reconfigured GPUs: {', '.join(held)}; the plan keeps their instances, but "
+                "mig-manager re-creates every instance of a GPU it reconfigures: drain them before labelling",
+                markup=False,
+            )
         console.print("mig-parted config:", markup=False)
         console.print(yaml.safe_dump(plan.mig_parted, sort_keys=False, default_flow_style=None).rstrip(), markup=False)
         for node, name in plan.labels.items():
@@ -193,8 +202,11 @@ def _render_comparison(console: Console, plan: MigPlan) -> None:
     table = new_table("plan", *plan.demand, "met", "GPUs reconfigured", "unused slices")
     for row in plan.comparison:
         served = [f"{row.outcome.served[name]}/{count}" for name, count in plan.demand.items()]
-        table.add_row(row.plan, *served, "yes" if row.outcome.met else "no", str(row.outcome.reconfigured),
-                      str(row.outcome.unused_slices))
+        table.add_row(
+            row.plan,
+            *served,
+            "yes" if row.outcome.met else "no",
+            str(row.outcome.reconfigured),
+            str(row.outcome.unused_slices),
+        )
     console.print(table)
-
-

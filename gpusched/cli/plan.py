@@ -102,13 +102,27 @@ def render_plan(console: Console, report: PlanReport) -> None:
     if report.unplaced:
         console.print(f"not placed: {', '.join(report.unplaced)}", markup=False)
     sizes = sorted(report.metrics.stranded)
-    compare = new_table("plan", "mode", "GPUs placed", "jobs placed", "weighted GPUs", "held by partial jobs",
-                    "stranded " + "/".join(map(str, sizes)))
+    compare = new_table(
+        "plan",
+        "mode",
+        "GPUs placed",
+        "jobs placed",
+        "weighted GPUs",
+        "held by partial jobs",
+        "stranded " + "/".join(map(str, sizes)),
+    )
     rows = [("optimum", "gang", report.metrics)] + [(h.policy, h.mode, h.metrics) for h in report.heuristics]
     for name, mode, m in rows:
         stranded = "/".join(str(m.stranded[size]) for size in sizes)
-        compare.add_row(name, mode, str(m.gpus_placed), str(m.jobs_placed), str(m.weighted_gpus),
-                        str(m.gpus_held_by_partial_jobs), stranded)
+        compare.add_row(
+            name,
+            mode,
+            str(m.gpus_placed),
+            str(m.jobs_placed),
+            str(m.weighted_gpus),
+            str(m.gpus_held_by_partial_jobs),
+            stranded,
+        )
     console.print(compare)
 
 
@@ -119,5 +133,3 @@ def render_validation(console: Console, result: PlanValidation) -> None:
         console.print(f"invalid: {result.violations[0]}", markup=False)
         if len(result.violations) > 1:
             console.print(f"({len(result.violations) - 1} more; --json lists all)", markup=False)
-
-

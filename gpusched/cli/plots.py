@@ -80,11 +80,15 @@ def _free_by_island(axis: Axes, report: FragReport) -> None:
     )
     if len(names) <= LABELLED_ROWS:  # beyond that the bars are too thin to read indices on
         for x, bottom, members, _ in segments:
-            axis.text(x, bottom + len(members) / 2, _indices(members), ha="center", va="center", fontsize=7, in_layout=False)
+            axis.text(
+                x, bottom + len(members) / 2, _indices(members), ha="center", va="center", fontsize=7, in_layout=False
+            )
     largest = max(row.size for row in report.rows)
     axis.axhline(largest, linestyle="--", color="black", linewidth=0.8, label=f"a {largest}-GPU job")
     crowded = len(names) > 4
-    axis.set_xticks(range(len(names)), names, rotation=30 if crowded else 0, ha="right" if crowded else "center", fontsize=8)
+    axis.set_xticks(
+        range(len(names)), names, rotation=30 if crowded else 0, ha="right" if crowded else "center", fontsize=8
+    )
     axis.set_ylabel("free GPUs (segments: NVLink islands)")
     axis.set_title("(a) free GPUs per node, by NVLink island")
     axis.legend(loc="upper right", fontsize=8)
@@ -185,7 +189,9 @@ def _draw_cells(axis: Axes, cells: list[tuple[float, int, MapGpu]]) -> None:
         for left, width, colour in _segments(gpu)
     ]
     axis.add_collection(
-        PatchCollection([r for r, _ in segments], facecolors=[c for _, c in segments], edgecolors="white", linewidths=0.5)
+        PatchCollection(
+            [r for r, _ in segments], facecolors=[c for _, c in segments], edgecolors="white", linewidths=0.5
+        )
     )
 
 

@@ -75,7 +75,9 @@ def fragmentation(console: Console, report: FragReport, detail: bool) -> None:
     )
     table = new_table("size", "pods(count)", "pods(island)", "stranded")
     for row in report.rows:
-        table.add_row(str(row.size), str(row.pods_by_count), str(row.pods_in_island), f"{row.stranded} ({_pct(row.stranded_pct)})")
+        table.add_row(
+            str(row.size), str(row.pods_by_count), str(row.pods_in_island), f"{row.stranded} ({_pct(row.stranded_pct)})"
+        )
     console.print(table)
     if detail and report.nodes:
         blocks = new_table("node", "free", "largest island block", "free GPUs by island")
@@ -151,14 +153,19 @@ def scheduler_config(console: Console, config: SchedulerConfig, target: str) -> 
 def kueue(console: Console, setup: KueueSetup, target: str) -> None:
     flavors = "; ".join(f"{f.name} ({', '.join(f.nodes)})" for f in setup.flavors)
     where = "stdout" if target == "-" else target
-    console.print(f"Kueue -> {where}: ResourceFlavors {flavors}; ClusterQueue {setup.cluster_queue} "
-                  f"covering {', '.join(setup.covered)}; LocalQueue {setup.namespace}/{setup.local_queue}", markup=False)
+    console.print(
+        f"Kueue -> {where}: ResourceFlavors {flavors}; ClusterQueue {setup.cluster_queue} "
+        f"covering {', '.join(setup.covered)}; LocalQueue {setup.namespace}/{setup.local_queue}",
+        markup=False,
+    )
     for node, labels in setup.node_labels.items():
         pairs = " ".join(f"{key}={value}" for key, value in labels.items())
         console.print(f"no nvidia.com/gpu.product label: kubectl label node {node} {pairs}", markup=False)
     label = ", ".join(f"{key}: {value}" for key, value in setup.label.items())
-    console.print(f"label each Job in namespace {setup.namespace} with {label} "
-                  f"({', '.join(job.job for job in setup.jobs)})", markup=False)
+    console.print(
+        f"label each Job in namespace {setup.namespace} with {label} ({', '.join(job.job for job in setup.jobs)})",
+        markup=False,
+    )
     for warning in setup.warnings:
         console.print(f"! {warning}", markup=False)
     for job in setup.jobs:

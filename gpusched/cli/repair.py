@@ -217,5 +217,3 @@ def defrag_command(
         return 0 if report.feasible else 1
 
     run(body)
-
-

@@ -49,4 +49,3 @@ class Rest:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"nothing after {timeout:.0f} s")
             time.sleep(interval)
-

@@ -275,24 +275,42 @@ def _args(workdir: Path, ports: dict[str, int], kubeconfig: Path) -> dict[str, l
     )  # fmt: skip
     return {
         "etcd": _flags(
-            name="gpusched", data_dir=workdir / "etcd", listen_client_urls=etcd, advertise_client_urls=etcd,
-            listen_peer_urls=peer, initial_advertise_peer_urls=peer, initial_cluster=f"gpusched={peer}",
-            unsafe_no_fsync="true", log_level="warn",
+            name="gpusched",
+            data_dir=workdir / "etcd",
+            listen_client_urls=etcd,
+            advertise_client_urls=etcd,
+            listen_peer_urls=peer,
+            initial_advertise_peer_urls=peer,
+            initial_cluster=f"gpusched={peer}",
+            unsafe_no_fsync="true",
+            log_level="warn",
         ),  # fmt: skip
         "kube-apiserver": _flags(
-            etcd_servers=etcd, secure_port=ports["kube-apiserver"], bind_address="127.0.0.1",
-            advertise_address="127.0.0.1", cert_dir=workdir / "apiserver", tls_cert_file=workdir / "apiserver.crt",
-            tls_private_key_file=workdir / "apiserver.key", client_ca_file=workdir / "ca.crt",
-            token_auth_file=workdir / "tokens.csv", authorization_mode="RBAC",
-            service_account_issuer="https://kubernetes.default.svc", service_account_key_file=workdir / "sa.pub",
-            service_account_signing_key_file=workdir / "sa.key", service_cluster_ip_range="10.96.0.0/24",
-            endpoint_reconciler_type="none", disable_admission_plugins="ServiceAccount,TaintNodesByCondition",
+            etcd_servers=etcd,
+            secure_port=ports["kube-apiserver"],
+            bind_address="127.0.0.1",
+            advertise_address="127.0.0.1",
+            cert_dir=workdir / "apiserver",
+            tls_cert_file=workdir / "apiserver.crt",
+            tls_private_key_file=workdir / "apiserver.key",
+            client_ca_file=workdir / "ca.crt",
+            token_auth_file=workdir / "tokens.csv",
+            authorization_mode="RBAC",
+            service_account_issuer="https://kubernetes.default.svc",
+            service_account_key_file=workdir / "sa.pub",
+            service_account_signing_key_file=workdir / "sa.key",
+            service_cluster_ip_range="10.96.0.0/24",
+            endpoint_reconciler_type="none",
+            disable_admission_plugins="ServiceAccount,TaintNodesByCondition",
             profiling="false",
         ),  # fmt: skip
         "kube-scheduler": client + _flags(secure_port=ports["kube-scheduler"], cert_dir=workdir / "scheduler"),
-        "kube-controller-manager": client + _flags(
-            secure_port=ports["kube-controller-manager"], cert_dir=workdir / "controller-manager",
-            controllers=CONTROLLERS, use_service_account_credentials="false",
+        "kube-controller-manager": client
+        + _flags(
+            secure_port=ports["kube-controller-manager"],
+            cert_dir=workdir / "controller-manager",
+            controllers=CONTROLLERS,
+            use_service_account_credentials="false",
         ),  # fmt: skip
     }
 
@@ -352,7 +370,9 @@ def start(
             proc = _launch(name, binaries.path(name), args[name], workdir, attach)
             cluster.procs[name] = proc
             log = workdir / f"{name}.log"
-            info.processes.append(Process(name=name, pid=proc.pid, port=ports[name], binary=binaries.path(name), log=log))
+            info.processes.append(
+                Process(name=name, pid=proc.pid, port=ports[name], binary=binaries.path(name), log=log)
+            )
             _wait_ready(name, proc, probes[name], log, time.monotonic() + READY_TIMEOUT)
     except BaseException:
         _keep_logs(workdir)

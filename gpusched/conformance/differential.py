@@ -73,9 +73,12 @@ class PodVerdict(BaseModel):
     victims: list[str] = Field(default_factory=list, description="pods the real preemption deleted")
     feasible: list[str] = Field(default_factory=list, description="the nodes gpusched finds feasible")
     predicted: str | None = Field(None, description="gpusched's message, when it predicts Pending")
-    alternatives: list[str] = Field(default_factory=list, description="when the allocator fails with an error: "
-                                    "gpusched's error on each node (the scheduler stops at whichever its parallel "
-                                    "filtering meets first)")
+    alternatives: list[str] = Field(
+        default_factory=list,
+        description="when the allocator fails with an error: "
+        "gpusched's error on each node (the scheduler stops at whichever its parallel "
+        "filtering meets first)",
+    )
     predicted_nomination: str | None = None
     predicted_victims: list[str] = Field(default_factory=list)
     claims: list[ClaimCheck] = Field(default_factory=list)
@@ -87,8 +90,12 @@ class PodVerdict(BaseModel):
         if not all(claim.agrees for claim in self.claims):
             return False
         if self.nominated or self.predicted_nomination or self.victims:
-            return (self.message == self.predicted and self.nominated == self.predicted_nomination
-                    and sorted(self.victims) == sorted(self.predicted_victims) and self.node == self.nominated)
+            return (
+                self.message == self.predicted
+                and self.nominated == self.predicted_nomination
+                and sorted(self.victims) == sorted(self.predicted_victims)
+                and self.node == self.nominated
+            )
         if self.node is not None:
             return self.node in self.feasible
         return not self.feasible and (self.message == self.predicted or self.message in self.alternatives)
@@ -101,8 +108,10 @@ class PodVerdict(BaseModel):
 
     def gpusched(self) -> str:
         if self.predicted_nomination:
-            return f"Pending: {self.predicted} (nominates {self.predicted_nomination}, evicting " \
-                   f"{', '.join(self.predicted_victims)})"
+            return (
+                f"Pending: {self.predicted} (nominates {self.predicted_nomination}, evicting "
+                f"{', '.join(self.predicted_victims)})"
+            )
         return f"fits {', '.join(self.feasible)}" if self.feasible else f"Pending: {self.predicted}"
 
 

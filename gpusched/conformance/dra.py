@@ -169,7 +169,11 @@ def _parent_attributes(model: _Model, node: str, index: int, per_root: int) -> d
 def _gpu(model: _Model, node: str, index: int, per_root: int) -> dict:
     attributes = {"type": {"string": "gpu"}, "uuid": {"string": _uuid("GPU", node, index)}, "index": {"int": index},
                   **_parent_attributes(model, node, index, per_root)}  # fmt: skip
-    return {"name": f"gpu-{index}", "attributes": attributes, "capacity": {"memory": {"value": f"{model.memory_gib}Gi"}}}
+    return {
+        "name": f"gpu-{index}",
+        "attributes": attributes,
+        "capacity": {"memory": {"value": f"{model.memory_gib}Gi"}},
+    }
 
 
 def _mig(model: _Model, node: str, index: int, per_root: int, profile: str, start: int) -> dict:
@@ -244,7 +248,9 @@ def slices(rng: random.Random, nodes: list[str]) -> list[dict]:
         model = rng.choice(MODELS)
         if model.mig and rng.random() < 0.25:
             counter_sets, devices = _partitionable(rng, model, node)
-            found.extend([_slice(node, 0, 2, {"sharedCounters": counter_sets}), _slice(node, 1, 2, {"devices": devices})])
+            found.extend(
+                [_slice(node, 0, 2, {"sharedCounters": counter_sets}), _slice(node, 1, 2, {"devices": devices})]
+            )
             continue
         devices = _devices(rng, model, node)
         parts = [devices] if len(devices) < 2 or rng.random() < 0.8 else [devices[1::2], devices[::2]]

@@ -26,7 +26,13 @@ from pydantic import BaseModel, Field
 from . import dra
 
 __all__ = [
-    "IMAGE", "SCENARIO_LABEL", "DURING_PREEMPTION", "PRIORITY_CLASSES", "RUNTIME_CLASS", "ConformanceScenario", "generate"
+    "IMAGE",
+    "SCENARIO_LABEL",
+    "DURING_PREEMPTION",
+    "PRIORITY_CLASSES",
+    "RUNTIME_CLASS",
+    "ConformanceScenario",
+    "generate",
 ]
 
 IMAGE = "registry.k8s.io/pause:3.10"
@@ -48,7 +54,12 @@ RUNTIME_CLASS: dict = {
 }
 GPUS = ("example.com/gpu", "nvidia.com/gpu")
 # In DRA scenarios a DeviceClass may serve nvidia.com/gpu, and any class its deviceclass.resource.kubernetes.io name
-DRA_GPUS = ("nvidia.com/gpu", "nvidia.com/gpu", f"deviceclass.resource.kubernetes.io/{dra.GPU_CLASS}", "example.com/gpu")
+DRA_GPUS = (
+    "nvidia.com/gpu",
+    "nvidia.com/gpu",
+    f"deviceclass.resource.kubernetes.io/{dra.GPU_CLASS}",
+    "example.com/gpu",
+)
 MODELS = ("a100", "h100", "l4")
 ZONES = ("a", "b")
 TAINTS = (
@@ -93,8 +104,11 @@ class ConformanceScenario(BaseModel):
         pods = self.pods[:index] + self.pods[index + 1 :]
         named = {entry.get("resourceClaimName") or entry.get("resourceClaimTemplateName")
                  for pod in pods for entry in pod["spec"].get("resourceClaims", [])}  # fmt: skip
-        objects = [obj for obj in self.objects
-                   if obj["kind"] not in ("ResourceClaim", "ResourceClaimTemplate") or obj["metadata"]["name"] in named]
+        objects = [
+            obj
+            for obj in self.objects
+            if obj["kind"] not in ("ResourceClaim", "ResourceClaimTemplate") or obj["metadata"]["name"] in named
+        ]
         return self.model_copy(update={"pods": pods, "objects": objects})
 
 
@@ -204,8 +218,9 @@ def _affinity(rng: random.Random, names: list[str]) -> dict:
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
 
 
-def _pod(rng: random.Random, name: str, namespace: str, names: list[str], kind: str, late: bool,
-         during: bool = False) -> dict:
+def _pod(
+    rng: random.Random, name: str, namespace: str, names: list[str], kind: str, late: bool, during: bool = False
+) -> dict:
     """A pod as users write it; in DRA and preemption scenarios node constraints are rarer, so that the claims get
     judged and pods pile up on the nodes. `late`: in the second half of the scenario; `during`: to arrive while
     its predecessor's preemption is under way (then it never preempts itself)."""

@@ -41,14 +41,20 @@ def verdict(pod: dict) -> tuple[str | None, str | None] | None:
     if pod.get("spec", {}).get("nodeName"):
         return pod["spec"]["nodeName"], None
     condition = _condition(pod)
-    if condition and condition.get("status") == "False" and condition.get("reason") in ("Unschedulable", "SchedulerError"):
+    if (
+        condition
+        and condition.get("status") == "False"
+        and condition.get("reason") in ("Unschedulable", "SchedulerError")
+    ):
         return None, condition.get("message", "")
     return None
 
 
-def await_verdict(rest: Rest, path: str, transient: Callable[[str], bool] = lambda _: False,
-                  timeout: float = 30.0) -> tuple[dict, str | None, str | None]:
+def await_verdict(
+    rest: Rest, path: str, transient: Callable[[str], bool] = lambda _: False, timeout: float = 30.0
+) -> tuple[dict, str | None, str | None]:
     """(pod, node, message) at the first verdict whose message is not `transient`."""
+
     def decided() -> tuple[dict, str | None, str | None] | None:
         pod = rest.get(path)
         found = verdict(pod)
@@ -57,7 +63,9 @@ def await_verdict(rest: Rest, path: str, transient: Callable[[str], bool] = lamb
     return rest.wait(decided, timeout=timeout)
 
 
-def _probe_until(rest: Rest, namespace: str, name: str, pod: Callable[[str], dict], seen: Callable[[str], bool]) -> None:
+def _probe_until(
+    rest: Rest, namespace: str, name: str, pod: Callable[[str], dict], seen: Callable[[str], bool]
+) -> None:
     """Create probe pods until one's message satisfies `seen`; each is deleted after its verdict."""
     deadline = time.monotonic() + SYNC_TIMEOUT
     for attempt in itertools.count():
@@ -82,8 +90,13 @@ def nodes(rest: Rest, namespace: str, label: str, count: int) -> None:
     """The scheduler's cache holds exactly this play's `count` nodes."""
     expected = f"0/{count} nodes are available: {count} {insufficient(PROBE_RESOURCE)}."
     container = {"resources": {"limits": {PROBE_RESOURCE: "1"}}}
-    _probe_until(rest, namespace, f"{label}-probe", lambda name: _pod(name, namespace, label, container),
-                 lambda message: message.startswith(expected))
+    _probe_until(
+        rest,
+        namespace,
+        f"{label}-probe",
+        lambda name: _pod(name, namespace, label, container),
+        lambda message: message.startswith(expected),
+    )
 
 
 def _marker_objects(namespace: str, label: str) -> list[tuple[str, dict]]:
@@ -91,7 +104,10 @@ def _marker_objects(namespace: str, label: str) -> list[tuple[str, dict]]:
     name = f"{label}-probe"
     attribute = f'device.attributes["{PROBE_DRIVER}"]'
     expression = f'{attribute}.play == "{label}" && {attribute}.missing == 1'
-    request = {"name": "probe", "exactly": {"deviceClassName": name, "selectors": [{"cel": {"expression": expression}}]}}
+    request = {
+        "name": "probe",
+        "exactly": {"deviceClassName": name, "selectors": [{"cel": {"expression": expression}}]},
+    }
     spec = {"driver": PROBE_DRIVER, "pool": {"name": label, "generation": 1, "resourceSliceCount": 1},
             "allNodes": True, "devices": [{"name": "marker", "attributes": {"play": {"string": label}}}]}  # fmt: skip
     selector = {"cel": {"expression": f'device.driver == "{PROBE_DRIVER}"'}}
@@ -111,9 +127,13 @@ def dra(rest: Rest, namespace: str, label: str) -> None:
     claim = {"name": "probe", "resourceClaimName": f"{label}-probe"}
     marker = f"{PROBE_DRIVER}/{label}/marker"
     try:
-        _probe_until(rest, namespace, f"{label}-draprobe",
-                     lambda name: _pod(name, namespace, label, {}, resourceClaims=[claim]),
-                     lambda message: marker in message)
+        _probe_until(
+            rest,
+            namespace,
+            f"{label}-draprobe",
+            lambda name: _pod(name, namespace, label, {}, resourceClaims=[claim]),
+            lambda message: marker in message,
+        )
     finally:
         for collection, body in reversed(created):
             rest.delete(f"{collection}/{body['metadata']['name']}")

@@ -118,7 +118,9 @@ class GpuBlock(Strict):
         profiles = _mig_table(info)
         for name in names:
             if name not in profiles:
-                raise ValueError(f"unknown MIG profile {name!r} for {info.data['model']} (known: {', '.join(profiles)})")
+                raise ValueError(
+                    f"unknown MIG profile {name!r} for {info.data['model']} (known: {', '.join(profiles)})"
+                )
         return names
 
     @field_validator("mig")

@@ -63,8 +63,12 @@ _SEMVER = re.compile(
     r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
 )
-_QUALIFIED = re.compile(r"^(?:[a-z0-9]([-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z_][A-Za-z0-9_]*$")
-_FULLY_QUALIFIED = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z_][A-Za-z0-9_]*$")
+_QUALIFIED = re.compile(
+    r"^(?:[a-z0-9]([-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z_][A-Za-z0-9_]*$"
+)
+_FULLY_QUALIFIED = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z_][A-Za-z0-9_]*$"
+)
 
 
 class K8s(BaseModel):
@@ -138,8 +142,10 @@ class DeviceAttribute(K8s):
     @model_validator(mode="after")
     def _one_value(self) -> DeviceAttribute:
         if (self.ints, self.bools, self.strings, self.versions) != (None, None, None, None):
-            raise ValueError("a list-valued attribute (ints, bools, strings, versions: DRAListTypeAttributes) "
-                             "is not modelled by gpusched")
+            raise ValueError(
+                "a list-valued attribute (ints, bools, strings, versions: DRAListTypeAttributes) "
+                "is not modelled by gpusched"
+            )
         values = (self.int_value, self.bool_value, self.string_value, self.version_value)
         present = [name for name, value in zip(_TYPES, values, strict=True) if value is not None]
         if len(present) != 1:
@@ -187,7 +193,9 @@ class DeviceCounterConsumption(K8s):
     counters: dict[str, Counter] = Field(min_length=1)
     compatibility_groups: Unmodelled = None
 
-    _groups = field_validator("compatibility_groups")(_not_modelled("compatibilityGroups (DRADeviceCompatibilityGroups)"))
+    _groups = field_validator("compatibility_groups")(
+        _not_modelled("compatibilityGroups (DRADeviceCompatibilityGroups)")
+    )
 
 
 class DeviceTaint(K8s):
@@ -284,8 +292,10 @@ class ResourceSliceSpec(K8s):
             seen.add(device.name)
             per_device = _node_selection(device, ("node_name", "node_selector", "all_nodes"))
             if self.per_device_node_selection and len(per_device) != 1:
-                raise ValueError(f"device {device.name!r}: perDeviceNodeSelection needs exactly one of nodeName, "
-                                 "nodeSelector, allNodes on every device")
+                raise ValueError(
+                    f"device {device.name!r}: perDeviceNodeSelection needs exactly one of nodeName, "
+                    "nodeSelector, allNodes on every device"
+                )
             if not self.per_device_node_selection and per_device:
                 raise ValueError(f"device {device.name!r}: node selection per device needs perDeviceNodeSelection")
         if self.shared_counters and self.devices:

@@ -78,6 +78,7 @@ def _seconds_per_gb(_u: tuple, _v: tuple, edge: dict) -> float:
 
 def ring_gbps(graph: nx.Graph, gpus: list[tuple]) -> tuple[float, str]:
     """The slowest link a ring over two or more GPUs must cross, visiting them node by node, island by island."""
+
     def order(gpu: tuple) -> tuple:
         island = next(n for n in graph.neighbors(gpu) if graph.nodes[n]["kind"] == "island")
         return (gpu[1], island[2], gpu[2])

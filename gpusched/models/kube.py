@@ -17,7 +17,17 @@ from ..limits import INT32_MAX, INT32_MIN, INT64_MAX
 from .quantity import milli, to_int
 from .scheduling import NodeSelectorTerm, Taint, Toleration
 
-__all__ = ["KubeNode", "KubePod", "PodClaim", "ContainerRequests", "parse_nodes", "parse_pods", "parse_pod", "add", "is_scalar"]
+__all__ = [
+    "KubeNode",
+    "KubePod",
+    "PodClaim",
+    "ContainerRequests",
+    "parse_nodes",
+    "parse_pods",
+    "parse_pod",
+    "add",
+    "is_scalar",
+]
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 _TOLERATION_KEYS = ("key", "operator", "value", "effect")  # tolerationSeconds does not affect scheduling
@@ -259,15 +269,26 @@ def _pod(item: _Value) -> KubePod:
 
 
 def _containers(spec: _Value) -> tuple[ContainerRequests, ...]:
-    found = [ContainerRequests(c.get("name").text(), _container_requests(c.get("resources")), True,
-                               c.get("restartPolicy").text() == "Always") for c in spec.get("initContainers").items()]
-    found += [ContainerRequests(c.get("name").text(), _container_requests(c.get("resources")))
-              for c in spec.get("containers").items()]
+    found = [
+        ContainerRequests(
+            c.get("name").text(),
+            _container_requests(c.get("resources")),
+            True,
+            c.get("restartPolicy").text() == "Always",
+        )
+        for c in spec.get("initContainers").items()
+    ]
+    found += [
+        ContainerRequests(c.get("name").text(), _container_requests(c.get("resources")))
+        for c in spec.get("containers").items()
+    ]
     return tuple(found)
 
 
 def _pod_claims(spec: _Value, status: _Value) -> tuple[PodClaim, ...]:
-    generated = {s.get("name").text(): s.get("resourceClaimName").text() for s in status.get("resourceClaimStatuses").items()}
+    generated = {
+        s.get("name").text(): s.get("resourceClaimName").text() for s in status.get("resourceClaimStatuses").items()
+    }
     claims = []
     for entry in spec.get("resourceClaims").items():
         name = entry.get("name").text()

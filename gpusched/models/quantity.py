@@ -38,8 +38,10 @@ _TOO_LARGE = f"must be no more than {INT64_MAX // 1000} (an int64 of millis, as 
 
 
 def _malformed(value: object) -> ValueError:
-    return ValueError(f"expected a quantity such as 4, 500m or 64Gi, got {value!r} (quantities must match the "
-                      f"regular expression {_REGEX})")
+    return ValueError(
+        f"expected a quantity such as 4, 500m or 64Gi, got {value!r} (quantities must match the "
+        f"regular expression {_REGEX})"
+    )
 
 
 def parse_quantity(value: str | int | float) -> Decimal:

@@ -31,7 +31,9 @@ class GpuNeeds(BaseModel):
     priority: int = Field(0, ge=INT32_MIN, le=INT32_MAX, description="as a pod's spec.priority: an int32")
     tolerations: list[Toleration] = Field(default_factory=list)
     node_selector: dict[str, str] = Field(default_factory=dict)
-    labels: dict[str, str] = Field(default_factory=dict, description="the pod's labels (disruption budgets select by them)")
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="the pod's labels (disruption budgets select by them)"
+    )
 
     @property
     def cpu_milli(self) -> int:

@@ -236,7 +236,9 @@ class _Simulator:
         return Deadlock(time=now, gpus_held=self.held_idle(), held_by=held)
 
 
-def simulate(cluster: Cluster, jobs: list[Job], mode: Mode = "gang", timeout: float = 0.0, policy: Policy = "binpack") -> GangReport:
+def simulate(
+    cluster: Cluster, jobs: list[Job], mode: Mode = "gang", timeout: float = 0.0, policy: Policy = "binpack"
+) -> GangReport:
     if mode == "pod" and timeout:
         raise ValueError("--timeout applies to --mode gang: the default scheduler never gives a bound pod back")
     simulator = _Simulator(cluster, mode, timeout, policy)

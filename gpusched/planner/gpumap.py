@@ -52,7 +52,9 @@ def _instances(node: NodeState, gpu: GpuState) -> list[MapInstance]:
     block = node.spec.gpu
     profiles = profiles_for(block.model, block.memory_gib) if block else {}
     return [
-        MapInstance(profile=slot.profile, start=slot.start, slices=profiles[slot.profile].memory_slices, holder=slot.holder)
+        MapInstance(
+            profile=slot.profile, start=slot.start, slices=profiles[slot.profile].memory_slices, holder=slot.holder
+        )
         for slot in gpu.mig
     ]
 

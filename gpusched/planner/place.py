@@ -58,7 +58,9 @@ class PlaceReport(BaseModel):
 
 def needs_key(needs: GpuNeeds) -> str:
     """What decides where a pod can go; pods with equal keys are interchangeable to the filters."""
-    return needs.model_dump_json(exclude={"name", "priority", "labels", "pods", "gpus", "gpus_per_pod", "duration", "arrival"})
+    return needs.model_dump_json(
+        exclude={"name", "priority", "labels", "pods", "gpus", "gpus_per_pod", "duration", "arrival"}
+    )
 
 
 def _shape(pod: GpuNeeds, gpus: int) -> str:
@@ -79,7 +81,9 @@ class _ShapeCache:
 class Placer:
     """Places pods on a ClusterState; reusable by the gang simulator, which also releases them."""
 
-    def __init__(self, state: ClusterState, view: View = "gpu", policy: Policy = "binpack", gpu_weight: int | None = None):
+    def __init__(
+        self, state: ClusterState, view: View = "gpu", policy: Policy = "binpack", gpu_weight: int | None = None
+    ):
         self.state = state
         self.view: View = view
         self.policy: Policy = policy
@@ -156,13 +160,19 @@ def consequences(pod: GpuNeeds, option: GpuChoice) -> list[str]:
         warnings.append("lands on a time-sliced replica: shares a physical GPU, no memory or fault isolation")
     repeated = sorted({index for index in option.gpus if option.gpus.count(index) > 1})
     for index in repeated:
-        warnings.append(f"{option.gpus.count(index)} of its replicas are physical GPU {index}: no more compute than one")
+        warnings.append(
+            f"{option.gpus.count(index)} of its replicas are physical GPU {index}: no more compute than one"
+        )
     for index in sorted(set(option.gpus)):
         gpu = node.gpus[index]
         if not gpu.mig and gpu.declared_gib > gpu.memory_gib:
-            warnings.append(f"GPU {index} memory oversubscribed: {gpu.declared_gib:g} of {gpu.memory_gib:g} GiB declared")
+            warnings.append(
+                f"GPU {index} memory oversubscribed: {gpu.declared_gib:g} of {gpu.memory_gib:g} GiB declared"
+            )
     if option.mig and not pod.mig_profile:
-        profiles = sorted({slot.profile for gpu in node.gpus for slot in gpu.mig if (gpu.index, slot.start) in option.mig})
+        profiles = sorted(
+            {slot.profile for gpu in node.gpus for slot in gpu.mig if (gpu.index, slot.start) in option.mig}
+        )
         warnings.append(f"gets MIG instance(s) {', '.join(profiles)}, not whole GPUs")
     if len(set(option.gpus)) > 1 and option.spans:
         need = "needs one NVLink island; " if pod.nvlink else ""
@@ -182,7 +192,9 @@ def place(
     if view == "extended" and policy == "topology":
         raise ValueError("--policy topology needs --view gpu: through a count there is no topology to see")
     if gpu_weight is not None and (view != "extended" or policy == "topology"):
-        raise ValueError("--gpu-weight scores the scheduler's integers: use it with --view extended and binpack or spread")
+        raise ValueError(
+            "--gpu-weight scores the scheduler's integers: use it with --view extended and binpack or spread"
+        )
     state = ClusterState.from_cluster(cluster)
     placer = Placer(state, view, policy, gpu_weight)
     graph = build_graph(cluster)

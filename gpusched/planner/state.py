@@ -12,7 +12,18 @@ from ..models.cluster import Cluster, Node
 from ..models.scheduling import Taint
 from ..models.workload import GpuNeeds
 
-__all__ = ["GPU_RESOURCE", "SHARED_RESOURCE", "DEFAULT_MILLI_CPU", "DEFAULT_MEMORY", "mig_resource", "MigSlot", "GpuState", "NodeState", "ClusterState", "advertised"]
+__all__ = [
+    "GPU_RESOURCE",
+    "SHARED_RESOURCE",
+    "DEFAULT_MILLI_CPU",
+    "DEFAULT_MEMORY",
+    "mig_resource",
+    "MigSlot",
+    "GpuState",
+    "NodeState",
+    "ClusterState",
+    "advertised",
+]
 
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_RESOURCE = "nvidia.com/gpu.shared"  # time-sliced replicas, where the device plugin renames them

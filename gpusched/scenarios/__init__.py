@@ -20,7 +20,16 @@ from ..files import read_document
 from ..models.cluster import Cluster
 from ..models.workload import JobList, PodList
 
-__all__ = ["Scenario", "scenario_names", "load_scenario", "load_cluster", "load_pods", "load_jobs", "load_pending", "read_document"]
+__all__ = [
+    "Scenario",
+    "scenario_names",
+    "load_scenario",
+    "load_cluster",
+    "load_pods",
+    "load_jobs",
+    "load_pending",
+    "read_document",
+]
 
 Model = TypeVar("Model", bound=BaseModel)
 _DATA = resources.files(__package__) / "data"
@@ -184,9 +193,7 @@ def load_jobs(source: str) -> JobList:
     return _listing(source, "jobs", JobList)
 
 
-def load_pending(
-    source: str | Scenario, pods: str | None = None, jobs: str | None = None
-) -> tuple[PodList, JobList]:
+def load_pending(source: str | Scenario, pods: str | None = None, jobs: str | None = None) -> tuple[PodList, JobList]:
     """The pending work every command plans for, loaded one way (plan, preempt and explain all read it here).
 
     `pods`/`jobs` files win when given; else `source`: a scenario (loaded, by name or file, a dump or a kubeconfig)

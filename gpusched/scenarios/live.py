@@ -71,8 +71,9 @@ def connect(kubeconfig: str | Path, context: str | None = None) -> client.ApiCli
         raise InputError(str(path), f"context {wanted!r}: {error}".splitlines()[0]) from None
     except (AttributeError, KeyError) as error:  # the client trips over an entry of the wrong shape (user: "text")
         raise InputError(
-            str(path), f"context {wanted!r}: a cluster, user or context entry is not a mapping of the expected keys "
-            f"({type(error).__name__}: {error})".splitlines()[0]
+            str(path),
+            f"context {wanted!r}: a cluster, user or context entry is not a mapping of the expected keys "
+            f"({type(error).__name__}: {error})".splitlines()[0],
         ) from None
 
 
@@ -208,4 +209,3 @@ def _as_kubectl(listed: Any) -> Any:
     kind, version = str(listed.get("kind", "")), listed.get("apiVersion")
     items = [{"apiVersion": version, "kind": kind.removesuffix("List"), **item} for item in listed.get("items") or []]
     return {"apiVersion": "v1", "kind": "List", "items": items}
-

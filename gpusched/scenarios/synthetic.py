@@ -8,7 +8,12 @@ from ..models.cluster import Cluster
 from ..models.workload import Job, Pod
 
 __all__ = [
-    "NODE_KINDS", "WORKLOAD_KINDS", "synthetic_cluster", "synthetic_jobs", "synthetic_pods", "synthetic_workload",
+    "NODE_KINDS",
+    "WORKLOAD_KINDS",
+    "synthetic_cluster",
+    "synthetic_jobs",
+    "synthetic_pods",
+    "synthetic_workload",
 ]
 
 _SHAPES = (
@@ -126,8 +131,18 @@ def synthetic_workload(count: int, seed: int = 42, mix: dict[str, float] | None 
         priority = rng.choice((0, 0, 10))
         if kind == "training":
             gpus = rng.choice((2, 4, 8))
-            jobs.append(Job(name=name, pods=rng.choice((1, 2, 4)), gpus_per_pod=gpus, nvlink=True, cpu=8 * gpus,
-                            memory=f"{64 * gpus}Gi", priority=priority + 10, duration=3600))
+            jobs.append(
+                Job(
+                    name=name,
+                    pods=rng.choice((1, 2, 4)),
+                    gpus_per_pod=gpus,
+                    nvlink=True,
+                    cpu=8 * gpus,
+                    memory=f"{64 * gpus}Gi",
+                    priority=priority + 10,
+                    duration=3600,
+                )
+            )
             continue
         needs = {
             "notebook": {"shared": True, "memory_gib": 8.0, "cpu": 4, "memory": "32Gi"},

@@ -228,6 +228,7 @@ def test_outputs_and_workers(gpusched, tmp_path):
         "--json",
     )
     assert two.exit_code == 0, two.stderr
+
     def strip(r):
         return [(x["policy"], x["seed"], x["allocation_pct"], x["curve"]) for x in r]
 

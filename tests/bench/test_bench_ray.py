@@ -31,6 +31,7 @@ def test_ray_runs_match_local_runs(gpusched):
     remote = gpusched(*args, "--ray")
     assert remote.exit_code == 0, remote.stderr
     assert remote.json()["executor"] == "ray"
+
     def key(run):
         return (run["policy"], run["seed"], run["allocation_pct"], run["curve"])
 

@@ -47,9 +47,20 @@ def test_advertised_is_the_integer_view(gpusched):
 
 
 def test_advertised_single_strategy(gpusched, write):
-    cluster = {"nodes": [{"name": "m", "gpu": {"model": "H100-SXM5-80GB", "count": 2, "memory_gib": 80,
-               "mig_strategy": "single", "mig": [{"gpu": 0, "profile": "3g.40gb", "start": 0},
-                                                 {"gpu": 0, "profile": "3g.40gb", "start": 4}]}}]}
+    cluster = {
+        "nodes": [
+            {
+                "name": "m",
+                "gpu": {
+                    "model": "H100-SXM5-80GB",
+                    "count": 2,
+                    "memory_gib": 80,
+                    "mig_strategy": "single",
+                    "mig": [{"gpu": 0, "profile": "3g.40gb", "start": 0}, {"gpu": 0, "profile": "3g.40gb", "start": 4}],
+                },
+            }
+        ]
+    }
     counts = gpusched("advertised", write("c.json", cluster), "--json").json()
     assert counts["m"] == {"nvidia.com/gpu": 3}  # two instances plus one whole GPU
 
@@ -94,8 +105,14 @@ def test_place_refuses_bad_options(gpusched, args, message):
 
 @pytest.mark.parametrize("command", COMMANDS_TAKING_A_CLUSTER, ids=lambda c: c[0])
 def test_bad_cluster_exits_2_naming_file_and_field(gpusched, write, command):
-    path = write("bad.json", {"nodes": [{"name": "n", "gpu": {"model": "A100-SXM4-80GB", "count": 2,
-                                                                "memory_gib": 80, "islands": [[0, 5]]}}]})
+    path = write(
+        "bad.json",
+        {
+            "nodes": [
+                {"name": "n", "gpu": {"model": "A100-SXM4-80GB", "count": 2, "memory_gib": 80, "islands": [[0, 5]]}}
+            ]
+        },
+    )
     result = gpusched(command[0], path, *command[1:])
     assert result.exit_code == 2
     assert f"{path}: nodes[0](n).gpu.islands" in result.stderr
@@ -162,6 +179,7 @@ def test_bench_place_bad_options(gpusched, args, message):
 
 def test_allreduce_of_one_gpu_crosses_no_link(gpusched):
     result = gpusched("allreduce", "monday", "dgx-a:0", "--json").json()
-    assert result == [{"ring": "dgx-a:0", "gpus": 1, "gradient_gb": 14.0, "slowest_gbps": None, "link": None,
-                       "seconds": 0.0}]
+    assert result == [
+        {"ring": "dgx-a:0", "gpus": 1, "gradient_gb": 14.0, "slowest_gbps": None, "link": None, "seconds": 0.0}
+    ]
     assert gpusched("allreduce", "monday", "dgx-a:0").lines == ["dgx-a:0: a single GPU: nothing to all-reduce"]

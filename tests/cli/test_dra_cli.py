@@ -20,8 +20,12 @@ SEED_MONDAY = [
     "claim ml/rerank-mig: allocated on mig-a: mig-a/gpu-0-mig-3g-40gb-4",
     "claim ml/h200: cannot allocate all claims: no device on any node matches the DeviceClass and the selectors",
 ]
-V1 = {"DeviceClass": k8s_models.V1DeviceClass, "ResourceClaim": k8s_models.ResourceV1ResourceClaim,
-      "ResourceClaimTemplate": k8s_models.V1ResourceClaimTemplate, "ResourceSlice": k8s_models.V1ResourceSlice}
+V1 = {
+    "DeviceClass": k8s_models.V1DeviceClass,
+    "ResourceClaim": k8s_models.ResourceV1ResourceClaim,
+    "ResourceClaimTemplate": k8s_models.V1ResourceClaimTemplate,
+    "ResourceSlice": k8s_models.V1ResourceSlice,
+}
 
 
 def published_v1(obj: dict) -> None:
@@ -54,34 +58,62 @@ def test_dra_json_has_the_status_allocation_shape_and_the_scheduler_message(gpus
     big = report["claims"][0]
     assert big["allocation"] == {
         "devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": "dgx-a", "device": "gpu-0"}]},
-        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-            {"key": "metadata.name", "operator": "In", "values": ["dgx-a"]}]}]},
+        "nodeSelector": {
+            "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["dgx-a"]}]}]
+        },
     }
     assert big["feasible"] == ["dgx-a", "dgx-b"]
     h200 = report["claims"][3]
-    assert h200["message"] == ("0/5 nodes are available: 5 cannot allocate all claims. preemption: 0/5 nodes are "
-                               "available: 5 Preemption is not helpful for scheduling.")
+    assert h200["message"] == (
+        "0/5 nodes are available: 5 cannot allocate all claims. preemption: 0/5 nodes are "
+        "available: 5 Preemption is not helpful for scheduling."
+    )
     assert report["all_allocated"] is False
     old = gpusched("dra", "--cluster", "monday", "--objects", "seed-claims", "--json", "--k8s-version", "1.36").json()
     assert "still not schedulable, preemption:" in old["claims"][3]["message"]
 
 
 def test_kind_walkthrough_predicts_gpu0_and_gpu2(gpusched):
-    result = gpusched("k8s", "--nodes", KIND / "nodes.json", "--pods", KIND / "pods.json", "--pod", KIND / "dra.json",
-                      "--objects", KIND / "dra-objects.json", "--objects", KIND / "claims.json",
-                      "--objects", KIND / "slice.json")
+    result = gpusched(
+        "k8s",
+        "--nodes",
+        KIND / "nodes.json",
+        "--pods",
+        KIND / "pods.json",
+        "--pod",
+        KIND / "dra.json",
+        "--objects",
+        KIND / "dra-objects.json",
+        "--objects",
+        KIND / "claims.json",
+        "--objects",
+        KIND / "slice.json",
+    )
     assert result.exit_code == 0
-    assert result.lines == ["fits: cc-lab-control-plane",
-                            "claim gpu/pair -> cc-lab-control-plane/gpu-0, cc-lab-control-plane/gpu-2"]
+    assert result.lines == [
+        "fits: cc-lab-control-plane",
+        "claim gpu/pair -> cc-lab-control-plane/gpu-0, cc-lab-control-plane/gpu-2",
+    ]
 
 
 def test_kind_walkthrough_before_the_slice_is_published(gpusched):
-    args = ["k8s", "--nodes", KIND / "nodes.json", "--pod", KIND / "dra.json",
-            "--objects", KIND / "dra-objects.json", "--objects", KIND / "claims.json"]
+    args = [
+        "k8s",
+        "--nodes",
+        KIND / "nodes.json",
+        "--pod",
+        KIND / "dra.json",
+        "--objects",
+        KIND / "dra-objects.json",
+        "--objects",
+        KIND / "claims.json",
+    ]
     result = gpusched(*args)
     assert result.exit_code == 1
-    assert result.lines[-1] == ("FailedScheduling: 0/1 nodes are available: 1 cannot allocate all claims. preemption: "
-                                "0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
+    assert result.lines[-1] == (
+        "FailedScheduling: 0/1 nodes are available: 1 cannot allocate all claims. preemption: "
+        "0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
     old = gpusched(*args, "--k8s-version", "1.35")
     assert "1 cannot allocate all claims. still not schedulable, preemption:" in old.lines[-1]
 
@@ -97,8 +129,9 @@ def test_slices_command_reproduces_the_committed_kind_slice(gpusched):
 def test_hard_exercise_prefers_a_pair_in_one_island(gpusched):
     result = gpusched("dra", "--cluster", "monday", "--objects", HARD)
     assert result.exit_code == 0
-    assert result.lines == ["claim ml/trainer: allocated on dgx-a: dgx-a/gpu-0 (gpus/pair), dgx-a/gpu-1 (gpus/pair), "
-                            "fabric/nic-0"]
+    assert result.lines == [
+        "claim ml/trainer: allocated on dgx-a: dgx-a/gpu-0 (gpus/pair), dgx-a/gpu-1 (gpus/pair), fabric/nic-0"
+    ]
 
 
 def test_hard_exercise_falls_back_and_names_the_subrequest(gpusched):
@@ -107,16 +140,24 @@ def test_hard_exercise_falls_back_and_names_the_subrequest(gpusched):
     trainer = report["claims"][0]
     assert trainer["node"] == "gpu-a" and trainer["feasible"] == ["gpu-a", "gpu-b"]
     assert [(r["request"], r["pool"], r["device"]) for r in trainer["allocation"]["devices"]["results"]] == [
-        ("gpus/two", "gpu-a", "gpu-0"), ("gpus/two", "gpu-a", "gpu-1"), ("nic", "fabric", "nic-0")]
+        ("gpus/two", "gpu-a", "gpu-0"),
+        ("gpus/two", "gpu-a", "gpu-1"),
+        ("nic", "fabric", "nic-0"),
+    ]
     assert trainer["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["gpu-a"]
 
 
 def test_hard_exercise_allnodes_pool_alone_writes_no_node_selector(gpusched, write):
     objects = list(yaml.safe_load_all(HARD.read_text()))
-    nic_only = {**objects[3], "spec": {"devices": {"requests": [
-        {"name": "nic", "exactly": {"deviceClassName": "fabric.example.com", "count": 2}}]}}}
-    report = gpusched("dra", "--cluster", SPLIT, "--objects", write("o.yaml", yaml.safe_dump_all([*objects[:3], nic_only])),
-                      "--json").json()
+    nic_only = {
+        **objects[3],
+        "spec": {
+            "devices": {"requests": [{"name": "nic", "exactly": {"deviceClassName": "fabric.example.com", "count": 2}}]}
+        },
+    }
+    report = gpusched(
+        "dra", "--cluster", SPLIT, "--objects", write("o.yaml", yaml.safe_dump_all([*objects[:3], nic_only])), "--json"
+    ).json()
     claim = report["claims"][0]
     assert claim["devices"] == ["fabric/nic-0", "fabric/nic-1"] and "nodeSelector" not in claim["allocation"]
 
@@ -125,19 +166,34 @@ def test_hard_exercise_allnodes_pool_alone_writes_no_node_selector(gpusched, wri
 
 
 def _pod(name, claims, status=None):
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ml"},
-            "spec": {"resourceClaims": claims, "containers": [{"name": "main", "image": "x"}]},
-            "status": status or {"phase": "Pending"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {"resourceClaims": claims, "containers": [{"name": "main", "image": "x"}]},
+        "status": status or {"phase": "Pending"},
+    }
 
 
 def test_templates_stamp_one_claim_per_pod(gpusched, write):
     classes = list(yaml.safe_load_all((ROOT / "gpusched" / "scenarios" / "dra" / "seed-claims.yaml").read_text()))[:2]
-    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-                "metadata": {"name": "one-sxm", "namespace": "ml"},
-                "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}}
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one-sxm", "namespace": "ml"},
+        "spec": {
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}
+        },
+    }
     pods = [_pod(f"worker-{i}", [{"name": "gpu", "resourceClaimTemplateName": "one-sxm"}]) for i in range(2)]
-    report = gpusched("dra", "--cluster", "monday", "--objects", write("o.yaml", yaml.safe_dump_all([*classes, template, *pods])),
-                      "--json").json()
+    report = gpusched(
+        "dra",
+        "--cluster",
+        "monday",
+        "--objects",
+        write("o.yaml", yaml.safe_dump_all([*classes, template, *pods])),
+        "--json",
+    ).json()
     assert [(c["claim"], c["pod"], c["template"], c["devices"]) for c in report["claims"]] == [
         ("ml/worker-0-gpu", "ml/worker-0", "ml/one-sxm", ["dgx-a/gpu-0"]),
         ("ml/worker-1-gpu", "ml/worker-1", "ml/one-sxm", ["dgx-a/gpu-1"]),
@@ -145,8 +201,10 @@ def test_templates_stamp_one_claim_per_pod(gpusched, write):
 
 
 def test_missing_claims_are_the_scheduler_prefilter_messages(gpusched, write):
-    pods = [_pod("a", [{"name": "gpu", "resourceClaimName": "nope"}]),
-            _pod("b", [{"name": "gpu", "resourceClaimTemplateName": "gone"}])]
+    pods = [
+        _pod("a", [{"name": "gpu", "resourceClaimName": "nope"}]),
+        _pod("b", [{"name": "gpu", "resourceClaimTemplateName": "gone"}]),
+    ]
     report = gpusched("dra", "--cluster", "monday", "--objects", write("o.yaml", yaml.safe_dump_all(pods)), "--json")
     assert report.exit_code == 1
     assert [(c["claim"], c["pod"], c["reason"]) for c in report.json()["claims"]] == [
@@ -169,23 +227,51 @@ def test_slices_are_valid_v1_objects(gpusched, driver):
 def test_nvidia_profile_names_attributes_and_capacities(gpusched):
     items = gpusched("slices", "monday", "--driver", "gpu.nvidia.com").json()["items"]
     mig = next(item for item in items if item["spec"]["nodeName"] == "mig-a")["spec"]["devices"]
-    assert [d["name"] for d in mig] == ["gpu-0-mig-1g10gb-19-0", "gpu-0-mig-1g10gb-19-1", "gpu-0-mig-2g20gb-14-2",
-                                        "gpu-0-mig-3g40gb-9-4"]
+    assert [d["name"] for d in mig] == [
+        "gpu-0-mig-1g10gb-19-0",
+        "gpu-0-mig-1g10gb-19-1",
+        "gpu-0-mig-2g20gb-14-2",
+        "gpu-0-mig-3g40gb-9-4",
+    ]
     three = mig[3]
     assert set(three["attributes"]) == {
-        "type", "uuid", "parentUUID", "profile", "productName", "brand", "architecture", "cudaComputeCapability",
-        "driverVersion", "cudaDriverVersion", "resource.kubernetes.io/pciBusID", "resource.kubernetes.io/pcieRoot",
-        "gpusched.io/nvlinkIsland"}
-    assert set(three["capacity"]) == {"multiprocessors", "copyEngines", "decoders", "encoders", "jpegEngines",
-                                      "ofaEngines", "memory", "memorySlice4", "memorySlice5", "memorySlice6", "memorySlice7"}
+        "type",
+        "uuid",
+        "parentUUID",
+        "profile",
+        "productName",
+        "brand",
+        "architecture",
+        "cudaComputeCapability",
+        "driverVersion",
+        "cudaDriverVersion",
+        "resource.kubernetes.io/pciBusID",
+        "resource.kubernetes.io/pcieRoot",
+        "gpusched.io/nvlinkIsland",
+    }
+    assert set(three["capacity"]) == {
+        "multiprocessors",
+        "copyEngines",
+        "decoders",
+        "encoders",
+        "jpegEngines",
+        "ofaEngines",
+        "memory",
+        "memorySlice4",
+        "memorySlice5",
+        "memorySlice6",
+        "memorySlice7",
+    }
     dgx = next(item for item in items if item["spec"]["nodeName"] == "dgx-a")["spec"]["devices"][0]
     assert dgx["name"] == "gpu-0" and dgx["capacity"] == {"memory": {"value": "80Gi"}}
     assert dgx["attributes"]["cudaComputeCapability"] == {"version": "8.0.0"}
 
 
 def test_claims_in_examples_and_builtins_are_valid_v1_objects():
-    documents = [*yaml.safe_load_all((ROOT / "gpusched" / "scenarios" / "dra" / "seed-claims.yaml").read_text()),
-                 *yaml.safe_load_all(HARD.read_text())]
+    documents = [
+        *yaml.safe_load_all((ROOT / "gpusched" / "scenarios" / "dra" / "seed-claims.yaml").read_text()),
+        *yaml.safe_load_all(HARD.read_text()),
+    ]
     for name in ("claims.json", "dra-objects.json", "slice.json"):
         documents.extend(yaml.safe_load((KIND / name).read_text())["items"])
     for doc in documents:
@@ -200,23 +286,38 @@ def test_allocation_results_are_valid_v1_claim_status(gpusched):
 def test_slices_as_multi_document_yaml(gpusched):
     docs = list(yaml.safe_load_all(gpusched("slices", "monday", "--yaml").stdout))
     assert [d["metadata"]["name"] for d in docs] == [
-        "dgx-a-gpu.example.com", "dgx-b-gpu.example.com", "pcie-a-gpu.example.com", "l4-a-gpu.example.com",
-        "mig-a-gpu.example.com"]
+        "dgx-a-gpu.example.com",
+        "dgx-b-gpu.example.com",
+        "pcie-a-gpu.example.com",
+        "l4-a-gpu.example.com",
+        "mig-a-gpu.example.com",
+    ]
 
 
 # --- bad input -----------------------------------------------------------------------------------------------------
 
 
 def _objects_with(claim_spec=None, slice_spec=None, class_expression='device.driver == "gpu.example.com"'):
-    cls = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
-           "spec": {"selectors": [{"cel": {"expression": class_expression}}]}}
+    cls = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": class_expression}}]},
+    }
     docs = [cls]
     if claim_spec is not None:
-        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                     "metadata": {"name": "c", "namespace": "ml"}, "spec": {"devices": claim_spec}})
+        docs.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": "c", "namespace": "ml"},
+                "spec": {"devices": claim_spec},
+            }
+        )
     if slice_spec is not None:
-        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
-                     "spec": slice_spec})
+        docs.append(
+            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"}, "spec": slice_spec}
+        )
     return docs
 
 
@@ -230,33 +331,73 @@ def _one(count=1, cls="gpu", selectors=()):
 @pytest.mark.parametrize(
     ("docs", "expected"),
     [
-        ([{"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim", "metadata": {"name": "x"}}],
-         "o.yaml: kind: unknown apiVersion/kind resource.k8s.io/v1beta1/ResourceClaim: expected resource.k8s.io/v1"),
-        (_objects_with(_one(selectors=["device.driver =="])),
-         "o.yaml: documents[1](ResourceClaim ml/c).spec.devices.requests[0].exactly.selectors[0].cel.expression: "
-         "CEL compile error in resourceClaim ml/c: compilation failed: ERROR: <input>:1:17: Syntax error"),
-        (_objects_with(_one(count=0)), "o.yaml: documents[1](ResourceClaim ml/c).spec.devices.requests.0.exactly: "
-                                       "count must be greater than zero, got 0"),
-        (_objects_with({**_one(), "constraints": [{"requests": ["gpu"], "matchAttribute": "gpu.example.com/x"}]}),
-         "constraints[0].requests: gpu: must be the name of a request in the claim"),
-        (_objects_with(slice_spec={"driver": "gpu.example.com", "pool": {"name": "p", "resourceSliceCount": 1},
-                                   "nodeName": "dgx-a", "devices": [{"name": "d"}, {"name": "d"}]}),
-         "o.yaml: documents[1](ResourceSlice s).spec: duplicate device name 'd'"),
-        (_objects_with(slice_spec={"driver": "gpu.example.com", "pool": {"name": "p", "resourceSliceCount": 1},
-                                   "nodeName": "dgx-a", "devices": [{"name": "d", "capacity": {"memory": {"value": "80GB"}}}]}),
-         "capacity.memory.value: expected a quantity such as 4, 500m or 64Gi, got '80GB'"),
-        (_objects_with(_one(selectors=['device.attributes["gpu.example.com"].nosuch == 1'])),
-         "o.yaml: documents[1](ResourceClaim ml/c).spec.devices.requests[0].exactly.selectors[0].cel.expression: "
-         'running "DynamicResources" filter plugin: claim ml/c: selector #0 on device gpu.example.com/dgx-a/gpu-0: '
-         "CEL runtime error: no such key: nosuch"),
-        (_objects_with(_one(), class_expression='device.attributes["gpu.example.com"].model.size() > "x"'),
-         'o.yaml: (DeviceClass gpu).spec.selectors[0].cel.expression: running "DynamicResources" filter '
-         "plugin: class gpu: selector #0 on device gpu.example.com/dgx-a/gpu-0: CEL runtime error: no such overload"),
-        (_objects_with(_one(selectors=['quantity("4OGi").sign() > 0'])),
-         "CEL runtime error: quantities must match the regular expression"),
+        (
+            [{"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim", "metadata": {"name": "x"}}],
+            "o.yaml: kind: unknown apiVersion/kind resource.k8s.io/v1beta1/ResourceClaim: expected resource.k8s.io/v1",
+        ),
+        (
+            _objects_with(_one(selectors=["device.driver =="])),
+            "o.yaml: documents[1](ResourceClaim ml/c).spec.devices.requests[0].exactly.selectors[0].cel.expression: "
+            "CEL compile error in resourceClaim ml/c: compilation failed: ERROR: <input>:1:17: Syntax error",
+        ),
+        (
+            _objects_with(_one(count=0)),
+            "o.yaml: documents[1](ResourceClaim ml/c).spec.devices.requests.0.exactly: "
+            "count must be greater than zero, got 0",
+        ),
+        (
+            _objects_with({**_one(), "constraints": [{"requests": ["gpu"], "matchAttribute": "gpu.example.com/x"}]}),
+            "constraints[0].requests: gpu: must be the name of a request in the claim",
+        ),
+        (
+            _objects_with(
+                slice_spec={
+                    "driver": "gpu.example.com",
+                    "pool": {"name": "p", "resourceSliceCount": 1},
+                    "nodeName": "dgx-a",
+                    "devices": [{"name": "d"}, {"name": "d"}],
+                }
+            ),
+            "o.yaml: documents[1](ResourceSlice s).spec: duplicate device name 'd'",
+        ),
+        (
+            _objects_with(
+                slice_spec={
+                    "driver": "gpu.example.com",
+                    "pool": {"name": "p", "resourceSliceCount": 1},
+                    "nodeName": "dgx-a",
+                    "devices": [{"name": "d", "capacity": {"memory": {"value": "80GB"}}}],
+                }
+            ),
+            "capacity.memory.value: expected a quantity such as 4, 500m or 64Gi, got '80GB'",
+        ),
+        (
+            _objects_with(_one(selectors=['device.attributes["gpu.example.com"].nosuch == 1'])),
+            "o.yaml: documents[1](ResourceClaim ml/c).spec.devices.requests[0].exactly.selectors[0].cel.expression: "
+            'running "DynamicResources" filter plugin: claim ml/c: selector #0 on device gpu.example.com/dgx-a/gpu-0: '
+            "CEL runtime error: no such key: nosuch",
+        ),
+        (
+            _objects_with(_one(), class_expression='device.attributes["gpu.example.com"].model.size() > "x"'),
+            'o.yaml: (DeviceClass gpu).spec.selectors[0].cel.expression: running "DynamicResources" filter '
+            "plugin: class gpu: selector #0 on device gpu.example.com/dgx-a/gpu-0: CEL runtime error: no such overload",
+        ),
+        (
+            _objects_with(_one(selectors=['quantity("4OGi").sign() > 0'])),
+            "CEL runtime error: quantities must match the regular expression",
+        ),
     ],
-    ids=["apiVersion", "cel-compile", "count", "constraint-request", "duplicate-device", "quantity", "cel-runtime",
-         "class-cel-runtime", "cel-quantity"],
+    ids=[
+        "apiVersion",
+        "cel-compile",
+        "count",
+        "constraint-request",
+        "duplicate-device",
+        "quantity",
+        "cel-runtime",
+        "class-cel-runtime",
+        "cel-quantity",
+    ],
 )
 def test_bad_objects_exit_2_naming_file_and_field(gpusched, write, monkeypatch, docs, expected):
     monkeypatch.chdir(write("o.yaml", yaml.safe_dump_all(docs)).parent)
@@ -272,16 +413,28 @@ def test_missing_device_class_is_the_prefilter_message_exit_1(gpusched, write):
     assert result.exit_code == 1
     claim = result.json()["claims"][0]
     assert claim["reason"] == "request gpus: device class nope does not exist"
-    assert claim["message"] == ("0/5 nodes are available: request gpus: device class nope does not exist. preemption: "
-                                "0/5 nodes are available: 5 Preemption is not helpful for scheduling.")
+    assert claim["message"] == (
+        "0/5 nodes are available: request gpus: device class nope does not exist. preemption: "
+        "0/5 nodes are available: 5 Preemption is not helpful for scheduling."
+    )
 
 
 def test_duplicate_device_names_across_slices_of_a_pool_is_the_scheduler_reason(gpusched, write):
     docs = _objects_with(_one())
     for name in ("a", "b"):
-        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
-                     "spec": {"driver": "gpu.example.com", "pool": {"name": "p", "resourceSliceCount": 2},
-                              "nodeName": "x", "devices": [{"name": "d"}]}})
+        docs.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": name},
+                "spec": {
+                    "driver": "gpu.example.com",
+                    "pool": {"name": "p", "resourceSliceCount": 2},
+                    "nodeName": "x",
+                    "devices": [{"name": "d"}],
+                },
+            }
+        )
     result = gpusched("dra", "--objects", write("o.yaml", yaml.safe_dump_all(docs)), "--json")
     assert result.exit_code == 1
     claim = result.json()["claims"][0]
@@ -290,7 +443,9 @@ def test_duplicate_device_names_across_slices_of_a_pool_is_the_scheduler_reason(
 
 
 def test_unknown_driver_and_missing_file(gpusched):
-    assert "--driver: expected gpu.example.com or gpu.nvidia.com" in gpusched("slices", "monday", "--driver", "x").stderr
+    assert (
+        "--driver: expected gpu.example.com or gpu.nvidia.com" in gpusched("slices", "monday", "--driver", "x").stderr
+    )
     result = gpusched("dra", "--cluster", "monday", "--objects", "no-such.yaml")
     assert result.exit_code == 2 and "no-such.yaml: no such file" in result.stderr
 
@@ -305,27 +460,62 @@ def test_k8s_allocated_claim_pinned_elsewhere_is_not_available(gpusched, write):
     deallocates it (`deallocation of ResourceClaim completed`)."""
     claims = yaml.safe_load((KIND / "claims.json").read_text())
     pinned = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["other"]}]}]}
-    claims["items"][0]["status"] = {"allocation": {"devices": {"results": [
-        {"request": "gpus", "driver": "gpu.example.com", "pool": "other", "device": "gpu-0"}]}, "nodeSelector": pinned}}
-    args = ["k8s", "--nodes", KIND / "nodes.json", "--pod", KIND / "dra.json", "--objects", KIND / "dra-objects.json",
-            "--objects", write("claims.json", claims), "--objects", KIND / "slice.json"]
+    claims["items"][0]["status"] = {
+        "allocation": {
+            "devices": {
+                "results": [{"request": "gpus", "driver": "gpu.example.com", "pool": "other", "device": "gpu-0"}]
+            },
+            "nodeSelector": pinned,
+        }
+    }
+    args = [
+        "k8s",
+        "--nodes",
+        KIND / "nodes.json",
+        "--pod",
+        KIND / "dra.json",
+        "--objects",
+        KIND / "dra-objects.json",
+        "--objects",
+        write("claims.json", claims),
+        "--objects",
+        KIND / "slice.json",
+    ]
     result = gpusched(*args, "--k8s-version", "1.36")
     assert result.exit_code == 1
     assert result.lines[-1] == (
         "FailedScheduling: 0/1 nodes are available: 1 resourceclaim not available on the node. deallocation of "
-        "ResourceClaim completed, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
+        "ResourceClaim completed, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
 
 
 def test_k8s_template_claim_is_stamped_for_the_pod(gpusched, write):
     claim = yaml.safe_load((KIND / "claims.json").read_text())["items"][0]
-    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-                "metadata": {"name": "pair-template", "namespace": "gpu"}, "spec": {"spec": claim["spec"]}}
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "pair-template", "namespace": "gpu"},
+        "spec": {"spec": claim["spec"]},
+    }
     pod = yaml.safe_load((KIND / "dra.json").read_text())
     pod["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "pair-template"}]
-    result = gpusched("k8s", "--nodes", KIND / "nodes.json", "--pod", write("pod.json", pod), "--objects",
-                      KIND / "dra-objects.json", "--objects", write("t.json", template), "--objects", KIND / "slice.json")
-    assert result.lines == ["fits: cc-lab-control-plane",
-                            "claim gpu/dra-gpus -> cc-lab-control-plane/gpu-0, cc-lab-control-plane/gpu-2"]
+    result = gpusched(
+        "k8s",
+        "--nodes",
+        KIND / "nodes.json",
+        "--pod",
+        write("pod.json", pod),
+        "--objects",
+        KIND / "dra-objects.json",
+        "--objects",
+        write("t.json", template),
+        "--objects",
+        KIND / "slice.json",
+    )
+    assert result.lines == [
+        "fits: cc-lab-control-plane",
+        "claim gpu/dra-gpus -> cc-lab-control-plane/gpu-0, cc-lab-control-plane/gpu-2",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -52,8 +52,14 @@ def test_frag_plot_keeps_json_one_document(gpusched, tmp_path):
 
 
 def test_frag_plot_with_nothing_free_still_draws(gpusched, write, tmp_path):
-    full = write("full.json", {"nodes": [{"name": "a", "gpu": {"model": "L4", "count": 1, "memory_gib": 24,
-                                                               "busy": [{"gpu": 0, "pod": "p"}]}}]})
+    full = write(
+        "full.json",
+        {
+            "nodes": [
+                {"name": "a", "gpu": {"model": "L4", "count": 1, "memory_gib": 24, "busy": [{"gpu": 0, "pod": "p"}]}}
+            ]
+        },
+    )
     target = tmp_path / "frag.png"
     assert gpusched("frag", full, "--plot", target).exit_code == 0
     assert _png(target).shape[0] > 300
@@ -95,11 +101,28 @@ def test_map_states_match_the_cluster_file(gpusched):
 
 
 def test_map_text_groups_by_island_even_when_islands_interleave(gpusched, write):
-    cluster = write("c.json", {"nodes": [{"name": "kind", "gpu": {
-        "model": "A100-PCIE-80GB", "count": 4, "memory_gib": 80, "islands": [[0, 2], [1, 3]],
-        "busy": [{"gpu": 0, "pod": "p"}]}}]})
+    cluster = write(
+        "c.json",
+        {
+            "nodes": [
+                {
+                    "name": "kind",
+                    "gpu": {
+                        "model": "A100-PCIE-80GB",
+                        "count": 4,
+                        "memory_gib": 80,
+                        "islands": [[0, 2], [1, 3]],
+                        "busy": [{"gpu": 0, "pod": "p"}],
+                    },
+                }
+            ]
+        },
+    )
     result = gpusched("map", cluster, "--size", 2)
-    assert result.lines[0] == "GPUs for 2-GPU pods inside one NVLink island: 2 free, 1 stranded, 1 busy, 0 MIG, 0 time-sliced"
+    assert (
+        result.lines[0]
+        == "GPUs for 2-GPU pods inside one NVLink island: 2 free, 1 stranded, 1 busy, 0 MIG, 0 time-sliced"
+    )
     assert ["kind", "#s", ".."] in result.words  # island {0, 2}: GPU 0 busy, GPU 2 alone; island {1, 3} whole
     by_count = gpusched("map", cluster, "--size", 2, "--placement", "count", "--json").json()
     assert by_count["counts"]["stranded"] == 1  # 3 free on the node: one pair, one left over

@@ -64,6 +64,8 @@ def test_conformance_reports_every_scenario_to_its_bar(gpusched, monkeypatch, tm
 
     result = gpusched("conformance", "--scenarios", "4", "--seed", "7")
     assert result.exit_code == 0
-    assert result.lines == ["conformance against kube-scheduler v1.37.2, seed 7: 4 scenarios, 0 pods, 0 agree (100%) in 0 s"]
+    assert result.lines == [
+        "conformance against kube-scheduler v1.37.2, seed 7: 4 scenarios, 0 pods, 0 agree (100%) in 0 s"
+    ]
     assert [label for label, _, _ in bars] == ["control plane binaries (a cold build takes minutes)", "scenarios"]
     assert bars[1][1:] == (4, [(1, 4), (2, 4), (3, 4), (4, 4)])

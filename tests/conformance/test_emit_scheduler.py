@@ -105,7 +105,10 @@ def node_manifest(name: str, state: ClusterState, cluster) -> dict:
     counts = {resource: str(count) for resource, count in advertised(state.node(name)).items()}
     allocatable = {"cpu": str(node.cpu), "memory": str(node.memory), "pods": "110", **counts}
     labels = {**node.labels, "kubernetes.io/hostname": name}
-    return {"metadata": {"name": name, "labels": labels}, "status": {"capacity": allocatable, "allocatable": allocatable}}
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "status": {"capacity": allocatable, "allocatable": allocatable},
+    }
 
 
 def pod_manifest(pod: dict, scheduler: str) -> dict:

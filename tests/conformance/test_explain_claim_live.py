@@ -29,8 +29,13 @@ def emitted(gpusched, pod: str, cluster: str, driver: str) -> dict:
 def test_the_api_server_accepts_every_emitted_claim(rest: Rest, gpusched, pod, cluster, driver):
     claim = emitted(gpusched, pod, cluster, driver)
     stored = rest.create(CLAIMS, claim)
-    assert stored["spec"]["devices"]["requests"][0]["exactly"]["count"] == claim["spec"]["devices"]["requests"][0]["exactly"]["count"]
-    assert stored["spec"]["devices"]["requests"][0]["exactly"].get("selectors") == claim["spec"]["devices"]["requests"][0]["exactly"].get("selectors")
+    assert (
+        stored["spec"]["devices"]["requests"][0]["exactly"]["count"]
+        == claim["spec"]["devices"]["requests"][0]["exactly"]["count"]
+    )
+    assert stored["spec"]["devices"]["requests"][0]["exactly"].get("selectors") == claim["spec"]["devices"]["requests"][
+        0
+    ]["exactly"].get("selectors")
 
 
 def test_the_dry_run_refuses_a_broken_selector(rest: Rest, gpusched):

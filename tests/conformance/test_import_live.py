@@ -89,7 +89,9 @@ def test_import_from_the_api_server_gives_the_model_the_files_give(kubeconfig, g
     args = [a for t in TOPOLOGY for a in ("--topology", t)]
     result = gpusched("import", "--kubeconfig", kubeconfig, "-o", out, *args)
     assert result.exit_code == 0, result.stderr
-    assert result.lines[0].startswith("imported 12 nodes (11 with GPUs, 41 GPUs), 13 pods holding GPUs, 1 NVLink domain(s)")
+    assert result.lines[0].startswith(
+        "imported 12 nodes (11 with GPUs, 41 GPUs), 13 pods holding GPUs, 1 NVLink domain(s)"
+    )
     from_files = build_cluster(read_dump_dir(str(DATA)))
     assert _by_name(load_cluster(str(out))) == _by_name(from_files.cluster)
 
@@ -113,7 +115,9 @@ def test_explain_reads_a_live_cluster_as_the_dump_gives_it(kubeconfig, gpusched,
     dumped = gpusched("explain", "ml/llm-pretrain-1", "--cluster", tmp_path, "--json")
     assert live.exit_code == dumped.exit_code == 1
     live_report, dumped_report = live.json(), dumped.json()
-    by_reason = [{r["reason"]: sorted(r["nodes"]) for r in report.pop("reasons")} for report in (live_report, dumped_report)]
+    by_reason = [
+        {r["reason"]: sorted(r["nodes"]) for r in report.pop("reasons")} for report in (live_report, dumped_report)
+    ]
     assert by_reason[0] == by_reason[1]  # the API lists nodes by name, the dump in its own order
     assert live_report == dumped_report
     assert gpusched("explain", "serve/asr-1", "--kubeconfig", kubeconfig, "--context", "gpusched").exit_code == 0

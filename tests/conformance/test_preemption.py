@@ -30,7 +30,9 @@ RUNNING = (("a", "preempt-n1", 4, None), ("b", "preempt-n1", 2, "preempt-batch")
            ("d", "preempt-n1", 0, None), ("e", "preempt-n2", 8, "preempt-high"))  # fmt: skip
 
 
-def gpu_pod(name: str, gpus: int, priority: str | None = None, node: str | None = None, grace: int | None = None) -> dict:
+def gpu_pod(
+    name: str, gpus: int, priority: str | None = None, node: str | None = None, grace: int | None = None
+) -> dict:
     """A pod with one container; cpu only when it asks for no GPU; pinned to a node by its hostname label."""
     resources = {"limits": {GPU: str(gpus)}} if gpus else {"requests": {"cpu": "1"}}
     spec: dict = {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10", "resources": resources}]}
@@ -95,16 +97,23 @@ def preempted(cluster):
 def test_gpusched_predicts_the_message_node_and_victims(preempted):
     _, prediction, pod, node, message = preempted
     assert node is None and message == prediction.message
-    assert message == (f"0/2 nodes are available: 2 Insufficient {GPU}. preemption: found a potential placement "
-                       "for pod on node preempt-n1, preempting 2 victims")
+    assert message == (
+        f"0/2 nodes are available: 2 Insufficient {GPU}. preemption: found a potential placement "
+        "for pod on node preempt-n1, preempting 2 victims"
+    )
     assert pod["status"]["nominatedNodeName"] == prediction.nomination.node == "preempt-n1"
     assert prediction.nomination.victims == [f"{NAMESPACE}/a", f"{NAMESPACE}/c"]  # a started before c
 
 
 def test_the_victims_stay_terminating_until_the_kubelet_confirms(preempted):
     rest = preempted[0]
-    terminating = rest.wait(lambda: sorted(p["metadata"]["name"] for p in rest.get(PODS)["items"]
-                                           if p["metadata"].get("deletionTimestamp")) == ["a", "c"] or None)
+    terminating = rest.wait(
+        lambda: (
+            sorted(p["metadata"]["name"] for p in rest.get(PODS)["items"] if p["metadata"].get("deletionTimestamp"))
+            == ["a", "c"]
+            or None
+        )
+    )
     assert terminating
     time.sleep(1.0)  # no kubelet: the API server keeps them for their 30 s grace period
     pods = {p["metadata"]["name"]: p for p in rest.get(PODS)["items"]}
@@ -121,8 +130,10 @@ def test_meanwhile_the_nominated_pod_holds_its_room(preempted):
     prediction = predict(nodes, pods, created, "1.37.2")
     _, node, message = await_verdict(rest, f"{PODS}/x")
     assert node is None and message == prediction.message
-    assert message == (f"0/2 nodes are available: 2 Insufficient {GPU}. preemption: 0/2 nodes are available: "
-                       "2 No preemption victims found for incoming pod.")
+    assert message == (
+        f"0/2 nodes are available: 2 Insufficient {GPU}. preemption: 0/2 nodes are available: "
+        "2 No preemption victims found for incoming pod."
+    )
     [n1] = [verdict for verdict in prediction.nodes if verdict.name == "preempt-n1"]
     assert n1.detail == f"preempt-n1 Insufficient {GPU} ({GPU}: requested 2, free 2 of 10, 8 held for nominated pods)"
     rest.delete(f"{PODS}/x")

@@ -25,7 +25,10 @@ MODEL = {"nodes": [{"name": NODE, "gpu": {"model": "A100-PCIE-80GB", "count": 4,
 def ours(rest: Rest) -> dict[str, str]:
     """kind/name -> resourceVersion of the objects gpusched publishes here, as the server has them."""
     found = {}
-    for kind, collection, names in (("DeviceClass", "deviceclasses", CLASSES), ("ResourceSlice", "resourceslices", (SLICE,))):
+    for kind, collection, names in (
+        ("DeviceClass", "deviceclasses", CLASSES),
+        ("ResourceSlice", "resourceslices", (SLICE,)),
+    ):
         for item in rest.get(f"{RESOURCE}/{collection}")["items"]:
             if item["metadata"]["name"] in names:
                 found[f"{kind}/{item['metadata']['name']}"] = item["metadata"]["resourceVersion"]
@@ -92,16 +95,33 @@ def test_a_changed_model_is_an_update_that_the_dry_run_only_describes(rest, appl
     assert f"updated ResourceSlice {SLICE}: spec.devices" in restored.lines
 
 
-def test_the_scheduler_allocates_from_the_applied_slices_as_gpusched_predicts(rest, apply, gpusched, write, control_plane):
+def test_the_scheduler_allocates_from_the_applied_slices_as_gpusched_predicts(
+    rest, apply, gpusched, write, control_plane
+):
     assert apply("--yes").exit_code == 0
-    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-             "metadata": {"name": "pair", "namespace": NAMESPACE},
-             "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
-                 "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 2}}],
-                 "constraints": [{"requests": ["gpus"], "matchAttribute": "gpu.example.com/nvlinkIsland"}]}}}
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "pair", "namespace": NAMESPACE},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "gpus",
+                        "exactly": {"deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 2},
+                    }
+                ],
+                "constraints": [{"requests": ["gpus"], "matchAttribute": "gpu.example.com/nvlinkIsland"}],
+            }
+        },
+    }
     container = {"name": "main", "image": "registry.k8s.io/pause:3.10", "resources": {"claims": [{"name": "gpus"}]}}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "dra", "namespace": NAMESPACE},
-           "spec": {"resourceClaims": [{"name": "gpus", "resourceClaimName": "pair"}], "containers": [container]}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "dra", "namespace": NAMESPACE},
+        "spec": {"resourceClaims": [{"name": "gpus", "resourceClaimName": "pair"}], "containers": [container]},
+    }
     classes = [item for item in gpusched("slices", write("m.json", MODEL), "--classes").json()["items"]
                if item["kind"] == "DeviceClass"]  # fmt: skip
     objects = write("objects.json", {"apiVersion": "v1", "kind": "List", "items": [*classes, claim, pod]})
@@ -131,5 +151,7 @@ def test_a_user_without_rights_gets_one_message_and_nothing_is_written(rest, app
     assert len(result.stderr.strip().splitlines()) == 1
     names = [item["metadata"]["name"] for item in rest.get(f"{RESOURCE}/resourceslices")["items"]]
     assert "apply-b-gpu.example.com" not in names
-    assert json.loads(gpusched("slices", write("o.json", other)).stdout)["items"][0]["metadata"]["name"] == \
-        "apply-b-gpu.example.com"  # the name that would have been written
+    assert (
+        json.loads(gpusched("slices", write("o.json", other)).stdout)["items"][0]["metadata"]["name"]
+        == "apply-b-gpu.example.com"
+    )  # the name that would have been written

@@ -42,11 +42,15 @@ def walkthrough(control_plane):
     rest = Rest(control_plane.kubeconfig)
     status = {"capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"}}
     status["allocatable"] = dict(status["capacity"])
-    rest.create("/api/v1/nodes", {"metadata": {"name": NODE, "labels": {"kubernetes.io/hostname": NODE}}, "status": status})
+    rest.create(
+        "/api/v1/nodes", {"metadata": {"name": NODE, "labels": {"kubernetes.io/hostname": NODE}}, "status": status}
+    )
     rest.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
     # The device plugin's registration, then the kubelet's next status update copying it into allocatable.
     for field in ("capacity", "allocatable"):
-        rest.patch_status(f"/api/v1/nodes/{NODE}", [{"op": "add", "path": f"/status/{field}/example.com~1gpu", "value": "4"}])
+        rest.patch_status(
+            f"/api/v1/nodes/{NODE}", [{"op": "add", "path": f"/status/{field}/example.com~1gpu", "value": "4"}]
+        )
     verdicts = {}
     for name, gpus in (("gpu-a", "2"), ("gpu-b", "1"), ("gpu-c", "2")):
         rest.create(PODS, run_pod(name, gpus))
@@ -115,7 +119,12 @@ def test_bad_kubeconfig_context_and_server_exit_2(control_plane, gpusched, write
     unreachable = json.loads(json.dumps(config))
     unreachable["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"
     cases = {
-        "context 'nope' not found (contexts: gpusched, viewer)": ("--kubeconfig", control_plane.kubeconfig, "--context", "nope"),
+        "context 'nope' not found (contexts: gpusched, viewer)": (
+            "--kubeconfig",
+            control_plane.kubeconfig,
+            "--context",
+            "nope",
+        ),
         "not a kubeconfig": ("--kubeconfig", write("broken.yaml", "contexts: [")),
         "cannot reach the API server": ("--kubeconfig", write("gone.json", unreachable)),
         "GET /api/v1/nodes: 403": ("--kubeconfig", control_plane.kubeconfig, "--context", "viewer"),

@@ -55,12 +55,15 @@ def predict(rest: Rest, gpusched, write, pod: dict, extra: list[dict] = ()) -> d
         "classes.json": kubectl_list(rest, f"{RESOURCE}/deviceclasses", "DeviceClass"),
         "slices.json": kubectl_list(rest, f"{RESOURCE}/resourceslices", "ResourceSlice"),
         "claims.json": kubectl_list(rest, CLAIMS, "ResourceClaim"),
-        "templates.json": kubectl_list(rest, f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaimtemplates",
-                                       "ResourceClaimTemplate"),  # fmt: skip
+        "templates.json": kubectl_list(
+            rest, f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaimtemplates", "ResourceClaimTemplate"
+        ),  # fmt: skip
         **{f"extra-{i}.json": doc for i, doc in enumerate(extra)},
     }
     paths = {name: write(name, doc) for name, doc in files.items()}
-    objects = [arg for name, path in paths.items() if name not in ("nodes.json", "pod.json") for arg in ("--objects", path)]
+    objects = [
+        arg for name, path in paths.items() if name not in ("nodes.json", "pod.json") for arg in ("--objects", path)
+    ]
     result = gpusched("k8s", "--nodes", paths["nodes.json"], "--pod", paths["pod.json"], *objects, "--json")
     assert result.exit_code in (0, 1), result.stderr
     return result.json()
@@ -72,6 +75,7 @@ def results(allocation: dict) -> list[tuple[str, str, str, str]]:
 
 def await_verdict(rest: Rest, name: str, bound: bool) -> tuple[str | None, str | None]:
     """The first verdict that is bound (or not): a DRA pod may first wait for its generated claim."""
+
     def check():
         found = verdict(rest.get(f"{PODS}/{name}"))
         return found if found and (found[0] is not None) == bound else None

@@ -19,7 +19,18 @@ from gpusched.scenarios import scenario_names
 
 from .harness import Outcome, invoke, leftovers
 
-__all__ = ["HOSTILE_VALUES", "RAW", "Case", "mutate", "nudge", "scenario_case", "dump_case", "raw_case", "random_case", "check"]
+__all__ = [
+    "HOSTILE_VALUES",
+    "RAW",
+    "Case",
+    "mutate",
+    "nudge",
+    "scenario_case",
+    "dump_case",
+    "raw_case",
+    "random_case",
+    "check",
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "gpusched" / "scenarios" / "data"
@@ -28,19 +39,56 @@ CORPUS = Path(__file__).parent / "corpus"
 
 MARKUP = "x[/bold][red]\x1b[2J\x07:smile:"
 HOSTILE_VALUES: list[Any] = [
-    None, True, False, -1, 0, 2**31, 2**31 - 1, -(2**31) - 1, 2**63, 2**64, 10**9, 10**30, -(10**30), 1e308, -0.0,
-    float("inf"), float("-inf"), float("nan"), "1e999999999", "1e-999999999", "Infinity", "NaN", "-Inf", "9Ei",
-    "100000000000000000000Gi", "0.000000001m", "1.2.3", "", " ", "\x00", MARKUP, "a" * 300, [], {}, [[[[[]]]]],
-    {"a": {"b": {"c": None}}}, "[/bold]", "\x1b[31mred\x1b[0m", "${HOME}", "*anchor", "&x",
+    None,
+    True,
+    False,
+    -1,
+    0,
+    2**31,
+    2**31 - 1,
+    -(2**31) - 1,
+    2**63,
+    2**64,
+    10**9,
+    10**30,
+    -(10**30),
+    1e308,
+    -0.0,
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+    "1e999999999",
+    "1e-999999999",
+    "Infinity",
+    "NaN",
+    "-Inf",
+    "9Ei",
+    "100000000000000000000Gi",
+    "0.000000001m",
+    "1.2.3",
+    "",
+    " ",
+    "\x00",
+    MARKUP,
+    "a" * 300,
+    [],
+    {},
+    [[[[[]]]]],
+    {"a": {"b": {"c": None}}},
+    "[/bold]",
+    "\x1b[31mred\x1b[0m",
+    "${HOME}",
+    "*anchor",
+    "&x",
 ]
 DEEP = 5000
 RAW: dict[str, str] = {
     "deep.json": "[" * DEEP + "]" * DEEP,
     "deep.yaml": "[" * DEEP + "]" * DEEP,
     "deep-map.yaml": "".join(f"{' ' * i}k:\n" for i in range(200)) + " " * 200 + "v\n",
-    "laughs.yaml": "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8)
-    ) + "nodes: *i\n",
+    "laughs.yaml": "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+    + "".join(f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8))
+    + "nodes: *i\n",
     "cycle.yaml": "nodes: &a [*a]\n",
     "binary.yaml": "\x00\x01\x02\xff\xfe",
     "bom.json": "\ufeff{}",
@@ -49,7 +97,7 @@ RAW: dict[str, str] = {
     "inf.json": '{"nodes": [{"name": "a", "gpu": {"model": "A100-SXM4-80GB", "count": 1, "memory_gib": Infinity}}]}',
     "nan.json": '{"nodes": [{"name": "a", "gpu": {"model": "A100-SXM4-80GB", "count": 1, "memory_gib": NaN}}]}',
     "exp.json": '{"nodes": [{"name": "a", "cpu": 1e999999999, "gpu": {"model": "A100-SXM4-80GB", "count": 1, '
-                '"memory_gib": 80}}]}',
+    '"memory_gib": 80}}]}',
     "tags.yaml": "!!python/object/apply:os.system ['true']\n",
     "timestamp.yaml": "nodes: [{name: 2024-99-99}]\n",
     "empty.yaml": "",
@@ -157,8 +205,17 @@ def _serialise(data: Any, rng: random.Random) -> tuple[str, bytes]:
     return suffix, content
 
 
-COMMANDS = (["frag"], ["advertised"], ["place"], ["place", "--view", "extended"], ["gang"], ["map"],
-            ["plan", "--time-limit", "2", "--workers", "1"], ["preempt"], ["defrag", "--time-limit", "2"])
+COMMANDS = (
+    ["frag"],
+    ["advertised"],
+    ["place"],
+    ["place", "--view", "extended"],
+    ["gang"],
+    ["map"],
+    ["plan", "--time-limit", "2", "--workers", "1"],
+    ["preempt"],
+    ["defrag", "--time-limit", "2"],
+)
 
 
 def scenario_case(rng: random.Random) -> Case:
@@ -189,16 +246,29 @@ def dump_case(rng: random.Random) -> Case:
     files = {"nodes.json": _dump(nodes, ".json"), "pods.json": _dump(pods, ".json"), "pod.json": _dump(pod, ".json")}
     if rng.random() < 0.5:
         return Case(["import", "--nodes", "{nodes}", "--pods", "{pods}"], files, f"dump ({which}) mutated, import")
-    return Case(["k8s", "--nodes", "{nodes}", "--pods", "{pods}", "--pod", "{pod}"], files, f"dump ({which}) mutated, k8s")
+    return Case(
+        ["k8s", "--nodes", "{nodes}", "--pods", "{pods}", "--pod", "{pod}"], files, f"dump ({which}) mutated, k8s"
+    )
 
 
 def raw_case(rng: random.Random) -> Case:
     name = rng.choice(sorted(RAW))
-    command = rng.choice([["frag", "{%s}"], ["place", "monday", "{%s}"], ["k8s", "--nodes", "{%s}", "--pod", "{%s}"],
-                          ["dra", "--objects", "{%s}"], ["validate", "monday", "{%s}"], ["import", "--nodes", "{%s}"]])
+    command = rng.choice(
+        [
+            ["frag", "{%s}"],
+            ["place", "monday", "{%s}"],
+            ["k8s", "--nodes", "{%s}", "--pod", "{%s}"],
+            ["dra", "--objects", "{%s}"],
+            ["validate", "monday", "{%s}"],
+            ["import", "--nodes", "{%s}"],
+        ]
+    )
     stem = Path(name).stem
-    return Case([arg % stem if "%s" in arg else arg for arg in command],
-                {name: RAW[name].encode("utf-8", "surrogateescape")}, f"raw {name}, {command[0]}")
+    return Case(
+        [arg % stem if "%s" in arg else arg for arg in command],
+        {name: RAW[name].encode("utf-8", "surrogateescape")},
+        f"raw {name}, {command[0]}",
+    )
 
 
 def random_case(rng: random.Random) -> Case:

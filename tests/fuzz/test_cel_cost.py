@@ -11,13 +11,16 @@ from gpusched.planner.dra.cel import CelError, compile_selector
 LIST = "[" + ",".join(str(i) for i in range(100)) + "]"
 
 
-@pytest.mark.parametrize(("expression", "why"), [
-    (f"{LIST}.all(x, {LIST}.all(y, {LIST}.all(z, x + y + z >= 0)))", "estimated cost exceeds budget"),
-    ("'aa'" + ".replace('a', 'aa')" * 30 + ".size() > 0", "estimated cost exceeds budget"),
-    ("'a'.replace('a', device.driver).replace('a', device.driver).size() > 0", "estimated cost exceeds budget"),
-    ("true" + " && true" * 3000, "must be no more than 10240 bytes"),
-    ("(" * 40 + "true" + ")" * 40, "nested deeper than 32"),
-])
+@pytest.mark.parametrize(
+    ("expression", "why"),
+    [
+        (f"{LIST}.all(x, {LIST}.all(y, {LIST}.all(z, x + y + z >= 0)))", "estimated cost exceeds budget"),
+        ("'aa'" + ".replace('a', 'aa')" * 30 + ".size() > 0", "estimated cost exceeds budget"),
+        ("'a'.replace('a', device.driver).replace('a', device.driver).size() > 0", "estimated cost exceeds budget"),
+        ("true" + " && true" * 3000, "must be no more than 10240 bytes"),
+        ("(" * 40 + "true" + ")" * 40, "nested deeper than 32"),
+    ],
+)
 def test_over_budget_selectors_are_refused_quickly(expression: str, why: str) -> None:
     started = time.monotonic()
     with pytest.raises(CelError, match=why):
@@ -25,10 +28,13 @@ def test_over_budget_selectors_are_refused_quickly(expression: str, why: str) ->
     assert time.monotonic() - started < 1
 
 
-@pytest.mark.parametrize("expression", [
-    f"{LIST}.all(x, {LIST}.exists(y, x == y))",
-    "'ab'.replace('a', 'x').replace('b', 'y') == 'xy'",
-    'device.attributes["gpu.nvidia.com"].all(k, k != "")',
-])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        f"{LIST}.all(x, {LIST}.exists(y, x == y))",
+        "'ab'.replace('a', 'x').replace('b', 'y') == 'xy'",
+        'device.attributes["gpu.nvidia.com"].all(k, k != "")',
+    ],
+)
 def test_selectors_within_budget_compile(expression: str) -> None:
     compile_selector(expression)

@@ -62,10 +62,13 @@ def test_each_corpus_file_exits_2_naming_it(name: str, command: str) -> None:
     assert len(outcome.stderr.strip().splitlines()) <= 3, outcome.stderr
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("[" * 100 + "]" * 100, "nested deeper than 64 levels"),
-    (RAW["laughs.yaml"], "aliases expand to more than"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[" * 100 + "]" * 100, "nested deeper than 64 levels"),
+        (RAW["laughs.yaml"], "aliases expand to more than"),
+    ],
+)
 def test_limits_name_themselves(tmp_path: Path, text: str, expected: str) -> None:
     path = tmp_path / "x.yaml"
     path.write_text(text)
@@ -86,47 +89,71 @@ def test_a_fifo_without_a_writer_is_empty_not_a_hang(tmp_path: Path) -> None:
     assert outcome.code == 2 and "empty" in outcome.stderr, outcome
 
 
-@pytest.mark.parametrize(("option", "value"), [
-    ("--workers", str(2**40)), ("--seed", str(2**63)), ("--seed", "-1"), ("--time-limit", "nan"),
-    ("--time-limit", "inf"), ("--workers", "257"),
-])
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--workers", str(2**40)),
+        ("--seed", str(2**63)),
+        ("--seed", "-1"),
+        ("--time-limit", "nan"),
+        ("--time-limit", "inf"),
+        ("--workers", "257"),
+    ],
+)
 def test_solver_options_out_of_range_are_usage_errors(option: str, value: str) -> None:
     outcome = invoke("plan", "monday", option, value)
     assert not outcome.crash and outcome.code == 2 and option in outcome.stderr, outcome
 
 
-@pytest.mark.parametrize("args", [
-    ["bench", "plan", "--nodes", "1000000000"], ["bench", "place", "--pods", "1000000000"],
-    ["bench", "synthetic", "--busy", "nan"], ["place", "monday", "--gradient-gb", "inf"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["bench", "plan", "--nodes", "1000000000"],
+        ["bench", "place", "--pods", "1000000000"],
+        ["bench", "synthetic", "--busy", "nan"],
+        ["place", "monday", "--gradient-gb", "inf"],
+    ],
+)
 def test_generator_sizes_out_of_range_are_usage_errors(args: list[str]) -> None:
     outcome = invoke(*args)
     assert not outcome.crash and outcome.code == 2 and args[-2] in outcome.stderr, outcome
 
 
-@pytest.mark.parametrize(("document", "expected"), [
-    ("nodes: [{name: a, gpu: {model: A100-SXM4-80GB, count: 1000000000, memory_gib: 80}}]",
-     "must be no more than 64"),
-    ("nodes: [{name: a, gpu: {model: L4, count: 1, memory_gib: 24, replicas: 1000000000}}]",
-     "must be no more than 1024"),
-    ("nodes: [{name: a, cpu: 1e999999999}]", "must be no more than"),
-    ("nodes: [{name: a, memory: 100000000000000000000Gi}]", "must be no more than"),
-    ("nodes: [{name: a, cpu: Infinity}]", "quantities must match the regular expression"),
-    ("nodes: [{name: a, gpu: {model: A100-SXM4-80GB, count: 1, memory_gib: .nan}}]", "finite number"),
-    ("nodes: [{name: a, gpu: {model: A100-SXM4-80GB, count: 1, memory_gib: .inf}}]", "finite number"),
-])
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        (
+            "nodes: [{name: a, gpu: {model: A100-SXM4-80GB, count: 1000000000, memory_gib: 80}}]",
+            "must be no more than 64",
+        ),
+        (
+            "nodes: [{name: a, gpu: {model: L4, count: 1, memory_gib: 24, replicas: 1000000000}}]",
+            "must be no more than 1024",
+        ),
+        ("nodes: [{name: a, cpu: 1e999999999}]", "must be no more than"),
+        ("nodes: [{name: a, memory: 100000000000000000000Gi}]", "must be no more than"),
+        ("nodes: [{name: a, cpu: Infinity}]", "quantities must match the regular expression"),
+        ("nodes: [{name: a, gpu: {model: A100-SXM4-80GB, count: 1, memory_gib: .nan}}]", "finite number"),
+        ("nodes: [{name: a, gpu: {model: A100-SXM4-80GB, count: 1, memory_gib: .inf}}]", "finite number"),
+    ],
+)
 def test_huge_and_special_numbers(tmp_path: Path, document: str, expected: str) -> None:
     path = tmp_path / "cluster.yaml"
     path.write_text(document + "\n")
     outcome = invoke("frag", path)
-    assert not outcome.crash and outcome.code == 2 and expected in outcome.stderr and str(path) in outcome.stderr, outcome
+    assert not outcome.crash and outcome.code == 2 and expected in outcome.stderr and str(path) in outcome.stderr, (
+        outcome
+    )
 
 
-@pytest.mark.parametrize(("pods", "expected"), [
-    ("pods: [{name: p, gpus: 1, priority: 3000000000}]", "less than or equal to 2147483647"),
-    ("pods: [{name: p, gpus: 1000000000}]", "must be no more than 65536"),
-    ("pods: [{name: p, gpus: 1, memory: 9Ei}]", "must be no more than"),
-])
+@pytest.mark.parametrize(
+    ("pods", "expected"),
+    [
+        ("pods: [{name: p, gpus: 1, priority: 3000000000}]", "less than or equal to 2147483647"),
+        ("pods: [{name: p, gpus: 1000000000}]", "must be no more than 65536"),
+        ("pods: [{name: p, gpus: 1, memory: 9Ei}]", "must be no more than"),
+    ],
+)
 def test_huge_pod_numbers(tmp_path: Path, pods: str, expected: str) -> None:
     path = tmp_path / "pods.yaml"
     path.write_text(pods + "\n")
@@ -137,11 +164,18 @@ def test_huge_pod_numbers(tmp_path: Path, pods: str, expected: str) -> None:
 def test_the_node_limit_is_settable(tmp_path: Path) -> None:
     path = tmp_path / "cluster.yaml"
     path.write_text("nodes:\n" + "".join(f"  - {{name: n{i}}}\n" for i in range(3)))
-    script = (f"import sys; sys.path.insert(0, {str(Path.cwd())!r}); from tests.fuzz.harness import invoke; "
-              f"o = invoke('frag', {str(path)!r}); print(o.code, o.stderr)")
+    script = (
+        f"import sys; sys.path.insert(0, {str(Path.cwd())!r}); from tests.fuzz.harness import invoke; "
+        f"o = invoke('frag', {str(path)!r}); print(o.code, o.stderr)"
+    )
     import subprocess
     import sys
 
-    found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                           env={**os.environ, "GPUSCHED_MAX_NODES": "2"}, check=False)
+    found = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GPUSCHED_MAX_NODES": "2"},
+        check=False,
+    )
     assert found.stdout.startswith("2 ") and "GPUSCHED_MAX_NODES" in found.stdout, found

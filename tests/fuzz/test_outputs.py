@@ -17,13 +17,22 @@ OUTPUTS = {
     "frag --plot": (["frag", "monday", "--plot", "{T}"], "out.png"),
     "map --out": (["map", "monday", "--out", "{T}"], "out.png"),
     "explain --emit-claim": (["explain", "train-8", "--cluster", "monday", "--emit-claim", "{T}"], "out.yaml"),
-    "import -o": (["import", "--nodes", str(DUMP / "nodes.json"), "--pods", str(DUMP / "pods.json"), "-o", "{T}"],
-                  "out.yaml"),
-    "import --pods-out": (["import", "--nodes", str(DUMP / "nodes.json"), "--pods", str(DUMP / "pods.json"),
-                           "--pods-out", "{T}"], "out.yaml"),
-    "mig plan --emit": (["mig", "plan", "fragmented", "--demand", "3g.40gb=2", "--emit", "mig-parted", "{T}"], "out.yaml"),
-    "bench synthetic --out": (["bench", "synthetic", "--nodes", "10", "--time-limit", "2", "--workers", "1",
-                               "--out", "{T}"], "results"),
+    "import -o": (
+        ["import", "--nodes", str(DUMP / "nodes.json"), "--pods", str(DUMP / "pods.json"), "-o", "{T}"],
+        "out.yaml",
+    ),
+    "import --pods-out": (
+        ["import", "--nodes", str(DUMP / "nodes.json"), "--pods", str(DUMP / "pods.json"), "--pods-out", "{T}"],
+        "out.yaml",
+    ),
+    "mig plan --emit": (
+        ["mig", "plan", "fragmented", "--demand", "3g.40gb=2", "--emit", "mig-parted", "{T}"],
+        "out.yaml",
+    ),
+    "bench synthetic --out": (
+        ["bench", "synthetic", "--nodes", "10", "--time-limit", "2", "--workers", "1", "--out", "{T}"],
+        "results",
+    ),
 }
 
 
@@ -32,8 +41,11 @@ def _targets(tmp_path: Path, name: str) -> dict[str, Path]:
     (tmp_path / "folder").mkdir()
     (tmp_path / "folder" / name).mkdir()
     (tmp_path / "file").write_text("old\n")
-    targets = {"a folder": tmp_path / "folder" / name, "under a file": tmp_path / "file" / name,
-               "under a missing folder": tmp_path / "missing" / name}
+    targets = {
+        "a folder": tmp_path / "folder" / name,
+        "under a file": tmp_path / "file" / name,
+        "under a missing folder": tmp_path / "missing" / name,
+    }
     if not name.endswith(".png") and name != "results" and Path("/dev/full").exists():
         targets["a full disk"] = Path("/dev/full")
     return targets
@@ -70,8 +82,17 @@ def test_import_replaces_nothing_when_a_later_output_fails(tmp_path: Path) -> No
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text("old\n")
     (tmp_path / "pods").mkdir()
-    outcome = invoke("import", "--nodes", DUMP / "nodes.json", "--pods", DUMP / "pods.json", "-o", cluster,
-                     "--pods-out", tmp_path / "pods")
+    outcome = invoke(
+        "import",
+        "--nodes",
+        DUMP / "nodes.json",
+        "--pods",
+        DUMP / "pods.json",
+        "-o",
+        cluster,
+        "--pods-out",
+        tmp_path / "pods",
+    )
     assert outcome.code == 2 and cluster.read_text() == "old\n" and not leftovers(tmp_path), outcome
 
 

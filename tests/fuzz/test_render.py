@@ -15,18 +15,25 @@ HOSTILE = "x[/bold][red]\x1b[2J:smile:"
 @pytest.fixture
 def scenario(tmp_path: Path) -> Path:
     """A scenario whose node, pod and job names hold markup, an emoji code and a clear-screen escape."""
-    node = {"name": f"node-{HOSTILE}", "cpu": 8, "memory": "64Gi",
-            "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80, "islands": [[0, 1, 2, 3, 4, 5, 6, 7]]}}
-    doc = {"cluster": {"nodes": [node]}, "pods": [{"name": f"pod-{HOSTILE}", "gpus": 2},
-                                                   {"name": f"big-{HOSTILE}", "gpus": 16}],
-           "jobs": [{"name": f"job-{HOSTILE}", "pods": 2, "gpus_per_pod": 8, "duration": 10}]}
+    node = {
+        "name": f"node-{HOSTILE}",
+        "cpu": 8,
+        "memory": "64Gi",
+        "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80, "islands": [[0, 1, 2, 3, 4, 5, 6, 7]]},
+    }
+    doc = {
+        "cluster": {"nodes": [node]},
+        "pods": [{"name": f"pod-{HOSTILE}", "gpus": 2}, {"name": f"big-{HOSTILE}", "gpus": 16}],
+        "jobs": [{"name": f"job-{HOSTILE}", "pods": 2, "gpus_per_pod": 8, "duration": 10}],
+    }
     path = tmp_path / "hostile.json"
     path.write_text(json.dumps(doc))
     return path
 
 
-@pytest.mark.parametrize("command", [["place"], ["frag"], ["advertised"], ["gang"], ["plan"], ["map"],
-                                     ["place", "--view", "extended"]])
+@pytest.mark.parametrize(
+    "command", [["place"], ["frag"], ["advertised"], ["gang"], ["plan"], ["map"], ["place", "--view", "extended"]]
+)
 def test_names_print_literally(scenario: Path, command: list[str]) -> None:
     outcome = invoke(command[0], scenario, *command[1:])
     assert not outcome.crash, outcome

@@ -22,14 +22,27 @@ def busy_clusters(draw):
         busy = draw(st.lists(st.integers(0, count - 1), unique=True, max_size=count))
         for gpu in busy:
             running[f"run-{n}-{gpu}"] = {"cpu": draw(st.integers(0, 16)), "memory": f"{draw(st.integers(0, 64))}Gi"}
-        nodes.append({
-            "name": f"n{n}", "cpu": draw(st.integers(4, 32)), "memory": f"{draw(st.integers(16, 128))}Gi",
-            "gpu": {"model": "A100-SXM4-80GB", "count": count, "memory_gib": 80, "islands": [list(range(count))],
-                    "busy": [{"gpu": gpu, "pod": f"run-{n}-{gpu}"} for gpu in busy]},
-        })
+        nodes.append(
+            {
+                "name": f"n{n}",
+                "cpu": draw(st.integers(4, 32)),
+                "memory": f"{draw(st.integers(16, 128))}Gi",
+                "gpu": {
+                    "model": "A100-SXM4-80GB",
+                    "count": count,
+                    "memory_gib": 80,
+                    "islands": [list(range(count))],
+                    "busy": [{"gpu": gpu, "pod": f"run-{n}-{gpu}"} for gpu in busy],
+                },
+            }
+        )
     pods = [
-        Pod(name=f"p{i}", gpus=draw(st.integers(1, 4)), cpu=draw(st.integers(0, 16)),
-            memory=f"{draw(st.integers(0, 64))}Gi")
+        Pod(
+            name=f"p{i}",
+            gpus=draw(st.integers(1, 4)),
+            cpu=draw(st.integers(0, 16)),
+            memory=f"{draw(st.integers(0, 64))}Gi",
+        )
         for i in range(draw(st.integers(1, 5)))
     ]
     return Cluster.model_validate({"nodes": nodes, "running": running}), pods
@@ -52,11 +65,18 @@ def test_every_plan_and_placement_validates(case) -> None:
 def test_a_running_pods_cpu_is_counted_everywhere() -> None:
     """One node, 8 cpu, a running pod requesting 6: a pending 4-cpu pod fits in no planner, and the validator
     refuses a plan that puts it there."""
-    cluster = Cluster.model_validate({
-        "nodes": [{"name": "n", "cpu": 8, "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80,
-                                                  "busy": [{"gpu": 0, "pod": "r"}]}}],
-        "running": {"r": {"cpu": 6}},
-    })
+    cluster = Cluster.model_validate(
+        {
+            "nodes": [
+                {
+                    "name": "n",
+                    "cpu": 8,
+                    "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80, "busy": [{"gpu": 0, "pod": "r"}]},
+                }
+            ],
+            "running": {"r": {"cpu": 6}},
+        }
+    )
     pod = Pod(name="p", gpus=1, cpu=4)
     jobs = pending_jobs([pod], [])
     assert plan(cluster, jobs, SolverConfig(time_limit=5, workers=1)).unplaced == ["p"]

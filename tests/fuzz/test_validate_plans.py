@@ -12,10 +12,14 @@ from .harness import invoke
 
 def _plan(tmp_path: Path, gpus: list[int]) -> Path:
     path = tmp_path / "plan.json"
-    path.write_text(json.dumps({
-        "jobs": [{"name": "big", "pods": 1, "gpus": 6, "needs": {}}],
-        "assignments": [{"pod": "big", "job": "big", "node": "dgx-a", "gpus": gpus}],
-    }))
+    path.write_text(
+        json.dumps(
+            {
+                "jobs": [{"name": "big", "pods": 1, "gpus": 6, "needs": {}}],
+                "assignments": [{"pod": "big", "job": "big", "node": "dgx-a", "gpus": gpus}],
+            }
+        )
+    )
     return path
 
 
@@ -25,10 +29,13 @@ def _cluster(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("gpus", "expected"), [
-    ([0], "given 1 GPU(s), asked for 6"),
-    ([-1, 0, 1, 2, 3, 4], "GPU index -1 out of range"),
-])
+@pytest.mark.parametrize(
+    ("gpus", "expected"),
+    [
+        ([0], "given 1 GPU(s), asked for 6"),
+        ([-1, 0, 1, 2, 3, 4], "GPU index -1 out of range"),
+    ],
+)
 def test_validate_refuses(tmp_path: Path, gpus: list[int], expected: str) -> None:
     outcome = invoke("validate", _cluster(tmp_path), _plan(tmp_path, gpus))
     assert not outcome.crash and outcome.code == 1 and expected in outcome.stdout, outcome

@@ -24,19 +24,33 @@ from gpusched.planner.validate import Assignment, violations
 
 
 def _tray(name: str, count: int = 4, busy: tuple[int, ...] = ()) -> dict:
-    return {"name": name, "gpu": {"model": "GB200", "count": count, "memory_gib": 186, "islands": [list(range(count))],
-                                  "busy": [{"gpu": g, "pod": f"old-{name}-{g}"} for g in busy]}}
+    return {
+        "name": name,
+        "gpu": {
+            "model": "GB200",
+            "count": count,
+            "memory_gib": 186,
+            "islands": [list(range(count))],
+            "busy": [{"gpu": g, "pod": f"old-{name}-{g}"} for g in busy],
+        },
+    }
 
 
 def _rack(busy_a1: tuple[int, ...] = ()) -> Cluster:
     """rack-a (a1, a2) and rack-b (b1, b2), 4 GPUs a tray, and a plain 8-GPU node p (a domain of its own)."""
-    plain = {"name": "p", "gpu": {"model": "H100-SXM5-80GB", "count": 8, "memory_gib": 80,
-                                  "islands": [[0, 1, 2, 3], [4, 5, 6, 7]]}}
-    return Cluster.model_validate({
-        "nodes": [_tray("a1", busy=busy_a1), _tray("a2"), _tray("b1"), _tray("b2"), plain],
-        "nvlink_domains": [{"name": "rack-a", "nodes": ["a1", "a2"], "gbps": 900},
-                           {"name": "rack-b", "nodes": ["b1", "b2"], "gbps": 900}],
-    })
+    plain = {
+        "name": "p",
+        "gpu": {"model": "H100-SXM5-80GB", "count": 8, "memory_gib": 80, "islands": [[0, 1, 2, 3], [4, 5, 6, 7]]},
+    }
+    return Cluster.model_validate(
+        {
+            "nodes": [_tray("a1", busy=busy_a1), _tray("a2"), _tray("b1"), _tray("b2"), plain],
+            "nvlink_domains": [
+                {"name": "rack-a", "nodes": ["a1", "a2"], "gbps": 900},
+                {"name": "rack-b", "nodes": ["b1", "b2"], "gbps": 900},
+            ],
+        }
+    )
 
 
 def _job(name: str, pods: int, domain: bool = True, **extra) -> Job:
@@ -113,10 +127,13 @@ def test_pod_mode_keeps_later_pods_in_the_first_pods_domain():
 def test_check_plan_rejects_a_gang_across_domains():
     cluster = _rack()
     (job,) = pending_jobs([], [_job("train", 2)])
-    across = [PlannedPod(pod="train-0", job="train", node="a1", gpus=[0, 1, 2, 3]),
-              PlannedPod(pod="train-1", job="train", node="b1", gpus=[0, 1, 2, 3])]
+    across = [
+        PlannedPod(pod="train-0", job="train", node="a1", gpus=[0, 1, 2, 3]),
+        PlannedPod(pod="train-1", job="train", node="b1", gpus=[0, 1, 2, 3]),
+    ]
     assert check_plan(cluster, [job], across) == [
-        "job train: pods span NVLink domains rack-a, rack-b, but it needs one (nvlink_domain)"]
+        "job train: pods span NVLink domains rack-a, rack-b, but it needs one (nvlink_domain)"
+    ]
     inside = [across[0], PlannedPod(pod="train-1", job="train", node="a2", gpus=[0, 1, 2, 3])]
     assert check_plan(cluster, [job], inside) == []
     assert PlanJob.of(job).pending().confined  # the plan file keeps the flag for `validate`
@@ -127,13 +144,22 @@ def test_check_plan_rejects_a_gang_across_domains():
 
 @st.composite
 def tiny(draw):
-    nodes = [{"name": f"n{n}", "gpu": {"model": "GB200", "count": draw(st.integers(1, 3)), "memory_gib": 186}}
-             for n in range(draw(st.integers(2, 3)))]
+    nodes = [
+        {"name": f"n{n}", "gpu": {"model": "GB200", "count": draw(st.integers(1, 3)), "memory_gib": 186}}
+        for n in range(draw(st.integers(2, 3)))
+    ]
     domains = [{"name": "rack", "nodes": ["n0", "n1"], "gbps": 900}] if draw(st.booleans()) else []
     cluster = Cluster.model_validate({"nodes": nodes, "nvlink_domains": domains})
-    jobs = [PendingJob(f"j{j}", draw(st.integers(1, 3)), draw(st.integers(1, 2)),
-                       GpuNeeds(priority=draw(st.sampled_from([0, 0, 2]))), draw(st.booleans()))
-            for j in range(draw(st.integers(1, 3)))]
+    jobs = [
+        PendingJob(
+            f"j{j}",
+            draw(st.integers(1, 3)),
+            draw(st.integers(1, 2)),
+            GpuNeeds(priority=draw(st.sampled_from([0, 0, 2]))),
+            draw(st.booleans()),
+        )
+        for j in range(draw(st.integers(1, 3)))
+    ]
     return cluster, jobs
 
 
@@ -166,7 +192,9 @@ def test_optimum_with_domain_jobs_equals_exhaustive_search(case):
     lowest = min(job.needs.priority for job in jobs)
     best = max(
         (sum(weight_of(j.needs.priority, lowest) * j.pods * j.gpus for j in subset), len(subset))
-        for r in range(len(jobs) + 1) for subset in itertools.combinations(jobs, r) if _fits(cluster, list(subset))
+        for r in range(len(jobs) + 1)
+        for subset in itertools.combinations(jobs, r)
+        if _fits(cluster, list(subset))
     )
     assert tuple(level.objective for level in report.solve.levels[:2]) == best
     assert check_plan(cluster, jobs, report.assignments) == []
@@ -182,15 +210,21 @@ def test_plain_nodes_too_small_for_any_domain_job_stay_aggregated():
     """A node in no rack is a domain of its own, but one too small for every confined job cannot host one: those
     nodes keep one class, and the optimum is the same as with one class per node."""
     nodes = [_tray("a1"), _tray("a2"), *(_plain(f"p{i}") for i in range(6))]
-    cluster = Cluster.model_validate({"nodes": nodes, "nvlink_domains": [{"name": "rack", "nodes": ["a1", "a2"], "gbps": 900}]})
+    cluster = Cluster.model_validate(
+        {"nodes": nodes, "nvlink_domains": [{"name": "rack", "nodes": ["a1", "a2"], "gbps": 900}]}
+    )
     big = Job(name="rack-job", pods=2, gpus_per_pod=4, duration=60, nvlink_domain=True)
     small = Job(name="node-job", pods=2, gpus_per_pod=4, duration=60)
     report = plan(cluster, pending_jobs([], [big, small]), SolverConfig(workers=1))
     assert report.node_classes == 1 + 6  # the trays, and each plain node (it can hold the 8-GPU rack job alone)
     bigger = Job(name="rack-job", pods=2, gpus_per_pod=8, duration=60, nvlink_domain=True)
     trays = [_tray(f"a{i}", count=8) for i in (1, 2)]
-    cluster = Cluster.model_validate({"nodes": [*trays, *(_plain(f"p{i}") for i in range(6))],
-                                      "nvlink_domains": [{"name": "rack", "nodes": ["a1", "a2"], "gbps": 900}]})
+    cluster = Cluster.model_validate(
+        {
+            "nodes": [*trays, *(_plain(f"p{i}") for i in range(6))],
+            "nvlink_domains": [{"name": "rack", "nodes": ["a1", "a2"], "gbps": 900}],
+        }
+    )
     report = plan(cluster, pending_jobs([], [bigger, small]), SolverConfig(workers=1))
     assert report.node_classes == 2  # the trays (one domain), the six plain nodes (too small for 16 GPUs)
     placed = {a.pod: a.node for a in report.assignments}

@@ -128,8 +128,12 @@ def clusters(draw) -> Cluster:
         replicas = draw(st.sampled_from([1, 1, 1, 4]))
         model = draw(st.sampled_from(["A100-SXM4-80GB", "L4"]))
         memory = 80 if model.startswith("A100") else 24
-        nodes.append({"name": f"n{n}", "gpu": {"model": model, "count": count, "memory_gib": memory,
-                                               "islands": islands, "replicas": replicas}})
+        nodes.append(
+            {
+                "name": f"n{n}",
+                "gpu": {"model": model, "count": count, "memory_gib": memory, "islands": islands, "replicas": replicas},
+            }
+        )
     return Cluster.model_validate({"nodes": nodes})
 
 

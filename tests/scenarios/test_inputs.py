@@ -50,8 +50,23 @@ BAD_CLUSTERS = [
     ),
     ("illegal MIG start", _node(mig=[{"gpu": 0, "profile": "3g.40gb", "start": 2}]), "cannot start at memory slice 2"),
     ("unknown MIG profile", _node(mig=[{"gpu": 0, "profile": "3g.20gb", "start": 0}]), "unknown MIG profile '3g.20gb'"),
-    ("MIG on a GPU without MIG", {"nodes": [{"name": "n1", "gpu": {"model": "L4", "count": 1, "memory_gib": 24,
-                                   "mig": [{"gpu": 0, "profile": "1g.10gb", "start": 0}]}}]}, "does not support MIG"),
+    (
+        "MIG on a GPU without MIG",
+        {
+            "nodes": [
+                {
+                    "name": "n1",
+                    "gpu": {
+                        "model": "L4",
+                        "count": 1,
+                        "memory_gib": 24,
+                        "mig": [{"gpu": 0, "profile": "1g.10gb", "start": 0}],
+                    },
+                }
+            ]
+        },
+        "does not support MIG",
+    ),
     ("busy index out of range", _node(busy=[{"gpu": 8, "pod": "x"}]), "a busy entry names GPU 8"),
     ("busy twice on an exclusive GPU", _node(busy=[{"gpu": 1, "pod": "x"}, {"gpu": 1, "pod": "y"}]), "busy 2 times"),
     ("duplicate node names", {"nodes": [{"name": "a"}, {"name": "a"}]}, "a appear more than once"),
@@ -80,14 +95,37 @@ def test_unknown_scenario_or_missing_file():
 
 
 def test_running_pods_come_from_busy_and_mig_entries_with_their_needs(write):
-    cluster = load_cluster(str(write("c.yaml", {
-        "nodes": [{"name": "a", "gpu": {"model": "A100-SXM4-80GB", "count": 2, "memory_gib": 80,
-                                         "busy": [{"gpu": 0, "pod": "t"}, {"gpu": 1, "pod": "t"}]}},
-                  {"name": "m", "gpu": {"model": "A100-SXM4-80GB", "count": 1, "memory_gib": 80,
-                                         "mig": [{"gpu": 0, "profile": "3g.40gb", "start": 4, "holder": "r"}]}}],
-        "running": {"t": {"priority": 100, "nvlink": True, "labels": {"app": "train"}}},
-        "disruption_budgets": [{"name": "train", "selector": {"app": "train"}, "max_unavailable": 0}],
-    })))
+    cluster = load_cluster(
+        str(
+            write(
+                "c.yaml",
+                {
+                    "nodes": [
+                        {
+                            "name": "a",
+                            "gpu": {
+                                "model": "A100-SXM4-80GB",
+                                "count": 2,
+                                "memory_gib": 80,
+                                "busy": [{"gpu": 0, "pod": "t"}, {"gpu": 1, "pod": "t"}],
+                            },
+                        },
+                        {
+                            "name": "m",
+                            "gpu": {
+                                "model": "A100-SXM4-80GB",
+                                "count": 1,
+                                "memory_gib": 80,
+                                "mig": [{"gpu": 0, "profile": "3g.40gb", "start": 4, "holder": "r"}],
+                            },
+                        },
+                    ],
+                    "running": {"t": {"priority": 100, "nvlink": True, "labels": {"app": "train"}}},
+                    "disruption_budgets": [{"name": "train", "selector": {"app": "train"}, "max_unavailable": 0}],
+                },
+            )
+        )
+    )
     pods = {p.name: p for p in cluster.running_pods()}
     assert (pods["t"].node, pods["t"].gpus, pods["t"].needs.priority) == ("a", (0, 1), 100)
     assert (pods["r"].node, pods["r"].mig, pods["r"].needs.priority) == ("m", ((0, 4),), 0)
@@ -97,7 +135,10 @@ def test_running_pods_come_from_busy_and_mig_entries_with_their_needs(write):
     ("extra", "expected"),
     [
         ({"running": {"ghost": {"priority": 1}}}, "running names pods that hold no busy GPU or MIG instance: ghost"),
-        ({"disruption_budgets": [{"name": "x", "selector": {}}]}, "give exactly one of max_unavailable and min_available"),
+        (
+            {"disruption_budgets": [{"name": "x", "selector": {}}]},
+            "give exactly one of max_unavailable and min_available",
+        ),
     ],
 )
 def test_bad_running_and_budgets(write, extra, expected):

@@ -64,21 +64,27 @@ from .render import (
 
 DataDir = Annotated[
     str | None,
-    typer.Option(
-        "--data", help="folder with the openb CSVs (default: $GPUSCHED_OPENB, else ~/.cache/gpusched/openb)"
-    ),
+    typer.Option("--data", help="folder with the openb CSVs (default: $GPUSCHED_OPENB, else ~/.cache/gpusched/openb)"),
 ]
 NodesFile = Annotated[str | None, typer.Option("--nodes-file", help="node list CSV (default: the one in --data)")]
-NodeCount = Annotated[int | None, typer.Option("--nodes", min=1, max=MAX_NODES, help="an evenly spaced subset of this many nodes")]
-Workers = Annotated[int, typer.Option("--workers", min=1, max=WORKERS_MAX, help="local processes (default: one per CPU)")]
+NodeCount = Annotated[
+    int | None, typer.Option("--nodes", min=1, max=MAX_NODES, help="an evenly spaced subset of this many nodes")
+]
+Workers = Annotated[
+    int, typer.Option("--workers", min=1, max=WORKERS_MAX, help="local processes (default: one per CPU)")
+]
 CPUS = os.cpu_count() or 1
 Ray = Annotated[bool, typer.Option("--ray", help="run on a Ray instance started here (needs the ray extra)")]
 RayAddress = Annotated[str | None, typer.Option("--ray-address", help="run on the Ray cluster at this address")]
 Out = Annotated[Path | None, typer.Option("--out", help="write CSV, JSON and a PNG plot into this folder")]
 Timing = Annotated[bool, typer.Option("--timing/--no-timing", help="show times (off: output that repeats exactly)")]
-BusyNodes = Annotated[int, typer.Option(min=1, max=MAX_NODES, help="generated nodes, made busy by placing generated pods")]
+BusyNodes = Annotated[
+    int, typer.Option(min=1, max=MAX_NODES, help="generated nodes, made busy by placing generated pods")
+]
 GeneratorSeed = Annotated[int, typer.Option(min=0, max=SEED_MAX, help="generator seed")]
-Fill = Annotated[float, typer.Option(parser=finite(0.0, 100.0), help="generated pods ask for this many times the exclusive GPUs")]
+Fill = Annotated[
+    float, typer.Option(parser=finite(0.0, 100.0), help="generated pods ask for this many times the exclusive GPUs")
+]
 
 
 bench_app = typer.Typer(
@@ -141,7 +147,9 @@ def _write_and_show(
 
 @bench_app.command("place")
 def bench_place_command(
-    nodes: Annotated[int, typer.Option(min=1, max=MAX_NODES, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 1000,
+    nodes: Annotated[
+        int, typer.Option(min=1, max=MAX_NODES, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")
+    ] = 1000,
     pods: Annotated[int, typer.Option(min=1, max=MAX_PODS, help="generated pods")] = 10000,
     sizes: Annotated[str, typer.Option(help="GPU counts to draw pods from, comma-separated")] = "1",
     view: Annotated[str, typer.Option(help="gpu | extended")] = "gpu",
@@ -176,7 +184,9 @@ def bench_openb_command(
     data: DataDir = None,
     nodes_file: NodesFile = None,
     nodes: NodeCount = None,
-    ratio: Annotated[float, typer.Option("--ratio", parser=finite(0.01, 100), help="arrived GPU demand, × capacity")] = DEFAULT_RATIO,
+    ratio: Annotated[
+        float, typer.Option("--ratio", parser=finite(0.01, 100), help="arrived GPU demand, × capacity")
+    ] = DEFAULT_RATIO,
     bound: Annotated[
         bool,
         typer.Option(
@@ -227,13 +237,17 @@ def bench_openb_command(
 @bench_app.command("synthetic")
 def bench_synthetic_command(
     nodes: Annotated[str, typer.Option("--nodes", help="cluster sizes, comma-separated")] = "100,1000,10000",
-    jobs_per_node: Annotated[float, typer.Option("--jobs-per-node", parser=finite(0.001, 1000), help="pending jobs per node")] = 0.5,
+    jobs_per_node: Annotated[
+        float, typer.Option("--jobs-per-node", parser=finite(0.001, 1000), help="pending jobs per node")
+    ] = 0.5,
     busy: Annotated[float, typer.Option("--busy", parser=finite(0.0, 1.0), help="fraction of GPUs already busy")] = 0.2,
     mix: Annotated[
         str, typer.Option("--mix", help="node kinds and weights of dgx, pcie, l4, mig")
     ] = "dgx=4,pcie=2,l4=2,mig=2",
     seed: Annotated[int, typer.Option("--seed", min=0, max=SEED_MAX, help="generator and solver seed")] = 42,
-    time_limit: Annotated[float, typer.Option("--time-limit", parser=finite(0.01, SECONDS_MAX), help="CP-SAT seconds per cluster")] = 60.0,
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", parser=finite(0.01, SECONDS_MAX), help="CP-SAT seconds per cluster")
+    ] = 60.0,
     workers: Workers = CPUS,
     ray: Ray = False,
     ray_address: RayAddress = None,
@@ -320,9 +334,15 @@ def bench_replay_command(
 
 @bench_app.command("dra")
 def bench_dra_command(
-    nodes: Annotated[int, typer.Option(min=1, max=MAX_NODES, help="generated nodes, 8 GPUs each in two NVLink islands of four")] = 1000,
-    every: Annotated[int, typer.Option(min=1, max=MAX_NODES, help="one node in EVERY keeps an island free; the rest are fragmented")] = 20,
-    prune: Annotated[bool, typer.Option("--prune/--no-prune", help="gpusched's per-node bounds before the search")] = True,
+    nodes: Annotated[
+        int, typer.Option(min=1, max=MAX_NODES, help="generated nodes, 8 GPUs each in two NVLink islands of four")
+    ] = 1000,
+    every: Annotated[
+        int, typer.Option(min=1, max=MAX_NODES, help="one node in EVERY keeps an island free; the rest are fragmented")
+    ] = 20,
+    prune: Annotated[
+        bool, typer.Option("--prune/--no-prune", help="gpusched's per-node bounds before the search")
+    ] = True,
     as_json: JsonFlag = False,
 ) -> None:
     """Time one 4-GPU matchAttribute claim over a mostly fragmented cluster (Filter on every node, then Score)."""
@@ -339,7 +359,10 @@ def bench_mig_command(
     gpus: Annotated[int, typer.Option(min=8, max=8 * MAX_NODES, help="generated MIG-capable GPUs (8 per node)")] = 1000,
     seed: Annotated[int, typer.Option(min=0, max=SEED_MAX, help="generator seed (and CP-SAT seed)")] = 42,
     random_layouts: Annotated[
-        bool, typer.Option("--random-layouts", help="random instances on every GPU (few identical GPUs) instead of common layouts")
+        bool,
+        typer.Option(
+            "--random-layouts", help="random instances on every GPU (few identical GPUs) instead of common layouts"
+        ),
     ] = False,
     time_limit: TimeLimit = 10.0,
     workers: SolverWorkers = 2,
@@ -357,10 +380,16 @@ def bench_mig_command(
 
 @bench_app.command("plan")
 def bench_plan_command(
-    nodes: Annotated[int, typer.Option(min=1, max=MAX_NODES, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")] = 10000,
-    jobs: Annotated[int, typer.Option(min=1, max=MAX_PODS, help="generated pending jobs (1-8 GPUs per pod, 1-8 pods)")] = 2000,
+    nodes: Annotated[
+        int, typer.Option(min=1, max=MAX_NODES, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")
+    ] = 10000,
+    jobs: Annotated[
+        int, typer.Option(min=1, max=MAX_PODS, help="generated pending jobs (1-8 GPUs per pod, 1-8 pods)")
+    ] = 2000,
     busy: Annotated[float, typer.Option(parser=finite(0.0, 1.0), help="fraction of GPUs already busy")] = 0.5,
-    domain_jobs: Annotated[int, typer.Option(min=0, max=MAX_PODS, help="add 4x8-GPU jobs confined to one NVLink domain")] = 0,
+    domain_jobs: Annotated[
+        int, typer.Option(min=0, max=MAX_PODS, help="add 4x8-GPU jobs confined to one NVLink domain")
+    ] = 0,
     seed: Seed = 42,
     time_limit: TimeLimit = 60.0,
     as_json: JsonFlag = False,
@@ -437,5 +466,3 @@ def bench_explain_command(
         return 0
 
     run(body)
-
-

@@ -16,7 +16,19 @@ from ...bench.replay import ReplayBench
 from ...bench.synthetic_bench import SyntheticBench
 from ..common import new_table
 
-__all__ = ["Downloaded", "render_downloaded", "render_place_bench", "render_openb", "render_synthetic", "render_replay", "render_dra_bench", "render_mig_bench", "render_plan_bench", "render_repair_bench", "render_explain_bench"]
+__all__ = [
+    "Downloaded",
+    "render_downloaded",
+    "render_place_bench",
+    "render_openb",
+    "render_synthetic",
+    "render_replay",
+    "render_dra_bench",
+    "render_mig_bench",
+    "render_plan_bench",
+    "render_repair_bench",
+    "render_explain_bench",
+]
 
 
 class Downloaded(BaseModel):

@@ -30,8 +30,11 @@ def _node_selector(results: list[Taken], node: NodeRef) -> NodeSelector | None:
     expressions: list[NodeSelectorRequirement] = []
     for taken in results:
         spec, device = taken.entry.slice.spec, taken.entry.device
-        name, selector = (device.node_name, device.node_selector) if spec.per_device_node_selection else (
-            spec.node_name, spec.node_selector)
+        name, selector = (
+            (device.node_name, device.node_selector)
+            if spec.per_device_node_selection
+            else (spec.node_name, spec.node_selector)
+        )
         if name or device.binds_to_node:
             pin = NodeSelectorRequirement(key="metadata.name", operator="In", values=(node.name,))
             return NodeSelector(node_selector_terms=(NodeSelectorTerm(match_fields=(pin,)),))
@@ -41,8 +44,9 @@ def _node_selector(results: list[Taken], node: NodeRef) -> NodeSelector | None:
             expressions.extend(r for r in term.match_expressions if r not in expressions)
     if not fields and not expressions:
         return None
-    return NodeSelector(node_selector_terms=(NodeSelectorTerm(match_fields=tuple(fields),
-                                                              match_expressions=tuple(expressions)),))
+    return NodeSelector(
+        node_selector_terms=(NodeSelectorTerm(match_fields=tuple(fields), match_expressions=tuple(expressions)),)
+    )
 
 
 def _configs(search: _Search, ci: int) -> tuple[DeviceAllocationConfiguration, ...]:
@@ -56,16 +60,23 @@ def _configs(search: _Search, ci: int) -> tuple[DeviceAllocationConfiguration, .
         slots = by_class.get(data.cls.metadata.name)
         if slots is not None:
             for slot in slots:
-                configs[slot] = configs[slot].model_copy(update={"requests": (*(configs[slot].requests or ()), data.name)})
+                configs[slot] = configs[slot].model_copy(
+                    update={"requests": (*(configs[slot].requests or ()), data.name)}
+                )
             continue
         by_class[data.cls.metadata.name] = []
         for class_config in data.cls.spec.config:
             by_class[data.cls.metadata.name].append(len(configs))
-            configs.append(DeviceAllocationConfiguration(source="FromClass", requests=(data.name,), opaque=class_config.opaque))
+            configs.append(
+                DeviceAllocationConfiguration(source="FromClass", requests=(data.name,), opaque=class_config.opaque)
+            )
     for config in claim.spec.devices.config:
         if not config.requests or any(d.base in config.requests or d.name in config.requests for d in chosen):
-            configs.append(DeviceAllocationConfiguration(source="FromClaim", requests=config.requests or None,
-                                                         opaque=config.opaque))
+            configs.append(
+                DeviceAllocationConfiguration(
+                    source="FromClaim", requests=config.requests or None, opaque=config.opaque
+                )
+            )
     return tuple(
         config.model_copy(update={"requests": None})
         if config.requests and all(d.base in config.requests or d.name in config.requests for d in chosen)
@@ -90,8 +101,9 @@ def _allocation(search: _Search, ci: int) -> AllocationResult:
     return AllocationResult(devices=devices, node_selector=_node_selector(search.results[ci], search.node))
 
 
-def allocate(inventory: Inventory, node: NodeRef, claims: list[ResourceClaim], prune: bool = True) -> (
-        list[AllocationResult] | str):
+def allocate(
+    inventory: Inventory, node: NodeRef, claims: list[ResourceClaim], prune: bool = True
+) -> list[AllocationResult] | str:
     """Allocate(node, claims): one result per claim, or the node's Unschedulable reason; DraError for an error.
 
     Every device class a claim names must exist (the plugin's PreFilter checks that before any node is tried).

@@ -41,17 +41,52 @@ logging.getLogger("cel").addHandler(logging.NullHandler())
 QUANTITY, SEMVER = "__quantity__", "__semver__"
 _QUANTITY_FORM = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 _SUFFIX: dict[str, int | Decimal] = {
-    "": 1, "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "k": 10**3, "M": 10**6, "G": 10**9,
-    "T": 10**12, "P": 10**15, "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+    "": 1,
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
 }
 _SEMVER_FORM = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
 _DEVICE_FIELDS = ("driver", "attributes", "capacity", "allowMultipleAllocations")
 _STRING_LITERAL = re.compile(r"""[rRbB]{0,2}('''.*?'''|\"\"\"(?:.|\n)*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""")
 _DEVICE_FIELD = re.compile(r"\bdevice\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
-_BUILTINS = frozenset({
-    "size", "contains", "startsWith", "endsWith", "matches", "int", "uint", "double", "string", "bytes", "bool",
-    "timestamp", "duration", "type", "dyn", "has", "all", "exists", "exists_one", "map", "filter",
-})
+_BUILTINS = frozenset(
+    {
+        "size",
+        "contains",
+        "startsWith",
+        "endsWith",
+        "matches",
+        "int",
+        "uint",
+        "double",
+        "string",
+        "bytes",
+        "bool",
+        "timestamp",
+        "duration",
+        "type",
+        "dyn",
+        "has",
+        "all",
+        "exists",
+        "exists_one",
+        "map",
+        "filter",
+    }
+)
 _NO_SUCH_KEY_HINT = (
     ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() "
     "for optional fields"
@@ -319,12 +354,18 @@ class DeviceView:
 
     __slots__ = ("key", "driver", "attributes", "capacity")
 
-    def __init__(self, key: str, driver: str, attributes: dict[str, dict[str, Any]], capacity: dict[str, dict[str, Any]]):
+    def __init__(
+        self, key: str, driver: str, attributes: dict[str, dict[str, Any]], capacity: dict[str, dict[str, Any]]
+    ):
         self.key, self.driver, self.attributes, self.capacity = key, driver, attributes, capacity
 
     def variable(self) -> dict[str, Any]:
-        return {"driver": self.driver, "attributes": self.attributes, "capacity": self.capacity,
-                "allowMultipleAllocations": False}
+        return {
+            "driver": self.driver,
+            "attributes": self.attributes,
+            "capacity": self.capacity,
+            "allowMultipleAllocations": False,
+        }
 
 
 def attribute_value(attribute: DeviceAttribute) -> Any:
@@ -338,8 +379,9 @@ def _split(name: str, driver: str) -> tuple[str, str]:
     return (domain or driver), ident
 
 
-def device_view(key: str, driver: str, attributes: dict[str, DeviceAttribute],
-                capacity: dict[str, DeviceCapacity]) -> DeviceView:
+def device_view(
+    key: str, driver: str, attributes: dict[str, DeviceAttribute], capacity: dict[str, DeviceCapacity]
+) -> DeviceView:
     attrs: dict[str, dict[str, Any]] = {}
     for name, attribute in attributes.items():
         domain, ident = _split(name, driver)
@@ -411,7 +453,9 @@ MAX_EXPRESSION_LENGTH = 10 * 1024
 MAX_COST = 1_000_000
 MAX_NESTING = 32
 _MACRO = re.compile(r"\.\s*(all|exists_one|exists|map|filter)\s*\(")
-_REPLACE = re.compile(r"""\.\s*replace\s*\(\s*('(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")\s*,\s*('(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")\s*\)""")
+_REPLACE = re.compile(
+    r"""\.\s*replace\s*\(\s*('(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")\s*,\s*('(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")\s*\)"""
+)
 _UNKNOWN_RANGE = 32
 
 
@@ -425,7 +469,7 @@ def _range_size(code: str, end: int) -> int:
         depth += char in ")]}"
         depth -= char in "([{"
         if depth == 0:
-            return items if code[index + 1:end - 1].strip() else 0
+            return items if code[index + 1 : end - 1].strip() else 0
         items += char == "," and depth == 1
     return _UNKNOWN_RANGE
 
@@ -456,7 +500,7 @@ def check_cost(expression: str) -> None:
         old, new = len(match.group(1)) - 2, len(match.group(2)) - 2
         size *= new + 1 if old == 0 else max(1, -(-new // old))
     replaces = len(re.findall(r"\.\s*replace\s*\(", code)) - len(_REPLACE.findall(expression))
-    size *= MAX_EXPRESSION_LENGTH ** replaces
+    size *= MAX_EXPRESSION_LENGTH**replaces
     if max(cost, size) > MAX_COST:
         raise CelError(
             f"estimated cost exceeds budget of {MAX_COST} (nested comprehensions or chained replace() grow too fast)"

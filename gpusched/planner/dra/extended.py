@@ -23,8 +23,15 @@ from __future__ import annotations
 from ...models.dra import DeviceClass, ResourceClaim
 from ...models.kube import KubeNode, KubePod
 
-__all__ = ["IMPLICIT_PREFIX", "SPECIAL_NAME", "class_mapping", "uses_extended", "dra_served", "extended_claim",
-           "enabled"]
+__all__ = [
+    "IMPLICIT_PREFIX",
+    "SPECIAL_NAME",
+    "class_mapping",
+    "uses_extended",
+    "dra_served",
+    "extended_claim",
+    "enabled",
+]
 
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
 SPECIAL_NAME = "<extended-resources>"
@@ -62,12 +69,16 @@ def uses_extended(pod: KubePod, mapping: dict[str, DeviceClass]) -> bool:
 
 def dra_served(pod: KubePod, node: KubeNode, mapping: dict[str, DeviceClass]) -> dict[str, int]:
     """The pod's resources this node must serve through DRA: mapped, and no device-plugin allocatable."""
-    return {name: value for name, value in sorted(pod.requests.items())
-            if value > 0 and name in mapping and node.allocatable.get(name, 0) == 0}
+    return {
+        name: value
+        for name, value in sorted(pod.requests.items())
+        if value > 0 and name in mapping and node.allocatable.get(name, 0) == 0
+    }
 
 
-def _container_request(index: int, pod: KubePod, resource: str, class_name: str,
-                       reusable: list[dict | None]) -> tuple[dict | None, list[dict]]:
+def _container_request(
+    index: int, pod: KubePod, resource: str, class_name: str, reusable: list[dict | None]
+) -> tuple[dict | None, list[dict]]:
     container = pod.containers[index]
     wanted = container.requests.get(resource, 0)
     if wanted <= 0:
@@ -82,14 +93,17 @@ def _container_request(index: int, pod: KubePod, resource: str, class_name: str,
             return None, mappings
     position = sorted(container.requests).index(resource)
     name = f"container-{index}-request-{position}"
-    request = {"name": name, "exactly": {"deviceClassName": class_name, "allocationMode": "ExactCount",
-                                         "count": wanted - covered}}
+    request = {
+        "name": name,
+        "exactly": {"deviceClassName": class_name, "allocationMode": "ExactCount", "count": wanted - covered},
+    }
     mappings.append({"containerName": container.name, "resourceName": resource, "requestName": name})
     return request, mappings
 
 
-def extended_claim(pod: KubePod, served: dict[str, int],
-                   mapping: dict[str, DeviceClass]) -> tuple[ResourceClaim, list[dict]]:
+def extended_claim(
+    pod: KubePod, served: dict[str, int], mapping: dict[str, DeviceClass]
+) -> tuple[ResourceClaim, list[dict]]:
     """The node's special claim and the pod's request mappings (createRequestsAndMappings)."""
     long_lived = [i for i, c in enumerate(pod.containers) if not c.init or c.sidecar]
     short_lived = [i for i, c in enumerate(pod.containers) if c.init and not c.sidecar]
@@ -114,16 +128,22 @@ def extended_claim(pod: KubePod, served: dict[str, int],
             short_maps += found
         if biggest is not None and len(short_names) > 1:
             short_names.discard(biggest["name"])
-            short_maps = [{**m, "requestName": biggest["name"]} if m["requestName"] in short_names else m
-                          for m in short_maps]
+            short_maps = [
+                {**m, "requestName": biggest["name"]} if m["requestName"] in short_names else m for m in short_maps
+            ]
         requests += [biggest] if biggest is not None else []
         requests += [r for r in per_container if r is not None]
         mappings += long_maps + short_maps
     requests.sort(key=lambda r: r["name"])
-    claim = ResourceClaim.model_validate({
-        "metadata": {"name": SPECIAL_NAME, "namespace": pod.namespace,
-                     "generateName": f"{pod.name}-extended-resources-",
-                     "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"}},
-        "spec": {"devices": {"requests": requests}},
-    })
+    claim = ResourceClaim.model_validate(
+        {
+            "metadata": {
+                "name": SPECIAL_NAME,
+                "namespace": pod.namespace,
+                "generateName": f"{pod.name}-extended-resources-",
+                "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
+            },
+            "spec": {"devices": {"requests": requests}},
+        }
+    )
     return claim, mappings

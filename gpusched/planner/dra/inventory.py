@@ -10,7 +10,14 @@ from ...models.dra import CounterSet, Device, DeviceClass, NodeSelector, Resourc
 from .cel import CelError, DeviceView, compile_selector, device_view
 
 __all__ = [
-    "DeviceID", "NodeRef", "Inventory", "Pool", "gather_pools", "lookup_attribute", "node_matches", "tainted",
+    "DeviceID",
+    "NodeRef",
+    "Inventory",
+    "Pool",
+    "gather_pools",
+    "lookup_attribute",
+    "node_matches",
+    "tainted",
 ]
 
 DeviceID = tuple[str, str, str]  # driver, pool, device
@@ -59,8 +66,9 @@ class Inventory:
         if key not in self._outcomes:
             view = self._views.get(look)
             if view is None:
-                view = self._views[look] = device_view("/".join(device_id), device_id[0], device.attributes,
-                                                       device.capacity)
+                view = self._views[look] = device_view(
+                    "/".join(device_id), device_id[0], device.attributes, device.capacity
+                )
             try:
                 self._outcomes[key] = compile_selector(expression).matches(view)
             except CelError as error:

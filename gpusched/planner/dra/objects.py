@@ -69,9 +69,12 @@ def _items(doc: Any, source: str, path: str) -> list[tuple[str, Any]]:
     if not isinstance(doc, dict):
         raise InputError(source, f"expected a Kubernetes object or a List, got {type(doc).__name__}", path)
     if "claims" in doc and "kind" not in doc:
-        return [(f"{path}claims[{i}]", {"kind": "ResourceClaim", "apiVersion": API_VERSION, **item})
-                if isinstance(item, dict) else (f"{path}claims[{i}]", item)
-                for i, item in enumerate(doc["claims"] or [])]
+        return [
+            (f"{path}claims[{i}]", {"kind": "ResourceClaim", "apiVersion": API_VERSION, **item})
+            if isinstance(item, dict)
+            else (f"{path}claims[{i}]", item)
+            for i, item in enumerate(doc["claims"] or [])
+        ]
     kind = doc.get("kind")
     if isinstance(kind, str) and kind.endswith("List"):
         items = doc.get("items") or []
@@ -97,7 +100,9 @@ def _parse(model: type[BaseModel], doc: dict[str, Any], source: str, path: str) 
         first = error.errors(include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"] if not str(part).startswith("function-"))
         prefix = f"{path}({_label(doc)})" if path else f"({_label(doc)})"
-        raise InputError(source, first["msg"].removeprefix("Value error, "), f"{prefix}.{where}" if where else prefix) from None
+        raise InputError(
+            source, first["msg"].removeprefix("Value error, "), f"{prefix}.{where}" if where else prefix
+        ) from None
 
 
 def _namespaced(obj: ResourceClaim | ResourceClaimTemplate) -> ResourceClaim | ResourceClaimTemplate:
@@ -132,10 +137,15 @@ def _add(found: DraObjects, item: Any, source: str, path: str, pods: bool) -> No
         return
     if version != API_VERSION or kind not in DRA_KINDS:
         wanted = ", ".join(DRA_KINDS) + (" or a v1 Pod" if pods else "")
-        raise InputError(source, f"unknown apiVersion/kind {version}/{kind}: expected {API_VERSION} {wanted}",
-                         f"{path}.kind" if path else "kind")
+        raise InputError(
+            source,
+            f"unknown apiVersion/kind {version}/{kind}: expected {API_VERSION} {wanted}",
+            f"{path}.kind" if path else "kind",
+        )
     obj = _parse(_MODELS[kind], item, source, path)
-    label = _label(item) if not isinstance(obj, ResourceClaim | ResourceClaimTemplate) else f"{kind} {_namespaced(obj).key}"
+    label = (
+        _label(item) if not isinstance(obj, ResourceClaim | ResourceClaimTemplate) else f"{kind} {_namespaced(obj).key}"
+    )
     prefix = f"{path}({label})" if path else f"({label})"
     if label in found.origin:
         raise InputError(source, f"{label} appears more than once", prefix)
@@ -160,11 +170,16 @@ def selector_paths(obj: Any) -> list[tuple[str, str]]:
         spec, base = (obj.spec, "spec") if isinstance(obj, ResourceClaim) else (obj.spec.spec, "spec.spec")
         found: list[tuple[str, str]] = []
         for i, request in enumerate(spec.devices.requests):
-            alternatives = [("exactly", request.exactly)] if request.exactly else [
-                (f"firstAvailable[{k}]", sub) for k, sub in enumerate(request.first_available or ())]
+            alternatives = (
+                [("exactly", request.exactly)]
+                if request.exactly
+                else [(f"firstAvailable[{k}]", sub) for k, sub in enumerate(request.first_available or ())]
+            )
             for where, alternative in alternatives:
-                found.extend((f"{base}.devices.requests[{i}].{where}.selectors[{j}].cel.expression", s.cel.expression)
-                             for j, s in enumerate(alternative.selectors))
+                found.extend(
+                    (f"{base}.devices.requests[{i}].{where}.selectors[{j}].cel.expression", s.cel.expression)
+                    for j, s in enumerate(alternative.selectors)
+                )
         return found
     return []
 
@@ -177,7 +192,9 @@ def _compile_all(obj: Any, label: str, source: str, prefix: str) -> None:
         except CelError as error:
             kind, _, name = label.partition(" ")
             owner = "class" if kind == "DeviceClass" else kind[0].lower() + kind[1:]
-            raise InputError(source, f"CEL compile error in {owner} {name}: {error}", f"{prefix}.{field_path}") from None
+            raise InputError(
+                source, f"CEL compile error in {owner} {name}: {error}", f"{prefix}.{field_path}"
+            ) from None
 
 
 def _pod(item: dict[str, Any], source: str, path: str) -> KubePod:

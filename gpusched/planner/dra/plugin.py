@@ -29,8 +29,22 @@ from .search import DraError
 
 __all__ = [
     "NO_CLAIMS_TO_DEALLOCATE",
-    "CANNOT_ALLOCATE", "NOT_AVAILABLE", "NO_MATCH", "Unit", "Cycle", "units_for", "pod_unit", "run_cycle", "explain",
-    "postfilter_reason", "summarize", "with_allocation", "prefilter", "filter_node", "score", "normalized",
+    "CANNOT_ALLOCATE",
+    "NOT_AVAILABLE",
+    "NO_MATCH",
+    "Unit",
+    "Cycle",
+    "units_for",
+    "pod_unit",
+    "run_cycle",
+    "explain",
+    "postfilter_reason",
+    "summarize",
+    "with_allocation",
+    "prefilter",
+    "filter_node",
+    "score",
+    "normalized",
 ]
 
 CANNOT_ALLOCATE = "cannot allocate all claims"
@@ -140,7 +154,9 @@ def _allocated(claim: ResourceClaim) -> AllocationResult | None:
     return claim.status.allocation if claim.status is not None else None
 
 
-def filter_node(inventory: Inventory, node: NodeRef, unit: Unit, prune: bool = True) -> tuple[str, list[AllocationResult]]:
+def filter_node(
+    inventory: Inventory, node: NodeRef, unit: Unit, prune: bool = True
+) -> tuple[str, list[AllocationResult]]:
     """Filter: ('' and the new allocations) when the node fits, else the reason; DraError aborts the attempt."""
     pending = [claim for claim in unit.claims if _allocated(claim) is None]
     results: list[AllocationResult] = []
@@ -178,7 +194,9 @@ def normalized(scores: dict[str, int]) -> dict[str, int]:
 
 def _unavailable(claim: ResourceClaim, node: NodeRef) -> bool:
     allocation = _allocated(claim)
-    return bool(allocation and allocation.node_selector and not allocation.node_selector.matches(node.name, node.labels))
+    return bool(
+        allocation and allocation.node_selector and not allocation.node_selector.matches(node.name, node.labels)
+    )
 
 
 def score(claims: list[ResourceClaim], new: list[AllocationResult]) -> int:
@@ -248,8 +266,11 @@ def _request_reason(inventory: Inventory, node: NodeRef, claim: ResourceClaim, r
             found = (1, f"{label}{len(matched)} devices match, {len(free)} free, {need} needed")
         elif len(usable) < need:
             taint = next(t for e in free if e not in usable for t in e.device.taints)
-            found = (2, f"{label}{len(free)} free devices match, {len(free) - len(usable)} with the untolerated "
-                        f"taint {taint.key}={taint.value}:{taint.effect}, {need} needed")
+            found = (
+                2,
+                f"{label}{len(free)} free devices match, {len(free) - len(usable)} with the untolerated "
+                f"taint {taint.key}={taint.value}:{taint.effect}, {need} needed",
+            )
         else:
             found = (3, f"{label}{len(usable)} free devices match")
         best = max(best, found, key=lambda item: item[0])
@@ -268,8 +289,11 @@ def explain(inventory: Inventory, node: NodeRef, claims: list[ResourceClaim]) ->
     pools = gather_pools(inventory, node)
     if not pools:
         return NO_SLICES
-    notes = [f"pool {pool.id} is incomplete" if pool.incomplete else f"pool {pool.id} is invalid: {pool.invalid}"
-             for pool in pools if pool.incomplete or pool.invalid]
+    notes = [
+        f"pool {pool.id} is incomplete" if pool.incomplete else f"pool {pool.id} is invalid: {pool.invalid}"
+        for pool in pools
+        if pool.incomplete or pool.invalid
+    ]
     for claim in claims:
         text = _claim_reason(inventory, node, claim)
         if text is None:

@@ -59,7 +59,9 @@ class DraReport(BaseModel):
         return all(claim.allocated for claim in self.claims)
 
 
-def inventory_for(cluster: Cluster | None, objects: DraObjects, driver: str = EXAMPLE) -> tuple[Inventory, list[NodeRef]]:
+def inventory_for(
+    cluster: Cluster | None, objects: DraObjects, driver: str = EXAMPLE
+) -> tuple[Inventory, list[NodeRef]]:
     """Slices of the model (with its busy devices held) plus the objects' slices; allocated claims hold theirs."""
     slices = [*(cluster_slices(cluster, driver) if cluster else []), *objects.slices]
     held: set[DeviceID] = held_devices(cluster, driver) if cluster else set()
@@ -70,7 +72,8 @@ def inventory_for(cluster: Cluster | None, objects: DraObjects, driver: str = EX
         nodes = [NodeRef(node.name, dict(node.labels)) for node in cluster.nodes]
     else:
         names = {s.spec.node_name for s in slices if s.spec.node_name} | {
-            d.node_name for s in slices for d in s.spec.devices if d.node_name}
+            d.node_name for s in slices for d in s.spec.devices if d.node_name
+        }
         nodes = [NodeRef(name) for name in sorted(names)]
     if not nodes:
         raise InputError("--cluster", "no nodes: give a cluster (the objects name no node)")
@@ -84,21 +87,27 @@ def error_to_input(error: DraError, objects: DraObjects) -> InputError:
         return InputError("objects", text)
     kind, name, _, expression = error.selector
     label = f"DeviceClass {name}" if kind == "class" else f"ResourceClaim {name}"
-    found = {obj.key if isinstance(obj, ResourceClaim) else obj.metadata.name: obj
-             for obj in (objects.classes.values() if kind == "class" else objects.claims)}
+    found = {
+        obj.key if isinstance(obj, ResourceClaim) else obj.metadata.name: obj
+        for obj in (objects.classes.values() if kind == "class" else objects.claims)
+    }
     paths = [path for path, text in selector_paths(found[name]) if text == expression] if name in found else []
     source, prefix = objects.origin.get(label, ("objects", ""))
     field = ".".join(filter(None, [prefix, paths[0] if paths else ""]))
     return InputError(source, f"{text} (expression: {expression})", field)
 
 
-def _failure(cycle: Cycle, unit: Unit, inventory: Inventory, nodes: list[NodeRef], version: tuple[int, ...]) -> tuple[str, str, dict[str, str], str]:
+def _failure(
+    cycle: Cycle, unit: Unit, inventory: Inventory, nodes: list[NodeRef], version: tuple[int, ...]
+) -> tuple[str, str, dict[str, str], str]:
     """(reason, diagnosis, per-node diagnosis, FitError message) for a pod none of whose nodes fit."""
     total = len(nodes)
     post = postfilter_reason(cycle, version, unit.pod)
     if cycle.prefilter:
         inner = fit_error(total, [unresolvable("", ERR_REASON_NOT_HELPFUL)] * total)
-        message = fit_error(total, [], prefilter=cycle.prefilter, postfilter=", ".join(filter(None, [post, f"preemption: {inner}"])))
+        message = fit_error(
+            total, [], prefilter=cycle.prefilter, postfilter=", ".join(filter(None, [post, f"preemption: {inner}"]))
+        )
         return cycle.prefilter, cycle.prefilter, {}, message
     statuses = [unresolvable(DYNAMIC_RESOURCES, reason) for reason in cycle.reasons.values()]
     inner = fit_error(total, [unresolvable("", ERR_REASON_NOT_HELPFUL)] * total)
@@ -108,8 +117,13 @@ def _failure(cycle: Cycle, unit: Unit, inventory: Inventory, nodes: list[NodeRef
     return ", ".join(reasons), summarize(per_node), per_node, message
 
 
-def run_dra(cluster: Cluster | None, objects: DraObjects, driver: str = EXAMPLE, version: tuple[int, ...] = (1, 37),
-            prune: bool = True) -> DraReport:
+def run_dra(
+    cluster: Cluster | None,
+    objects: DraObjects,
+    driver: str = EXAMPLE,
+    version: tuple[int, ...] = (1, 37),
+    prune: bool = True,
+) -> DraReport:
     inventory, nodes = inventory_for(cluster, objects, driver)
     outcomes: list[ClaimOutcome] = []
     for unit in units_for(objects):
@@ -120,25 +134,45 @@ def run_dra(cluster: Cluster | None, objects: DraObjects, driver: str = EXAMPLE,
     return DraReport(driver=driver, version=".".join(map(str, version)), claims=outcomes)
 
 
-def _outcomes(cycle: Cycle, unit: Unit, inventory: Inventory, nodes: list[NodeRef], version: tuple[int, ...]) -> list[ClaimOutcome]:
+def _outcomes(
+    cycle: Cycle, unit: Unit, inventory: Inventory, nodes: list[NodeRef], version: tuple[int, ...]
+) -> list[ClaimOutcome]:
     best = cycle.best()
     if best is None:
         reason, diagnosis, per_node, message = _failure(cycle, unit, inventory, nodes, version)
         keys = [*(c.key for c in unit.claims), *unit.missing_claims]
-        return [ClaimOutcome(claim=key, template=unit.templates.get(key), allocated=False, reason=reason,
-                             diagnosis=diagnosis, nodes=per_node, message=message, pod=unit.pod,
-                             feasible=cycle.feasible) for key in keys]
+        return [
+            ClaimOutcome(
+                claim=key,
+                template=unit.templates.get(key),
+                allocated=False,
+                reason=reason,
+                diagnosis=diagnosis,
+                nodes=per_node,
+                message=message,
+                pod=unit.pod,
+                feasible=cycle.feasible,
+            )
+            for key in keys
+        ]
     fresh = iter(cycle.allocations[best])
     outcomes = []
     for claim in unit.claims:
         allocation = claim.status.allocation if claim.status and claim.status.allocation else next(fresh)
         if claim.status is None or claim.status.allocation is None:
             _commit(inventory, with_allocation(claim, allocation))
-        outcomes.append(ClaimOutcome(
-            claim=claim.key, template=unit.templates.get(claim.key), allocated=True, node=best,
-            devices=[f"{r.pool}/{r.device}" for r in allocation.devices.results], allocation=allocation.wire(), pod=unit.pod,
-            feasible=cycle.feasible,
-        ))
+        outcomes.append(
+            ClaimOutcome(
+                claim=claim.key,
+                template=unit.templates.get(claim.key),
+                allocated=True,
+                node=best,
+                devices=[f"{r.pool}/{r.device}" for r in allocation.devices.results],
+                allocation=allocation.wire(),
+                pod=unit.pod,
+                feasible=cycle.feasible,
+            )
+        )
     return outcomes
 
 

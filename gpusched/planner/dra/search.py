@@ -97,6 +97,7 @@ class Taken:
 class _MaxSize(Exception):
     """errAllocationResultMaxSizeExceeded: backtrack further, maybe a later subrequest needs fewer devices."""
 
+
 class _Constraint:
     def __init__(self, constraint: DeviceConstraint) -> None:
         self.names = set(constraint.requests)
@@ -163,8 +164,10 @@ class _Search:
                     counts.append(data.count)
                 need = min(counts)
                 if need > MAX_RESULTS - minimum:
-                    raise DraError(f"claim {claim.key}, request {request.name}: adding {need} devices exceeds the claim "
-                                   f"limit of {MAX_RESULTS}, with {minimum} already accounted for")
+                    raise DraError(
+                        f"claim {claim.key}, request {request.name}: adding {need} devices exceeds the claim "
+                        f"limit of {MAX_RESULTS}, with {minimum} already accounted for"
+                    )
                 minimum += need
             self.constraints.append([_Constraint(c) for c in claim.spec.devices.constraints])
 
@@ -178,8 +181,10 @@ class _Search:
         for pool in self.pools:
             state = "being updated" if pool.incomplete else "invalid" if pool.invalid else ""
             if state:
-                raise DraError(f"claim {claim}, request {data.short}: asks for all devices, but resource pool "
-                               f"{pool.id} is currently {state}")
+                raise DraError(
+                    f"claim {claim}, request {data.short}: asks for all devices, but resource pool "
+                    f"{pool.id} is currently {state}"
+                )
             for item in pool.slices:
                 for device in item.spec.devices:
                     entry = Entry((pool.driver, pool.name, device.name), device, item, pool)
@@ -199,14 +204,19 @@ class _Search:
         return verdict
 
     def _selectors(self, ci: int, data: RequestData, entry: Entry) -> bool:
-        owners = (("class", data.cls.metadata.name, data.cls.spec.selectors),
-                  ("claim", self.claims[ci].key, data.request.selectors))
+        owners = (
+            ("class", data.cls.metadata.name, data.cls.spec.selectors),
+            ("claim", self.claims[ci].key, data.request.selectors),
+        )
         for kind, name, selectors in owners:
             for index, selector in enumerate(selectors):
                 outcome = self.inventory.outcome(entry.id, entry.device, selector.cel.expression)
                 if isinstance(outcome, str):
-                    raise DraError(f"{kind} {name}: selector #{index} on device {'/'.join(entry.id)}: "
-                                   f"CEL runtime error: {outcome}", (kind, name, index, selector.cel.expression))
+                    raise DraError(
+                        f"{kind} {name}: selector #{index} on device {'/'.join(entry.id)}: "
+                        f"CEL runtime error: {outcome}",
+                        (kind, name, index, selector.cel.expression),
+                    )
                 if not outcome:
                     return False
         return True
@@ -237,7 +247,9 @@ class _Search:
 
     def _pool_counters(self, pool: Pool) -> dict[str, dict[str, Decimal]]:
         """The counter sets minus what devices allocated before this search consume."""
-        left = {name: {c: counter.amount for c, counter in cs.counters.items()} for name, cs in pool.counter_sets.items()}
+        left = {
+            name: {c: counter.amount for c, counter in cs.counters.items()} for name, cs in pool.counter_sets.items()
+        }
         for item in [*pool.slices, *pool.others]:
             for device in item.spec.devices:
                 if (pool.driver, pool.name, device.name) not in self.inventory.allocated:
@@ -276,8 +288,10 @@ class _Search:
                 if counted:
                     self._release_counters(entry)
                 if must:
-                    raise DraError(f"claim {self.claims[ci].key}, request {data.short}: cannot add device "
-                                   f"{'/'.join(entry.id)} because a claim constraint would not be satisfied")
+                    raise DraError(
+                        f"claim {self.claims[ci].key}, request {data.short}: cannot add device "
+                        f"{'/'.join(entry.id)} because a claim constraint would not be satisfied"
+                    )
                 return None
             added.append(constraint)
         self.allocating[entry.id].add(ci)
@@ -329,8 +343,9 @@ class _Search:
                 return True
         return False
 
-    def _next(self, ci: int, ri: int, si: int, di: int, in_sub: bool, data: RequestData, entry: Entry, must: bool,
-              start: int) -> bool:
+    def _next(
+        self, ci: int, ri: int, si: int, di: int, in_sub: bool, data: RequestData, entry: Entry, must: bool, start: int
+    ) -> bool:
         """Take the device, go on with the next one; undo on failure."""
         undo = self.take(ci, data, entry, must)
         if undo is None:
@@ -386,7 +401,9 @@ class _Search:
         for ci, claim in enumerate(self.claims):
             matching = [_Constraint(c) for c in claim.spec.devices.constraints if c.kind == "matchAttribute"]
             for ri, request in enumerate(claim.spec.devices.requests):
-                options = [(self.data[(ci, ri, si)], candidates[(ci, ri, si)]) for si in range(len(request.alternatives()))]
+                options = [
+                    (self.data[(ci, ri, si)], candidates[(ci, ri, si)]) for si in range(len(request.alternatives()))
+                ]
                 if not any(len(found) >= data.count for data, found in options):
                     return False
                 if not all(_one_value_fits(constraint, options) for constraint in matching):

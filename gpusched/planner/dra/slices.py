@@ -71,17 +71,33 @@ def mig_class(driver: str) -> str:
 def island_attribute(driver: str) -> str:
     """The qualified attribute naming a device's NVLink island: the example driver's own, gpusched's for NVIDIA."""
     return NVLINK_ATTRIBUTE if driver == NVIDIA else f"{driver}/nvlinkIsland"
+
+
 GIB = 2**30
 DRIVER_VERSION, CUDA_DRIVER_VERSION = "580.95.5", "13.0.0"
 # (architecture, CUDA compute capability) by a substring of the model name, first match wins
 _ARCHITECTURES = (
-    ("GB200", "Blackwell", "10.0.0"), ("B200", "Blackwell", "10.0.0"), ("H200", "Hopper", "9.0.0"),
-    ("H100", "Hopper", "9.0.0"), ("L40", "Ada Lovelace", "8.9.0"), ("L4", "Ada Lovelace", "8.9.0"),
-    ("A100", "Ampere", "8.0.0"), ("A10", "Ampere", "8.6.0"), ("T4", "Turing", "7.5.0"), ("V100", "Volta", "7.0.0"),
+    ("GB200", "Blackwell", "10.0.0"),
+    ("B200", "Blackwell", "10.0.0"),
+    ("H200", "Hopper", "9.0.0"),
+    ("H100", "Hopper", "9.0.0"),
+    ("L40", "Ada Lovelace", "8.9.0"),
+    ("L4", "Ada Lovelace", "8.9.0"),
+    ("A100", "Ampere", "8.0.0"),
+    ("A10", "Ampere", "8.6.0"),
+    ("T4", "Turing", "7.5.0"),
+    ("V100", "Volta", "7.0.0"),
 )
 # MIG engines per profile ID: multiprocessors, copyEngines, decoders, encoders, jpegEngines, ofaEngines (A100-80GB)
-_ENGINES = {19: (14, 1, 0, 0, 0, 0), 20: (14, 1, 1, 0, 1, 1), 15: (14, 1, 1, 0, 0, 0), 14: (28, 2, 1, 0, 0, 0),
-            9: (42, 3, 2, 0, 0, 0), 5: (56, 4, 2, 0, 0, 0), 0: (98, 7, 5, 0, 1, 1)}
+_ENGINES = {
+    19: (14, 1, 0, 0, 0, 0),
+    20: (14, 1, 1, 0, 1, 1),
+    15: (14, 1, 1, 0, 0, 0),
+    14: (28, 2, 1, 0, 0, 0),
+    9: (42, 3, 2, 0, 0, 0),
+    5: (56, 4, 2, 0, 0, 0),
+    0: (98, 7, 5, 0, 1, 1),
+}
 _ENGINE_NAMES = ("multiprocessors", "copyEngines", "decoders", "encoders", "jpegEngines", "ofaEngines")
 
 
@@ -108,13 +124,25 @@ def _example_devices(node: Node, gpu: GpuBlock) -> list[Device]:
         instances = sorted((m for m in gpu.mig if m.gpu == index), key=lambda m: m.start)
         if not instances:
             attributes = {"type": _string("gpu"), **common, "timeSliced": DeviceAttribute(bool_value=gpu.replicas > 1)}
-            devices.append(Device(name=f"gpu-{index}", attributes=attributes, capacity={"memory": _memory(gpu.memory_gib)}))
+            devices.append(
+                Device(name=f"gpu-{index}", attributes=attributes, capacity={"memory": _memory(gpu.memory_gib)})
+            )
         for instance in instances:
             profile = profiles[instance.profile]
-            attributes = {"type": _string("mig"), **common, "profile": _string(profile.name),
-                          "placementStart": _int(instance.start), "timeSliced": DeviceAttribute(bool_value=False)}
-            devices.append(Device(name=_example_mig_name(index, profile.name, instance.start), attributes=attributes,
-                                  capacity={"memory": _memory(profile.memory_gib(gpu.memory_gib))}))
+            attributes = {
+                "type": _string("mig"),
+                **common,
+                "profile": _string(profile.name),
+                "placementStart": _int(instance.start),
+                "timeSliced": DeviceAttribute(bool_value=False),
+            }
+            devices.append(
+                Device(
+                    name=_example_mig_name(index, profile.name, instance.start),
+                    attributes=attributes,
+                    capacity={"memory": _memory(profile.memory_gib(gpu.memory_gib))},
+                )
+            )
     return devices
 
 
@@ -165,18 +193,28 @@ def _nvidia_devices(node: Node, gpu: GpuBlock) -> list[Device]:
         instances = [m for m in gpu.mig if m.gpu == index]
         if not instances:
             attributes = {"type": _string("gpu"), "uuid": _string(parent), **common}
-            devices.append(Device(name=f"gpu-{index}", attributes=attributes, capacity={"memory": _memory(gpu.memory_gib)}))
+            devices.append(
+                Device(name=f"gpu-{index}", attributes=attributes, capacity={"memory": _memory(gpu.memory_gib)})
+            )
         for instance in instances:
             profile = profiles[instance.profile]
-            attributes = {"type": _string("mig"), "uuid": _string(_uuid("MIG", node.name, index, instance.start)),
-                          "parentUUID": _string(parent), "profile": _string(profile.name), **common}
+            attributes = {
+                "type": _string("mig"),
+                "uuid": _string(_uuid("MIG", node.name, index, instance.start)),
+                "parentUUID": _string(parent),
+                "profile": _string(profile.name),
+                **common,
+            }
             engines = _ENGINES[profile.shape.profile_id]
-            capacity = {name: DeviceCapacity(value=str(count)) for name, count in zip(_ENGINE_NAMES, engines, strict=True)}
+            capacity = {
+                name: DeviceCapacity(value=str(count)) for name, count in zip(_ENGINE_NAMES, engines, strict=True)
+            }
             capacity["memory"] = _memory(profile.memory_gib(gpu.memory_gib))
             for memory_slice in profile.slices(instance.start):
                 capacity[f"memorySlice{memory_slice}"] = DeviceCapacity(value="1")
-            devices.append(Device(name=_nvidia_mig_name(index, profile, instance.start), attributes=attributes,
-                                  capacity=capacity))
+            devices.append(
+                Device(name=_nvidia_mig_name(index, profile, instance.start), attributes=attributes, capacity=capacity)
+            )
     return sorted(devices, key=lambda device: device.name)
 
 
@@ -219,8 +257,11 @@ def held_devices(cluster: Cluster, driver: str = EXAMPLE) -> set[tuple[str, str,
         for instance in gpu.mig:
             if instance.holder:
                 profile = profiles[instance.profile]
-                name = (_example_mig_name(instance.gpu, profile.name, instance.start) if driver == EXAMPLE
-                        else _nvidia_mig_name(instance.gpu, profile, instance.start))
+                name = (
+                    _example_mig_name(instance.gpu, profile.name, instance.start)
+                    if driver == EXAMPLE
+                    else _nvidia_mig_name(instance.gpu, profile, instance.start)
+                )
                 held.add((driver, node.name, name))
     return held
 

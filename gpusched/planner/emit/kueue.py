@@ -171,10 +171,14 @@ def kueue_setup(cluster: Cluster, jobs: list[Job], queue: str, namespace: str) -
 
 def _kueue_comments(setup: KueueSetup) -> list[str]:
     lines = [
-        (f"Kueue ({KUEUE_API}): {len(setup.flavors)} ResourceFlavor(s), ClusterQueue {setup.cluster_queue} "
-         f"(quota: the flavors' whole allocatable), LocalQueue {setup.namespace}/{setup.local_queue}."),
-        (f"A Job (JobSet, training job) in namespace {setup.namespace} joins with the label "
-         f"{QUEUE_LABEL}: {setup.local_queue}."),
+        (
+            f"Kueue ({KUEUE_API}): {len(setup.flavors)} ResourceFlavor(s), ClusterQueue {setup.cluster_queue} "
+            f"(quota: the flavors' whole allocatable), LocalQueue {setup.namespace}/{setup.local_queue}."
+        ),
+        (
+            f"A Job (JobSet, training job) in namespace {setup.namespace} joins with the label "
+            f"{QUEUE_LABEL}: {setup.local_queue}."
+        ),
     ]
     lines += setup.warnings
     for node, labels in setup.node_labels.items():

@@ -37,7 +37,9 @@ def scheduler_config(cluster: Cluster, policy: str, gpu_weight: int | None) -> S
                          "use --policy binpack or spread")  # fmt: skip
     weight = DEFAULT_GPU_WEIGHT if gpu_weight is None else gpu_weight
     if weight > MAX_WEIGHT:
-        raise ValueError(f"{option}: kube-scheduler accepts resource weights 1 to {MAX_WEIGHT}, got --gpu-weight {weight}")
+        raise ValueError(
+            f"{option}: kube-scheduler accepts resource weights 1 to {MAX_WEIGHT}, got --gpu-weight {weight}"
+        )
     resources = {**dict.fromkeys(gpu_resources(cluster) if weight else [], weight), "cpu": 1, "memory": 1}
     name = f"gpu-{policy}"
     strategy = STRATEGIES[policy]

@@ -20,7 +20,20 @@ from .gang import explain_job, job_outcome
 from .reasons import capacity, restate, scheduler_view
 from .report import Change, Explanation, NotHelp
 
-__all__ = ["Change", "Edit", "Explanation", "NotHelp", "apply_edit", "check_claim", "claim_for", "explain_claim", "explain_job", "explain_pod", "job_outcome", "place_one"]
+__all__ = [
+    "Change",
+    "Edit",
+    "Explanation",
+    "NotHelp",
+    "apply_edit",
+    "check_claim",
+    "claim_for",
+    "explain_claim",
+    "explain_job",
+    "explain_pod",
+    "job_outcome",
+    "place_one",
+]
 
 
 def explain_pod(

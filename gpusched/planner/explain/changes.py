@@ -119,7 +119,9 @@ def _other_models(ctx: Context) -> Iterator[Found]:
         if model == ctx.pod.model:
             continue
         if need and memory < need:
-            yield NotHelp(change=f"more {model} GPUs, or accepting them", why=f"{memory:g} GiB each; the pod needs {need:g} GiB")
+            yield NotHelp(
+                change=f"more {model} GPUs, or accepting them", why=f"{memory:g} GiB each; the pod needs {need:g} GiB"
+            )
         elif ctx.pod.model:
             edit = Edit(pod={"model": model, "memory_gib": need})
             enough = f" ≥ {need:g} GiB" if need else ""
@@ -169,7 +171,9 @@ def _mig_layouts(ctx: Context, profile: str, count: int) -> tuple[list[MigLayout
         return None
     layouts, details = [], []
     for change in plan.changes:
-        instances = [MigInstance(gpu=change.gpu, profile=i.profile, start=i.start, holder=i.holder) for i in change.after]
+        instances = [
+            MigInstance(gpu=change.gpu, profile=i.profile, start=i.start, holder=i.holder) for i in change.after
+        ]
         layouts.append(MigLayout(node=change.node, gpu=change.gpu, instances=instances))
         created = ", ".join(f"{i.profile}@{i.start}" for i in change.created) or "nothing"
         destroyed = ", ".join(f"{i.profile}@{i.start}" for i in change.destroyed) or "nothing"
@@ -180,7 +184,9 @@ def _mig_layouts(ctx: Context, profile: str, count: int) -> tuple[list[MigLayout
 def _repartition(ctx: Context, profile: str, count: int, request: dict, summary: str) -> Iterator[Found]:
     planned = _mig_layouts(ctx, profile, count)
     if planned is None:
-        yield NotHelp(change=summary, why=f"no free {profile} instance, and no repartition of free MIG slices makes one")
+        yield NotHelp(
+            change=summary, why=f"no free {profile} instance, and no repartition of free MIG slices makes one"
+        )
         return
     layouts, details = planned
     where = ", ".join(f"{layout.node} GPU {layout.gpu}" for layout in layouts)
@@ -232,8 +238,14 @@ def _nvlink(ctx: Context) -> Iterator[Found]:
         f"on {found.node.name} GPUs {list(found.gpus)} (islands {found.islands}): all-reduce of {ctx.gradient_gb:g} GB "
         f"{ring.seconds:.3f} s per step over {ring.link} instead of {ideal:.3f} s inside one island ({slowdown:.1f}x slower)"
     )
-    yield Change(kind="nvlink", summary=summary, details=[detail], cost=Cost(slowdown=slowdown, edits=1),
-                 lands_on=found.node.name, edit=edit)
+    yield Change(
+        kind="nvlink",
+        summary=summary,
+        details=[detail],
+        cost=Cost(slowdown=slowdown, edits=1),
+        lands_on=found.node.name,
+        edit=edit,
+    )
 
 
 # --- changes to other pods and to the cluster ---------------------------------------------------------------------
@@ -280,7 +292,14 @@ def _eviction(ctx: Context, report, pod_fields: dict) -> Found:
         kind = "evict"
     solve = report.solve
     details = [f"the fewest, lowest-priority evictions: CP-SAT {solve.status}"] if solve else []
-    return _try(ctx, kind, summary, Edit(pod=pod_fields, evict=victims), Cost(evicted=len(victims), edits=len(pod_fields)), details)
+    return _try(
+        ctx,
+        kind,
+        summary,
+        Edit(pod=pod_fields, evict=victims),
+        Cost(evicted=len(victims), edits=len(pod_fields)),
+        details,
+    )
 
 
 def _move(ctx: Context) -> Iterator[Found]:

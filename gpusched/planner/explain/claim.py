@@ -68,8 +68,14 @@ def check_claim(cluster: Cluster, claim: dict, driver: str = NVIDIA) -> ClaimInf
 
 
 def _info(outcome: ClaimOutcome) -> ClaimInfo:
-    return ClaimInfo(claim=outcome.claim, allocated=outcome.allocated, node=outcome.node, devices=outcome.devices,
-                     reason=outcome.reason, diagnosis=outcome.diagnosis)
+    return ClaimInfo(
+        claim=outcome.claim,
+        allocated=outcome.allocated,
+        node=outcome.node,
+        devices=outcome.devices,
+        reason=outcome.reason,
+        diagnosis=outcome.diagnosis,
+    )
 
 
 def _relaxations(claim: dict) -> Iterator[tuple[str, dict]]:
@@ -101,7 +107,9 @@ def explain_claim(cluster: Cluster | None, objects: DraObjects, driver: str, tar
     if claim is None:
         return None
     outcome = _allocate(cluster, objects, driver, claim)
-    explanation = Explanation(target=claim.key, kind="claim", fits=outcome.allocated, node=outcome.node, claim=_info(outcome))
+    explanation = Explanation(
+        target=claim.key, kind="claim", fits=outcome.allocated, node=outcome.node, claim=_info(outcome)
+    )
     if outcome.allocated:
         return explanation
     for summary, relaxed in _relaxations(claim.wire()):
@@ -109,8 +117,11 @@ def explain_claim(cluster: Cluster | None, objects: DraObjects, driver: str, tar
         if found.allocated:
             edit = Edit(claim=relaxed)
             detail = f"allocates {', '.join(found.devices)}"
-            explanation.changes.append(Change(kind="claim", summary=summary, details=[detail], cost=Cost(edits=1),
-                                              lands_on=found.node, edit=edit))
+            explanation.changes.append(
+                Change(
+                    kind="claim", summary=summary, details=[detail], cost=Cost(edits=1), lands_on=found.node, edit=edit
+                )
+            )
         else:
             explanation.will_not_help.append(NotHelp(change=summary, why=f"{found.reason}: {found.diagnosis}"))
     return explanation

@@ -46,7 +46,9 @@ class Edit(BaseModel):
     uncordon: list[str] = Field(default_factory=list, description="nodes to uncordon")
     admission: Literal["gang"] | None = Field(None, description="admit jobs all-or-nothing (Kueue, or a PodGroup)")
     claim: dict[str, Any] | None = Field(None, description="the ResourceClaim to apply instead (kubectl apply)")
-    timeout: float = Field(0.0, description="with admission: seconds a partial gang may hold GPUs (scheduleTimeoutSeconds)")
+    timeout: float = Field(
+        0.0, description="with admission: seconds a partial gang may hold GPUs (scheduleTimeoutSeconds)"
+    )
 
 
 def apply_edit(cluster: Cluster, item: Item, edit: Edit) -> tuple[Cluster, Item]:

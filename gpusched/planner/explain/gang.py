@@ -32,7 +32,9 @@ def _gang_info(job: Job, report: GangReport, outcome: JobOutcome) -> GangInfo:
     placed = outcome.pods_placed
     if deadlock is not None and outcome.start is None:
         sizes = {o.job: o.pods for o in report.jobs}
-        holders = " and ".join(f"{name} ({pods} of {sizes[name]} pods)" for name, pods in sorted(deadlock.held_by.items()))
+        holders = " and ".join(
+            f"{name} ({pods} of {sizes[name]} pods)" for name, pods in sorted(deadlock.held_by.items())
+        )
         summary = (
             f"the default scheduler binds pods one at a time: {job.name} got {placed} of {job.pods}; at t={deadlock.time:g} "
             f"{holders} hold {deadlock.gpus_held} GPUs, every rank waits for the others, and nothing runs (deadlock)"
@@ -71,7 +73,9 @@ def _admission(cluster: Cluster, jobs: list[Job], job: Job, timeout: float) -> C
     waited = outcome.start - job.arrival
     behind = [o.job for o in report.jobs if o.finish is not None and o.finish == outcome.start]
     after = f", when {', '.join(behind)} finish{'es' if len(behind) == 1 else ''}" if behind else ""
-    details = [f"{o.job}: {o.start:g}–{o.finish:g}" for o in report.jobs if o.start is not None and o.finish is not None]
+    details = [
+        f"{o.job}: {o.start:g}–{o.finish:g}" for o in report.jobs if o.start is not None and o.finish is not None
+    ]
     return Change(
         kind="gang",
         summary=f"{summary}: {job.name} starts at t={outcome.start:g}{after}",
@@ -87,7 +91,9 @@ def explain_job(cluster: Cluster, jobs: list[Job], name: str) -> Explanation:
         raise ValueError(f"no job named {name!r} (jobs: {', '.join(j.name for j in jobs) or 'none'})")
     report = simulate(cluster, jobs, "pod")
     outcome = _outcome(report, name)
-    explanation = Explanation(target=name, kind="job", fits=outcome.start is not None, gang=_gang_info(job, report, outcome))
+    explanation = Explanation(
+        target=name, kind="job", fits=outcome.start is not None, gang=_gang_info(job, report, outcome)
+    )
     if outcome.never_fits:
         state = ClusterState.from_cluster(cluster)
         found = Placer(state, "gpu").best(job, job.gpus_per_pod)
@@ -103,6 +109,9 @@ def explain_job(cluster: Cluster, jobs: list[Job], name: str) -> Explanation:
             explanation.will_not_help.append(admitted)
     if report.deadlock is not None:
         explanation.will_not_help.append(
-            NotHelp(change="waiting", why=f"nothing runs and nothing finishes: {report.deadlock.gpus_held} GPUs stay held until a job is deleted")
+            NotHelp(
+                change="waiting",
+                why=f"nothing runs and nothing finishes: {report.deadlock.gpus_held} GPUs stay held until a job is deleted",
+            )
         )
     return explanation

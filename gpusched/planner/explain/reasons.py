@@ -84,9 +84,13 @@ def _hardware_of(reason: str, plugin: str, nodes: list[NodeState], pod: GpuNeeds
             f"{names} {'shares' if len(nodes) == 1 else 'share'} each GPU between {first.spec.gpu.replicas if first.spec.gpu else 1} pods by time-slicing: "
             "a replica has no memory or fault isolation, and the pod is not marked shared"
         ),
-        gpudevices.ERR_REASON_NOT_TIME_SLICED: lambda: f"{names} give whole GPUs only; the pod asks for a time-sliced replica",
+        gpudevices.ERR_REASON_NOT_TIME_SLICED: lambda: (
+            f"{names} give whole GPUs only; the pod asks for a time-sliced replica"
+        ),
         gpudevices.ERR_REASON_MODEL.format(model=pod.model): lambda: f"the pod needs {pod.model}; {_models(nodes)}",
-        gpudevices.ERR_REASON_MEMORY.format(gib=pod.memory_gib or 0): lambda: f"the pod needs {pod.memory_gib:g} GiB per GPU; {_models(nodes)}",
+        gpudevices.ERR_REASON_MEMORY.format(gib=pod.memory_gib or 0): lambda: (
+            f"the pod needs {pod.memory_gib:g} GiB per GPU; {_models(nodes)}"
+        ),
         gpudevices.ERR_REASON_NVLINK.format(count=gpus): lambda: _island(nodes, pod, gpus),
         insufficient(GPU_RESOURCE): lambda: _insufficient(nodes, pod, gpus),
         insufficient("cpu"): lambda: f"{names}: too little cpu left for the pod's {pod.cpu}",
@@ -126,8 +130,11 @@ def restate(diagnosis: Diagnosis, state: ClusterState, pod: GpuNeeds, gpus: int)
             by_reason.setdefault(reason, []).append(node.name)
             plugin_of[reason] = status.plugin
     return [
-        Reason(reason=reason, nodes=names,
-               hardware=_hardware_of(reason, plugin_of[reason], [state.node(n) for n in names], pod, gpus))
+        Reason(
+            reason=reason,
+            nodes=names,
+            hardware=_hardware_of(reason, plugin_of[reason], [state.node(n) for n in names], pod, gpus),
+        )
         for reason, names in sorted(by_reason.items(), key=lambda item: (-len(item[1]), item[0]))
     ]
 
@@ -165,9 +172,7 @@ def _renamed(cluster: Cluster, pod: GpuNeeds, gpus: int) -> str:
 def suitable(state: ClusterState, pod: GpuNeeds) -> list[NodeState]:
     """Nodes whose hardware and labels suit the pod, whatever is free on them now."""
     return [
-        node
-        for node in state.nodes
-        if node.gpus and node_filters(pod, node) is None and _hardware_suits(pod, node)
+        node for node in state.nodes if node.gpus and node_filters(pod, node) is None and _hardware_suits(pod, node)
     ]
 
 
@@ -189,7 +194,9 @@ class _Counted(TypedDict):
     moves: int | None
 
 
-def capacity(state: ClusterState, pod: GpuNeeds, gpus: int, found: GpuChoice | Diagnosis, moves: int | None) -> Capacity:
+def capacity(
+    state: ClusterState, pod: GpuNeeds, gpus: int, found: GpuChoice | Diagnosis, moves: int | None
+) -> Capacity:
     """Fits; fragmented (moving pods makes room, or enough is free in the wrong shape); gone; or unsuitable."""
     nodes = suitable(state, pod)
     free = sum(_free_units(node, pod) for node in nodes)
@@ -214,13 +221,19 @@ def capacity(state: ClusterState, pod: GpuNeeds, gpus: int, found: GpuChoice | D
     where = f"{free} {unit} free on the {len(nodes)} suitable node{'s' if len(nodes) != 1 else ''}"
     if not pod.mig_profile:
         where = f"{pool} whole GPUs free in the pool, {where}"
-    shape = f"the largest block on one node is {largest}" + (f", in one NVLink island {island}" if pod.nvlink and gpus > 1 else "")
+    shape = f"the largest block on one node is {largest}" + (
+        f", in one NVLink island {island}" if pod.nvlink and gpus > 1 else ""
+    )
     if moves is not None:
         plural = "s" if moves != 1 else ""
-        return Capacity(verdict="fragmented", summary=f"fragmented: {where}; {shape}; {moves} pod move{plural} make room", **common)
+        return Capacity(
+            verdict="fragmented", summary=f"fragmented: {where}; {shape}; {moves} pod move{plural} make room", **common
+        )
     if free >= gpus and not _blocked_by_host(found, nodes):
         return Capacity(verdict="fragmented", summary=f"fragmented: {where}; {shape}; no pod moves make room", **common)
-    return Capacity(verdict="gone", summary=f"gone: {where}; the pod needs {gpus}, and no pod moves make room", **common)
+    return Capacity(
+        verdict="gone", summary=f"gone: {where}; the pod needs {gpus}, and no pod moves make room", **common
+    )
 
 
 def _blocked_by_host(found: Diagnosis, nodes: list[NodeState]) -> bool:

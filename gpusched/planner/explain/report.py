@@ -85,7 +85,20 @@ class Cost(BaseModel):
 class Change(BaseModel):
     """One change that schedules the target, verified by applying it to the model and placing again."""
 
-    kind: Literal["toleration", "selector", "uncordon", "model", "mig", "shared", "nvlink", "move", "evict", "priority", "gang", "claim"]
+    kind: Literal[
+        "toleration",
+        "selector",
+        "uncordon",
+        "model",
+        "mig",
+        "shared",
+        "nvlink",
+        "move",
+        "evict",
+        "priority",
+        "gang",
+        "claim",
+    ]
     summary: str
     details: list[str] = Field(default_factory=list)
     cost: Cost

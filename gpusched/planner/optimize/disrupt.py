@@ -205,7 +205,10 @@ def solve_counts(
 ) -> tuple[list[list[int]] | None, SolveReport]:
     """Solve `levels`, then the earliest nodes by name (so that runs repeat): how many nodes of each class take
     each choice; None when the time ran out before any plan was found."""
-    levels = [*levels, ("earliest nodes by name", "minimize", sum(rank * pair.variable for rank, pair in enumerate(flat)))]
+    levels = [
+        *levels,
+        ("earliest nodes by name", "minimize", sum(rank * pair.variable for rank, pair in enumerate(flat))),
+    ]
     solver, report = solve_lexicographic(model, levels, config)
     if report.status == "UNKNOWN":
         return None, report
@@ -220,8 +223,7 @@ def out_of_time(report: _R, solve: SolveReport, config: SolverConfig) -> _R:
     return report.model_copy(
         update={
             "solve": solve,
-            "reason": f"no plan found within the time limit of {config.time_limit:g} s "
-            "(not proven impossible either)",
+            "reason": f"no plan found within the time limit of {config.time_limit:g} s (not proven impossible either)",
         }
     )
 

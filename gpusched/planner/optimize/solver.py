@@ -86,24 +86,51 @@ def solve_lexicographic(
         if status == cp_model.INFEASIBLE:
             raise Infeasible(f"{name}: {status_name}")
         if status == cp_model.UNKNOWN:
-            reports.append(LevelReport(name=name, sense=sense, status=status_name, objective=None, best_bound=None,
-                                       gap=None, seconds=elapsed))
+            reports.append(
+                LevelReport(
+                    name=name,
+                    sense=sense,
+                    status=status_name,
+                    objective=None,
+                    best_bound=None,
+                    gap=None,
+                    seconds=elapsed,
+                )
+            )
             break
         best = solver
         objective, bound = _integral(solver.objective_value), _integral(solver.best_objective_bound)
-        reports.append(LevelReport(name=name, sense=sense, status=status_name, objective=objective, best_bound=bound,
-                                   gap=0.0 if status == cp_model.OPTIMAL else _gap(objective, bound), seconds=elapsed))
+        reports.append(
+            LevelReport(
+                name=name,
+                sense=sense,
+                status=status_name,
+                objective=objective,
+                best_bound=bound,
+                gap=0.0 if status == cp_model.OPTIMAL else _gap(objective, bound),
+                seconds=elapsed,
+            )
+        )
         _fix_and_hint(model, solver, expression, objective, status == cp_model.OPTIMAL, sense)
     statuses = [r.status for r in reports]
-    overall = "OPTIMAL" if statuses and all(s == "OPTIMAL" for s in statuses) and len(reports) == len(levels) else (
-        "FEASIBLE" if any(r.objective is not None for r in reports) else "UNKNOWN"
+    overall = (
+        "OPTIMAL"
+        if statuses and all(s == "OPTIMAL" for s in statuses) and len(reports) == len(levels)
+        else ("FEASIBLE" if any(r.objective is not None for r in reports) else "UNKNOWN")
     )
-    return best, SolveReport(status=overall, levels=reports, seconds=time.perf_counter() - began,
-                               time_limit=config.time_limit, workers=config.workers, seed=config.seed)
+    return best, SolveReport(
+        status=overall,
+        levels=reports,
+        seconds=time.perf_counter() - began,
+        time_limit=config.time_limit,
+        workers=config.workers,
+        seed=config.seed,
+    )
 
 
-def _fix_and_hint(model: cp_model.CpModel, solver: cp_model.CpSolver, expression, objective: float,
-                  proven: bool, sense: str) -> None:
+def _fix_and_hint(
+    model: cp_model.CpModel, solver: cp_model.CpSolver, expression, objective: float, proven: bool, sense: str
+) -> None:
     """Keep this level at its value for the next one (== when proven, else no worse), and hint the solution."""
     value = round(objective)
     if proven:

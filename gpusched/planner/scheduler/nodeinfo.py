@@ -25,8 +25,13 @@ class KubeNodeInfo:
     nominated: tuple[KubePod, ...] = ()
 
     @classmethod
-    def of(cls, node: KubeNode, pods: list[KubePod] | tuple[KubePod, ...],
-           dra_mapped: frozenset[str] = frozenset(), nominated: tuple[KubePod, ...] = ()) -> KubeNodeInfo:
+    def of(
+        cls,
+        node: KubeNode,
+        pods: list[KubePod] | tuple[KubePod, ...],
+        dra_mapped: frozenset[str] = frozenset(),
+        nominated: tuple[KubePod, ...] = (),
+    ) -> KubeNodeInfo:
         requested: Requests = {}
         for pod in (*pods, *nominated):
             requested = add(requested, pod.requests)
@@ -50,16 +55,18 @@ class KubeNodeInfo:
 
     def without(self, gone: list[KubePod]) -> KubeNodeInfo:
         ids = {id(pod) for pod in gone}
-        return KubeNodeInfo.of(self.node, [pod for pod in self.pods if id(pod) not in ids], self.dra_mapped,
-                               self.nominated)
+        return KubeNodeInfo.of(
+            self.node, [pod for pod in self.pods if id(pod) not in ids], self.dra_mapped, self.nominated
+        )
 
     def delegated(self, name: str) -> bool:
         """shouldDelegateResourceToDRA: a class maps the resource and no device plugin offers it here."""
         return name in self.dra_mapped and self.node.allocatable.get(name, 0) <= 0
 
 
-def snapshot(nodes: list[KubeNode], pods: list[KubePod], target: KubePod,
-             dra_mapped: frozenset[str] = frozenset()) -> list[KubeNodeInfo]:
+def snapshot(
+    nodes: list[KubeNode], pods: list[KubePod], target: KubePod, dra_mapped: frozenset[str] = frozenset()
+) -> list[KubeNodeInfo]:
     """Bound, non-terminal pods per node, and the pods nominated there that matter to the target; the pod being
     predicted never counts against itself."""
     bound: dict[str, list[KubePod]] = {node.name: [] for node in nodes}

@@ -87,8 +87,10 @@ class K8sPrediction(BaseModel):
     nomination: Nomination | None = Field(None, description="where preemption would make room, and whom it evicts")
     claims: list[ClaimPrediction] = Field(default_factory=list, description="the pod's ResourceClaims (with --objects)")
     extended_resource_claim_status: dict | None = Field(
-        None, description="status.extendedResourceClaimStatus when DRA serves an extended resource (DRAExtendedResource); "
-        "resourceClaimName is the generateName, the API server appends 5 random characters")
+        None,
+        description="status.extendedResourceClaimStatus when DRA serves an extended resource (DRAExtendedResource); "
+        "resourceClaimName is the generateName, the API server appends 5 random characters",
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -138,22 +140,32 @@ def _prefilter(pod: KubePod, version: Version, dra: DynamicResources | None) -> 
     return _PreFilter(names, tuple(sorted(plugins)))
 
 
-def _statuses(pod: KubePod, infos: list[KubeNodeInfo], pre: _PreFilter, filters: tuple[Filter, ...]) -> dict[str, Status]:
+def _statuses(
+    pod: KubePod, infos: list[KubeNodeInfo], pre: _PreFilter, filters: tuple[Filter, ...]
+) -> dict[str, Status]:
     if pre.failure:
         return {info.name: unresolvable(pre.failed_plugin, pre.failure) for info in infos}
     return {
-        info.name: run_filters(filters, pod, info) if pre.names is None or info.name in pre.names
+        info.name: run_filters(filters, pod, info)
+        if pre.names is None or info.name in pre.names
         else outside_prefilter(pre.plugins)
         for info in infos
     }
 
 
-def _postfilter(pod: KubePod, infos: list[KubeNodeInfo], statuses: dict[str, Status], version: Version,
-                filters: tuple[Filter, ...], dra: DynamicResources | None) -> tuple[str, Candidate[KubePod] | None]:
+def _postfilter(
+    pod: KubePod,
+    infos: list[KubeNodeInfo],
+    statuses: dict[str, Status],
+    version: Version,
+    filters: tuple[Filter, ...],
+    dra: DynamicResources | None,
+) -> tuple[str, Candidate[KubePod] | None]:
     """DynamicResources then DefaultPreemption; a success drops the reasons gathered before it."""
     reasons = dynamicresources.postfilter_reasons(dra, version, pod)
     ok, message, best = defaultpreemption.preempt(
-        pod, infos, statuses, version, lambda pod, info: run_filters(filters, pod, info))
+        pod, infos, statuses, version, lambda pod, info: run_filters(filters, pod, info)
+    )
     if ok:
         return message, best
     return ", ".join([*reasons, message]), None
@@ -229,8 +241,12 @@ def predict(
     mapping = class_mapping(objects.classes) if objects is not None and extended_enabled(release) else {}
     if pod.claims or uses_extended(pod, mapping):
         if objects is None:
-            raise InputError(sources[2], "ResourceClaims need --objects: the DeviceClasses, ResourceSlices and "
-                             "ResourceClaims or templates, as kubectl get -o json prints them", "spec.resourceClaims")
+            raise InputError(
+                sources[2],
+                "ResourceClaims need --objects: the DeviceClasses, ResourceSlices and "
+                "ResourceClaims or templates, as kubectl get -o json prints them",
+                "spec.resourceClaims",
+            )
         dra = DynamicResources.for_pod(pod, nodes, objects, mapping)
     return _schedule(pod, snapshot(nodes, pods, pod, frozenset(mapping)), release, dra)
 

@@ -44,7 +44,9 @@ def build_cluster(inputs: ImportInputs) -> Imported:
     try:
         cluster = Cluster(nodes=nodes, running=running, nvlink_domains=domains)
     except ValidationError as error:
-        raise InputError("import", f"the imported model is inconsistent (a gpusched bug): {error.errors()[0]['msg']}") from None
+        raise InputError(
+            "import", f"the imported model is inconsistent (a gpusched bug): {error.errors()[0]['msg']}"
+        ) from None
     report = ImportReport(
         inputs=inputs.sources,
         nodes=imports,
@@ -68,12 +70,23 @@ def _build_nodes(
     bound = _bound(inputs.pods)
     names = {node.name for node in inputs.nodes}
     for name in sorted(set(inputs.captures) - names):
-        findings.add("warning", "unknown-node", f"--topology names node {name!r}, which is not among the Nodes: ignored")
+        findings.add(
+            "warning", "unknown-node", f"--topology names node {name!r}, which is not among the Nodes: ignored"
+        )
     for name in sorted(set(dra) - names):
-        findings.add("warning", "unknown-node", f"ResourceSlices name node {name!r}, which is not among the Nodes: ignored")
+        findings.add(
+            "warning", "unknown-node", f"ResourceSlices name node {name!r}, which is not among the Nodes: ignored"
+        )
     nodes, imports, running, found = [], [], {}, {}
     for kube in inputs.nodes:
-        ctx = NodeContext(kube, read_labels(kube.labels), dra.get(kube.name), inputs.captures.get(kube.name, []), catalogue(), findings)
+        ctx = NodeContext(
+            kube,
+            read_labels(kube.labels),
+            dra.get(kube.name),
+            inputs.captures.get(kube.name, []),
+            catalogue(),
+            findings,
+        )
         if kube.unschedulable:
             findings.add("info", "cordoned", "cordoned (spec.unschedulable)", kube.name)
         gpus = infer_gpus(ctx)
@@ -81,7 +94,9 @@ def _build_nodes(
         try:
             node = _node(kube, gpus, held, bound.get(kube.name, []), findings)
         except ValidationError as error:
-            ctx.note("error", "node-invalid", f"GPUs not modelled: {error.errors()[0]['msg'].removeprefix('Value error, ')}")
+            ctx.note(
+                "error", "node-invalid", f"GPUs not modelled: {error.errors()[0]['msg'].removeprefix('Value error, ')}"
+            )
             gpus, held = None, Holdings()
             node = _node(kube, None, held, bound.get(kube.name, []), findings)
         nodes.append(node)
@@ -138,7 +153,9 @@ def _left(kube: KubeNode, pods: list[KubePod], resource: str, findings: Findings
         return None
     left = kube.allocatable[resource] - sum(pod.requests.get(resource, 0) for pod in pods)
     if left < 0:
-        findings.add("warning", "overcommitted", f"bound pods request more {resource} than allocatable: 0 left", kube.name)
+        findings.add(
+            "warning", "overcommitted", f"bound pods request more {resource} than allocatable: 0 left", kube.name
+        )
     return format_quantity(resource, max(left, 0))
 
 
@@ -167,15 +184,24 @@ def _domains(nodes: list[Node], gpus: dict[str, Gpus], findings: Findings) -> li
     domains = []
     for clique, members in sorted(cliques.items()):
         if len(members) < 2:
-            findings.add("info", "clique-of-one", f"NVLink clique {clique} has one node here: nothing spans nodes", members[0].name)
+            findings.add(
+                "info",
+                "clique-of-one",
+                f"NVLink clique {clique} has one node here: nothing spans nodes",
+                members[0].name,
+            )
             continue
         server = next((gpus[n.name].server for n in members if gpus[n.name].server), None)
         if server and server.domain:
             gbps = server.domain.gbps
         else:
             gbps = min(n.gpu.nvlink_gbps for n in members if n.gpu)
-            findings.add("warning", "domain-speed", f"NVLink domain {clique}: bandwidth not in the catalogue, taken as the "
-                         f"nodes' NVLink bandwidth {gbps:g} GB/s")
+            findings.add(
+                "warning",
+                "domain-speed",
+                f"NVLink domain {clique}: bandwidth not in the catalogue, taken as the "
+                f"nodes' NVLink bandwidth {gbps:g} GB/s",
+            )
         domains.append(NvlinkDomain(name=clique, nodes=[n.name for n in members], gbps=gbps))
     return domains
 
@@ -189,14 +215,22 @@ def pending_pods(pods: list[KubePod], findings: Findings | None = None) -> list[
         request = gpu_request(pod)
         if request.empty:
             if pod.claims and findings is not None:
-                findings.add("warning", "pending-claims", f"Pending pod {pod.key} asks for devices through ResourceClaims: not modelled")
+                findings.add(
+                    "warning",
+                    "pending-claims",
+                    f"Pending pod {pod.key} asks for devices through ResourceClaims: not modelled",
+                )
             continue
         if len(request.mig) > 1 or (request.mig and request.units):
             if findings is not None:
-                findings.add("warning", "pending-mixed", f"Pending pod {pod.key} asks for several kinds of GPU: left out")
+                findings.add(
+                    "warning", "pending-mixed", f"Pending pod {pod.key} asks for several kinds of GPU: left out"
+                )
             continue
         if pod.affinity is not None and findings is not None:
-            findings.add("warning", "pending-affinity", f"Pending pod {pod.key}: required node affinity is not modelled")
+            findings.add(
+                "warning", "pending-affinity", f"Pending pod {pod.key}: required node affinity is not modelled"
+            )
         found.append(_pod(pod, request.units or sum(request.mig.values()), next(iter(request.mig), None)))
     return found
 

@@ -105,9 +105,7 @@ class Catalogue(Frozen):
                 return found
         spec = self.gpu(model)
         names = {n.lower() for n in (spec.model, *spec.aliases)} if spec else {(model or "").lower()}
-        return next(
-            (s for s in self.servers if s.count == count and names & {p.lower() for p in s.products}), None
-        )
+        return next((s for s in self.servers if s.count == count and names & {p.lower() for p in s.products}), None)
 
 
 def instance_type(labels: dict[str, str]) -> str | None:

@@ -89,15 +89,23 @@ def infer_gpus(ctx: NodeContext) -> Gpus | None:
     dra = ctx.dra and (ctx.dra.gpus or ctx.dra.migs)
     plugin = ctx.allocatable(GPU) or ctx.allocatable(SHARED) or ctx.mig_allocatable()
     if dra and plugin:
-        ctx.note("warning", "both-dra-and-plugin", "GPUs in DRA ResourceSlices and as device plugin resources: modelled from the slices")
+        ctx.note(
+            "warning",
+            "both-dra-and-plugin",
+            "GPUs in DRA ResourceSlices and as device plugin resources: modelled from the slices",
+        )
     if dra:
         gpus = _from_dra(ctx)
     elif plugin:
         gpus = _from_plugin(ctx)
     else:
         if ctx.gfd.count or ctx.smi:
-            ctx.note("warning", "gpus-not-advertised", "has GPUs (labels or nvidia-smi) but advertises no nvidia.com/gpu, "
-                     "nvidia.com/gpu.shared or nvidia.com/mig-* and no DRA devices: modelled without GPUs")
+            ctx.note(
+                "warning",
+                "gpus-not-advertised",
+                "has GPUs (labels or nvidia-smi) but advertises no nvidia.com/gpu, "
+                "nvidia.com/gpu.shared or nvidia.com/mig-* and no DRA devices: modelled without GPUs",
+            )
         return None
     if gpus is not None:
         _check_captures(ctx, gpus)
@@ -116,8 +124,11 @@ def _from_plugin(ctx: NodeContext) -> Gpus | None:
     units = ctx.allocatable(GPU) + ctx.allocatable(SHARED)
     whole, rest = divmod(units, replicas)
     if rest:
-        ctx.note("warning", "labels-contradict-allocatable", f"advertises {units} GPU units, not a multiple of "
-                 f"{replicas} replicas: modelled {whole} GPUs")
+        ctx.note(
+            "warning",
+            "labels-contradict-allocatable",
+            f"advertises {units} GPU units, not a multiple of {replicas} replicas: modelled {whole} GPUs",
+        )
     instances = ctx.mig_allocatable()
     model = _model(ctx)
     memory = _memory(ctx, gfd.memory_mib, model) if model else None
@@ -129,8 +140,14 @@ def _from_plugin(ctx: NodeContext) -> Gpus | None:
     ctx.sources["count"] = "allocatable " + " + ".join(
         [n for n in (GPU, SHARED) if ctx.allocatable(n)] + ([MIG_PREFIX + "*"] if instances else [])
     )
-    gpus = Gpus(model=model, count=count, memory_gib=memory, replicas=replicas, sharing=_sharing(ctx, replicas),
-                rename_shared=replicas > 1 and ctx.allocatable(SHARED) > 0)
+    gpus = Gpus(
+        model=model,
+        count=count,
+        memory_gib=memory,
+        replicas=replicas,
+        sharing=_sharing(ctx, replicas),
+        rename_shared=replicas > 1 and ctx.allocatable(SHARED) > 0,
+    )
     if instances:
         if replicas > 1:
             ctx.note("warning", "shared-mig", "time-sliced MIG devices are not modelled: GPUs modelled unshared")
@@ -145,8 +162,12 @@ def _replicas(ctx: NodeContext) -> int:
     if replicas > 1:
         ctx.sources["replicas"] = f"label nvidia.com/gpu.replicas={replicas}"
         if ctx.gfd.sharing == "mps":
-            ctx.note("info", "mps", f"MPS with {replicas} replicas: modelled as {replicas} replicas per GPU (MPS also "
-                     "caps each client's memory at 1/replicas; not modelled)")
+            ctx.note(
+                "info",
+                "mps",
+                f"MPS with {replicas} replicas: modelled as {replicas} replicas per GPU (MPS also "
+                "caps each client's memory at 1/replicas; not modelled)",
+            )
     return max(replicas, 1)
 
 
@@ -179,14 +200,20 @@ def _single(ctx: NodeContext) -> Gpus | None:
         return None
     profile = profiles_for(model, memory).get(profile_name)
     if profile is None:
-        ctx.note("error", "mig-unknown", f"MIG profile {profile_name!r} of {model} unknown to gpusched: GPUs not modelled")
+        ctx.note(
+            "error", "mig-unknown", f"MIG profile {profile_name!r} of {model} unknown to gpusched: GPUs not modelled"
+        )
         return None
     instances = ctx.allocatable(GPU)
     fits = per_gpu(profile)
     count = -(-instances // fits)
     ctx.sources["count"] = f"allocatable {GPU}={instances} MIG {profile_name} instances, {fits} per GPU"
-    ctx.note("info", "single-count", f"MIG single: {instances} {profile_name} instances taken as {count} GPU(s) of "
-             f"{fits} (the labels count instances, not GPUs)")
+    ctx.note(
+        "info",
+        "single-count",
+        f"MIG single: {instances} {profile_name} instances taken as {count} GPU(s) of "
+        f"{fits} (the labels count instances, not GPUs)",
+    )
     gpus = Gpus(model=model, count=count, memory_gib=memory, mig_strategy="single", sharing="MIG single")
     gpus.mig = _mig_from_counts(ctx, model, memory, {profile_name: instances}, list(range(count)))
     return gpus
@@ -210,11 +237,15 @@ def _single_memory(ctx: NodeContext, model: str, profile: str) -> float | None:
     found = _memory_of_gpu(ctx, model)
     if found is not None:
         return found
-    ctx.note("error", "memory-unknown", f"memory of {model} unknown (under MIG single the label is one {profile} instance's)")
+    ctx.note(
+        "error", "memory-unknown", f"memory of {model} unknown (under MIG single the label is one {profile} instance's)"
+    )
     return None
 
 
-def _mig_from_counts(ctx: NodeContext, model: str, memory: float, counts: dict[str, int], gpus: list[int]) -> list[MigInstance]:
+def _mig_from_counts(
+    ctx: NodeContext, model: str, memory: float, counts: dict[str, int], gpus: list[int]
+) -> list[MigInstance]:
     profiles = profiles_for(model, memory)
     unknown = sorted(set(counts) - set(profiles))
     if unknown:
@@ -222,8 +253,11 @@ def _mig_from_counts(ctx: NodeContext, model: str, memory: float, counts: dict[s
     known = {name: n for name, n in counts.items() if name in profiles}
     labelled = ctx.gfd.mig_counts
     if labelled and ctx.gfd.mig_strategy == "mixed" and labelled != known:
-        ctx.note("warning", "labels-contradict-allocatable", f"MIG counts in labels {labelled} differ from allocatable {known}: "
-                 "modelled the allocatable")
+        ctx.note(
+            "warning",
+            "labels-contradict-allocatable",
+            f"MIG counts in labels {labelled} differ from allocatable {known}: modelled the allocatable",
+        )
     found = layout(profiles, known, gpus)
     if found is None:
         ctx.note("error", "mig-unfit", f"MIG instances {known} do not fit on {len(gpus)} GPU(s): left out")
@@ -237,8 +271,12 @@ def _mig_from_counts(ctx: NodeContext, model: str, memory: float, counts: dict[s
 def _mig_config(ctx: NodeContext) -> None:
     state, config = ctx.gfd.mig_config_state, ctx.gfd.mig_config
     if state and state != "success":
-        ctx.note("warning", "mig-config-state", f"MIG configuration {config or '?'} is {state}: the layout may be "
-                 "about to change; modelled as advertised now")
+        ctx.note(
+            "warning",
+            "mig-config-state",
+            f"MIG configuration {config or '?'} is {state}: the layout may be "
+            "about to change; modelled as advertised now",
+        )
 
 
 # --- DRA --------------------------------------------------------------------------------------------------------
@@ -255,7 +293,9 @@ def _from_dra(ctx: NodeContext) -> Gpus | None:
     indices = set(dra.gpus) | {m.gpu for m in dra.migs}
     count = max(indices) + 1
     if len(indices) != count:
-        ctx.note("warning", "dra-gaps", f"DRA devices name GPUs {sorted(indices)}: GPUs in the gaps modelled as present")
+        ctx.note(
+            "warning", "dra-gaps", f"DRA devices name GPUs {sorted(indices)}: GPUs in the gaps modelled as present"
+        )
     ctx.sources["count"] = f"ResourceSlice devices of gpu.nvidia.com (pool {dra.pool})"
     model = min(products) if products else _model(ctx)
     if products:
@@ -274,8 +314,15 @@ def _from_dra(ctx: NodeContext) -> Gpus | None:
         known = [m for m in dra.migs if m.profile in profiles]
         for m in dra.migs:
             if m.profile not in profiles:
-                ctx.note("error", "mig-unknown", f"DRA MIG device {m.device}: profile {m.profile} unknown for {model}: left out")
-        gpus.mig = [MigInstance(gpu=m.gpu, profile=m.profile, start=m.start) for m in sorted(known, key=lambda m: (m.gpu, m.start))]
+                ctx.note(
+                    "error",
+                    "mig-unknown",
+                    f"DRA MIG device {m.device}: profile {m.profile} unknown for {model}: left out",
+                )
+        gpus.mig = [
+            MigInstance(gpu=m.gpu, profile=m.profile, start=m.start)
+            for m in sorted(known, key=lambda m: (m.gpu, m.start))
+        ]
         gpus.sharing = "MIG (DRA)"
         ctx.sources["mig"] = "ResourceSlice MIG devices (exact positions)"
     return gpus
@@ -294,13 +341,21 @@ def _model(ctx: NodeContext) -> str | None:
     else:
         server = ctx.catalogue.server(ctx.kube.labels, None, None)
         if not server or not server.model:
-            ctx.note("error", "model-unknown", "no GPU product in labels, DRA slices, nvidia-smi or the catalogue: GPUs not modelled")
+            ctx.note(
+                "error",
+                "model-unknown",
+                "no GPU product in labels, DRA slices, nvidia-smi or the catalogue: GPUs not modelled",
+            )
             return None
         model, source = server.model, f"catalogue: {server.name} ({server.sources['model']})"
     ctx.sources["model"] = source
     if ctx.catalogue.gpu(model) is None:
-        ctx.note("warning", "model-not-in-catalogue", f"GPU product {model!r} is not in gpusched's catalogue: model kept as "
-                 "published; no MIG, NVLink or memory facts beyond what the node says")
+        ctx.note(
+            "warning",
+            "model-not-in-catalogue",
+            f"GPU product {model!r} is not in gpusched's catalogue: model kept as "
+            "published; no MIG, NVLink or memory facts beyond what the node says",
+        )
     return model
 
 
@@ -311,7 +366,11 @@ def _memory(ctx: NodeContext, mib: int | None, model: str | None) -> float | Non
     found = _memory_of_gpu(ctx, model)
     if found is not None:
         return found
-    ctx.note("error", "memory-unknown", "GPU memory unknown (no nvidia.com/gpu.memory, nvidia-smi or catalogue entry): GPUs not modelled")
+    ctx.note(
+        "error",
+        "memory-unknown",
+        "GPU memory unknown (no nvidia.com/gpu.memory, nvidia-smi or catalogue entry): GPUs not modelled",
+    )
     return None
 
 
@@ -322,8 +381,12 @@ def _gib(mib: float) -> float:
 def _check_count(ctx: NodeContext, count: int) -> None:
     labelled = ctx.gfd.count
     if labelled is not None and labelled != count and not ctx.gfd.single_profile:
-        ctx.note("warning", "labels-contradict-allocatable", f"labels count {labelled} GPUs, allocatable gives {count}: "
-                 "modelled the allocatable (the scheduler's count; GPUs may be unhealthy)")
+        ctx.note(
+            "warning",
+            "labels-contradict-allocatable",
+            f"labels count {labelled} GPUs, allocatable gives {count}: "
+            "modelled the allocatable (the scheduler's count; GPUs may be unhealthy)",
+        )
 
 
 def _check_captures(ctx: NodeContext, gpus: Gpus) -> None:
@@ -331,13 +394,23 @@ def _check_captures(ctx: NodeContext, gpus: Gpus) -> None:
     if smi is None:
         return
     if len(smi.gpus) != gpus.count and gpus.mig_strategy != "single":
-        ctx.note("warning", "capture-contradicts", f"nvidia-smi -q -x ({smi.source}) shows {len(smi.gpus)} GPUs, modelled {gpus.count}")
+        ctx.note(
+            "warning",
+            "capture-contradicts",
+            f"nvidia-smi -q -x ({smi.source}) shows {len(smi.gpus)} GPUs, modelled {gpus.count}",
+        )
     product = model_name(smi.gpus[0].product)
     if product != gpus.model:
-        ctx.note("warning", "capture-contradicts", f"nvidia-smi -q -x ({smi.source}) shows {product}, modelled {gpus.model}")
+        ctx.note(
+            "warning", "capture-contradicts", f"nvidia-smi -q -x ({smi.source}) shows {product}, modelled {gpus.model}"
+        )
     mig = [g.index for g in smi.gpus if g.mig_enabled]
     if mig and not gpus.mig:
-        ctx.note("warning", "capture-contradicts", f"nvidia-smi shows MIG enabled on GPUs {mig}, but no MIG devices are advertised")
+        ctx.note(
+            "warning",
+            "capture-contradicts",
+            f"nvidia-smi shows MIG enabled on GPUs {mig}, but no MIG devices are advertised",
+        )
 
 
 # --- NVLink -----------------------------------------------------------------------------------------------------
@@ -347,10 +420,19 @@ def _topology(ctx: NodeContext, gpus: Gpus) -> None:
     """Islands and NVLink bandwidth: nvidia-smi topo, else the catalogue, else unknown (islands of one)."""
     gpus.server = ctx.catalogue.server(ctx.kube.labels, gpus.model, gpus.count)
     if gpus.server and gpus.server.model and gpus.server.model.lower() != gpus.model.lower():
-        ctx.note("warning", "catalogue-contradicts", f"{gpus.server.name} has {gpus.server.model}, the node says {gpus.model}")
-    expected = gpus.server.gpu_count(instance_type(ctx.kube.labels)) if gpus.server else None
-    if expected is not None and expected != gpus.count and not gpus.server.products:  # type: ignore[union-attr]
-        ctx.note("warning", "catalogue-contradicts", f"{gpus.server.name} has {expected} GPUs, the node advertises {gpus.count}")  # type: ignore[union-attr]
+        ctx.note(
+            "warning",
+            "catalogue-contradicts",
+            f"{gpus.server.name} has {gpus.server.model}, the node says {gpus.model}",
+        )
+    server = gpus.server
+    expected = server.gpu_count(instance_type(ctx.kube.labels)) if server else None
+    if server and expected is not None and expected != gpus.count and not server.products:
+        ctx.note(
+            "warning",
+            "catalogue-contradicts",
+            f"{server.name} has {expected} GPUs, the node advertises {gpus.count}",
+        )
     topologies = ctx.topologies
     if topologies:
         _from_topo(ctx, gpus, topologies[-1])
@@ -365,7 +447,11 @@ def _topology(ctx: NodeContext, gpus: Gpus) -> None:
 
 def _from_topo(ctx: NodeContext, gpus: Gpus, topo: SmiTopology) -> None:
     if topo.gpus != gpus.count:
-        ctx.note("warning", "capture-contradicts", f"nvidia-smi topo -m ({topo.source}) shows {topo.gpus} GPUs, modelled {gpus.count}")
+        ctx.note(
+            "warning",
+            "capture-contradicts",
+            f"nvidia-smi topo -m ({topo.source}) shows {topo.gpus} GPUs, modelled {gpus.count}",
+        )
     gpus.islands = [kept for island in topo.islands() if len(kept := [i for i in island if i < gpus.count]) > 1]
     ctx.sources["islands"] = f"nvidia-smi topo -m ({topo.source})"
     fewest = topo.fewest_links()
@@ -374,8 +460,11 @@ def _from_topo(ctx: NodeContext, gpus: Gpus, topo: SmiTopology) -> None:
     spec = ctx.catalogue.gpu(gpus.model)
     link = ctx.catalogue.link_gbps(spec.architecture if spec else ctx.gfd.family)
     if link is None:
-        ctx.note("warning", "nvlink-speed-unknown", f"NV{fewest} links of unknown speed (architecture unknown): "
-                 f"bandwidth left at {DEFAULT_NVLINK_GBPS:g} GB/s")
+        ctx.note(
+            "warning",
+            "nvlink-speed-unknown",
+            f"NV{fewest} links of unknown speed (architecture unknown): bandwidth left at {DEFAULT_NVLINK_GBPS:g} GB/s",
+        )
         return
     gpus.nvlink_gbps = fewest * link.gbps
     ctx.sources["nvlink_gbps"] = f"NV{fewest} x {link.gbps:g} GB/s per link ({link.source})"

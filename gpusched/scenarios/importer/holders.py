@@ -84,8 +84,12 @@ def assign(ctx: NodeContext, gpus: Gpus, pods: list[KubePod], claims: dict[tuple
         units = _take_units(gpus, free, request.units)
         instances = _take_mig(held.mig, request.mig)
         if units is None or instances is None:
-            ctx.note("error", "holder-overflow", f"pod {pod.key} holds {_describe(request)}, more than is free in the "
-                     "model: left out (labels and allocatable disagree, or the node is oversubscribed)")
+            ctx.note(
+                "error",
+                "holder-overflow",
+                f"pod {pod.key} holds {_describe(request)}, more than is free in the "
+                "model: left out (labels and allocatable disagree, or the node is oversubscribed)",
+            )
             continue
         for index in units:
             free[index] -= 1
@@ -126,7 +130,9 @@ def _take_units(gpus: Gpus, free: dict[int, int], count: int) -> list[int] | Non
             taken += [index] * min(free[index], count - len(taken))
         return taken
     islands = {index: number for number, island in enumerate(gpus.islands) for index in island}
-    candidates = [_FreeGpu(index, islands.get(index, len(gpus.islands) + index)) for index in sorted(free) if free[index]]
+    candidates = [
+        _FreeGpu(index, islands.get(index, len(gpus.islands) + index)) for index in sorted(free) if free[index]
+    ]
     chosen, _, _ = choose_gpus(candidates, count)
     return list(chosen)
 
@@ -164,12 +170,18 @@ def _from_claims(ctx: NodeContext, gpus: Gpus, pods: list[KubePod], claims: dict
             needs = needs_of(pod, mig_profile=by_device[names[device]].profile) if pod else None
         elif device.startswith("gpu-") and device[4:].isdigit() and int(device[4:]) < gpus.count:
             if int(device[4:]) in mig_gpus:
-                ctx.note("error", "holder-overflow", f"claim gives {holder} whole GPU {device}, which has MIG devices: left out")
+                ctx.note(
+                    "error",
+                    "holder-overflow",
+                    f"claim gives {holder} whole GPU {device}, which has MIG devices: left out",
+                )
                 continue
             held.busy.append(BusyGpu(gpu=int(device[4:]), pod=holder))
             needs = needs_of(pod) if pod else None
         else:
-            ctx.note("warning", "dra-unknown-device", f"claim of {holder} names device {device}, not in the slices: left out")
+            ctx.note(
+                "warning", "dra-unknown-device", f"claim of {holder} names device {device}, not in the slices: left out"
+            )
             continue
         if needs is not None and needs != GpuNeeds():
             held.running[holder] = needs

@@ -119,7 +119,9 @@ def read_dump_dir(directory: str) -> ImportInputs:
         raise InputError(directory, f"no nodes.json: expected {DUMP_LAYOUT}")
     pods = root / "pods.json"
     others = sorted(
-        p for p in root.iterdir() if p.is_file() and p.suffix in (".json", ".yaml", ".yml") and p.name not in ("nodes.json", "pods.json")
+        p
+        for p in root.iterdir()
+        if p.is_file() and p.suffix in (".json", ".yaml", ".yml") and p.name not in ("nodes.json", "pods.json")
     )
     topology = root / "topology"
     entries = [f"{p.stem}={p}" for p in sorted(topology.iterdir()) if p.is_file()] if topology.is_dir() else []

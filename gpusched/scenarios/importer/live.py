@@ -19,5 +19,7 @@ def read_live(kubeconfig: str, context: str | None, topology: Sequence[str] = ()
         nodes = ("/api/v1/nodes", call(api, "GET", "/api/v1/nodes"))
         pods = ("/api/v1/pods", call(api, "GET", "/api/v1/pods"))
         # a server that does not serve resource.k8s.io/v1 answers 404: no DRA objects
-        objects = [(path, found) for path in DRA_PATHS if (found := call(api, "GET", path, missing_ok=True)) is not None]
+        objects = [
+            (path, found) for path in DRA_PATHS if (found := call(api, "GET", path, missing_ok=True)) is not None
+        ]
     return from_documents(nodes, pods, objects, read_topology_args(topology))

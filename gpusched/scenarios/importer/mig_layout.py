@@ -36,7 +36,9 @@ def _place(
     profiles: dict[str, MigProfile], wanted: list[str], at: int, placed: dict[int, list[tuple[str, int]]]
 ) -> list[tuple[int, str, int]] | None:
     if at == len(wanted):
-        return [(gpu, name, start) for gpu, items in placed.items() for name, start in sorted(items, key=lambda i: i[1])]
+        return [
+            (gpu, name, start) for gpu, items in placed.items() for name, start in sorted(items, key=lambda i: i[1])
+        ]
     name = wanted[at]
     tried_empty = False
     for items in placed.values():

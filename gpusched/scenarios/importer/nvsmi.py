@@ -85,8 +85,9 @@ def read_capture(path: str) -> Capture:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputError(
-            path, f"not UTF-8 text (byte 0x{raw[error.start]:02x} at offset {error.start}): "
-            "expected what `nvidia-smi topo -m` or `nvidia-smi -q -x` prints"
+            path,
+            f"not UTF-8 text (byte 0x{raw[error.start]:02x} at offset {error.start}): "
+            "expected what `nvidia-smi topo -m` or `nvidia-smi -q -x` prints",
         ) from None
     if text.lstrip().startswith("<"):
         return parse_smi_log(text, path)
@@ -148,9 +149,14 @@ def _links(cells: list[list[str]], source: str) -> dict[tuple[int, int], int]:
                 continue
             nvlink = _NVLINK.match(cell)
             if not nvlink and not _PATH.match(cell):
-                raise InputError(source, f"unexpected cell {cell!r} between GPU{i} and GPU{j} (expected NV#, PIX, PXB, PHB, NODE or SYS)")
+                raise InputError(
+                    source,
+                    f"unexpected cell {cell!r} between GPU{i} and GPU{j} (expected NV#, PIX, PXB, PHB, NODE or SYS)",
+                )
             if cells[j][i] != cell:
-                raise InputError(source, f"matrix disagrees: GPU{i} to GPU{j} is {cell}, GPU{j} to GPU{i} is {cells[j][i]}")
+                raise InputError(
+                    source, f"matrix disagrees: GPU{i} to GPU{j} is {cell}, GPU{j} to GPU{i} is {cells[j][i]}"
+                )
             if nvlink and i < j:
                 links[(i, j)] = int(nvlink.group(1))
     return links
@@ -165,7 +171,9 @@ def parse_smi_log(text: str, source: str) -> SmiLog:
         line, column = error.position
         raise InputError(source, f"malformed or truncated XML at line {line} column {column + 1}") from None
     if root.tag != "nvidia_smi_log":
-        raise InputError(source, f"XML, but not `nvidia-smi -q -x` output: root element <{root.tag}>, expected <nvidia_smi_log>")
+        raise InputError(
+            source, f"XML, but not `nvidia-smi -q -x` output: root element <{root.tag}>, expected <nvidia_smi_log>"
+        )
     elements = root.findall("gpu")
     attached = (root.findtext("attached_gpus") or "").strip()
     if attached.isdigit() and int(attached) != len(elements):

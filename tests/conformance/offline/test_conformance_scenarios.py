@@ -46,8 +46,13 @@ def test_dra_objects_are_what_gpusched_reads_and_every_pod_claim_exists():
 
 
 def test_nvidia_slices_name_devices_as_the_driver_does():
-    devices = [d for s in scenarios("dra") for o in s.objects if o["kind"] == "ResourceSlice"
-               for d in o["spec"].get("devices", [])]
+    devices = [
+        d
+        for s in scenarios("dra")
+        for o in s.objects
+        if o["kind"] == "ResourceSlice"
+        for d in o["spec"].get("devices", [])
+    ]
     gpus = [d for d in devices if d["attributes"]["type"]["string"] == "gpu"]
     migs = [d for d in devices if d["attributes"]["type"]["string"] == "mig"]
     assert gpus and migs
@@ -59,7 +64,9 @@ def test_nvidia_slices_name_devices_as_the_driver_does():
 def test_preemption_scenarios_keep_the_default_grace_period_and_preempt_late():
     for scenario in scenarios("preemption"):
         assert all("terminationGracePeriodSeconds" not in pod["spec"] for pod in scenario.pods)
-    late = [pod["spec"].get("priorityClassName") for s in scenarios("preemption") for pod in s.pods[len(s.pods) // 2 + 1:]]
+    late = [
+        pod["spec"].get("priorityClassName") for s in scenarios("preemption") for pod in s.pods[len(s.pods) // 2 + 1 :]
+    ]
     assert collections.Counter(late)["gpusched-urgent"] > len(late) // 4
 
 
@@ -98,11 +105,13 @@ def test_a_preemption_agrees_only_when_message_node_victims_and_binding_all_do()
 
 def test_claims_must_match_and_an_allocator_error_may_name_any_node():
     allocation = {"devices": {"results": [RESULT]}}
-    assert PodVerdict(pod="p", node="n0", feasible=["n0"], claims=[ClaimCheck(claim="ns/c", real=allocation,
-                                                                            predicted=allocation)]).agrees
+    assert PodVerdict(
+        pod="p", node="n0", feasible=["n0"], claims=[ClaimCheck(claim="ns/c", real=allocation, predicted=allocation)]
+    ).agrees
     other = {"devices": {"results": [{**RESULT, "device": "gpu-1"}]}}
-    assert not PodVerdict(pod="p", node="n0", feasible=["n0"],
-                       claims=[ClaimCheck(claim="ns/c", real=allocation, predicted=other)]).agrees
+    assert not PodVerdict(
+        pod="p", node="n0", feasible=["n0"], claims=[ClaimCheck(claim="ns/c", real=allocation, predicted=other)]
+    ).agrees
     errors = {"message": "error on n1", "predicted": "error on n0", "alternatives": ["error on n0", "error on n1"]}
     assert PodVerdict(pod="p", **errors).agrees
     assert not PodVerdict(pod="p", **{**errors, "alternatives": ["error on n0"]}).agrees
@@ -117,27 +126,41 @@ def test_a_claim_disagreement_prints_both_allocations(capsys):
                                dra_scenarios=1, claims=1, allocated=1, claims_agreed=0)  # fmt: skip
     _render_report(Console(highlight=False, soft_wrap=True), report)
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == ("conformance against kube-scheduler v1.37.2, seed 11: 1 scenarios, 1 pods, 0 agree (0%); "
-                        "1 scenarios with DRA objects, 1 claims (1 allocated), 0 as predicted in 2 s")
+    assert lines[0] == (
+        "conformance against kube-scheduler v1.37.2, seed 11: 1 scenarios, 1 pods, 0 agree (0%); "
+        "1 scenarios with DRA objects, 1 claims (1 allocated), 0 as predicted in 2 s"
+    )
     assert "  claim ns/c: real r0=n0/gpu-0; gpusched none" in lines
     assert "kind: ResourceSlice" in lines or "kind: DeviceClass" in lines
 
 
 def test_a_generated_claim_is_named_in_messages_as_gpusched_names_it():
-    pod = {"metadata": {"name": "p", "namespace": "ns"},
-           "spec": {"resourceClaims": [{"name": "c0", "resourceClaimTemplateName": "t"},
-                                       {"name": "c1", "resourceClaimName": "mine"}]},
-           "status": {"resourceClaimStatuses": [{"name": "c0", "resourceClaimName": "p-c0-x7k2q"}]}}
+    pod = {
+        "metadata": {"name": "p", "namespace": "ns"},
+        "spec": {
+            "resourceClaims": [
+                {"name": "c0", "resourceClaimTemplateName": "t"},
+                {"name": "c1", "resourceClaimName": "mine"},
+            ]
+        },
+        "status": {"resourceClaimStatuses": [{"name": "c0", "resourceClaimName": "p-c0-x7k2q"}]},
+    }
     message = "claim ns/p-c0-x7k2q, request r0: cannot add device; claim ns/mine too"
     assert _stamped(message, pod) == "claim ns/p-c0, request r0: cannot add device; claim ns/mine too"
     assert _stamped(None, pod) is None
 
 
 def test_an_allocator_error_is_compared_in_the_schedulers_words():
-    error = InputError("objects", 'running "DynamicResources" filter plugin: claim ns/c: selector #0 on device d: '
-                       "CEL runtime error: no such overload (expression: x > 3)", "spec.devices")
-    assert _scheduler_words(error) == ('running "DynamicResources" filter plugin: claim ns/c: selector #0 on device d: '
-                                       "CEL runtime error: no such overload")
+    error = InputError(
+        "objects",
+        'running "DynamicResources" filter plugin: claim ns/c: selector #0 on device d: '
+        "CEL runtime error: no such overload (expression: x > 3)",
+        "spec.devices",
+    )
+    assert _scheduler_words(error) == (
+        'running "DynamicResources" filter plugin: claim ns/c: selector #0 on device d: '
+        "CEL runtime error: no such overload"
+    )
 
 
 def test_the_report_line_counts_preemptions_and_pods_that_came_meanwhile(capsys):

@@ -17,13 +17,21 @@ from gpusched.planner.dra.run import run_dra
 from gpusched.planner.dra.search import DraError
 
 D = "gpu.test.io"
-GPU_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
-             "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{D}"'}}]}}
+GPU_CLASS = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceClass",
+    "metadata": {"name": "gpu"},
+    "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{D}"'}}]},
+}
 
 
 def device(name, island=None, taints=None, consumes=None, **attributes):
-    attrs = {key: {"int" if isinstance(v, int) and not isinstance(v, bool) else "bool" if isinstance(v, bool)
-                   else "string": v} for key, v in attributes.items()}
+    attrs = {
+        key: {
+            "int" if isinstance(v, int) and not isinstance(v, bool) else "bool" if isinstance(v, bool) else "string": v
+        }
+        for key, v in attributes.items()
+    }
     if island is not None:
         attrs["island"] = {"int": island}
     found = {"name": name, "attributes": attrs, "capacity": {"memory": {"value": "80Gi"}}}
@@ -35,12 +43,20 @@ def device(name, island=None, taints=None, consumes=None, **attributes):
 
 
 def slice_(node=None, devices=(), pool=None, name=None, driver=D, generation=1, count=1, **where):
-    spec = {"driver": driver, "pool": {"name": pool or node, "generation": generation, "resourceSliceCount": count},
-            "devices": list(devices), **where}
+    spec = {
+        "driver": driver,
+        "pool": {"name": pool or node, "generation": generation, "resourceSliceCount": count},
+        "devices": list(devices),
+        **where,
+    }
     if node is not None and not where:
         spec["nodeName"] = node
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"name": name or f"{pool or node}-{driver}"}, "spec": spec}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": name or f"{pool or node}-{driver}"},
+        "spec": spec,
+    }
 
 
 def request(name="gpus", count=1, cls="gpu", selectors=(), **extra):
@@ -53,18 +69,31 @@ def request(name="gpus", count=1, cls="gpu", selectors=(), **extra):
 
 
 def claim(name="c", requests=None, constraints=(), namespace="ml", allocated=None):
-    body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"devices": {"requests": requests or [request()], "constraints": list(constraints)}}}
+    body = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"devices": {"requests": requests or [request()], "constraints": list(constraints)}},
+    }
     if allocated:
-        body["status"] = {"allocation": {"devices": {"results": [
-            {"request": "gpus", "driver": D, "pool": pool, "device": dev} for pool, dev in allocated]}}}
+        body["status"] = {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "gpus", "driver": D, "pool": pool, "device": dev} for pool, dev in allocated
+                    ]
+                }
+            }
+        }
     return ResourceClaim.model_validate(body)
 
 
 def inventory(slices, classes=(GPU_CLASS,), allocated=()):
-    return Inventory([ResourceSlice.model_validate(s) for s in slices],
-                     {c["metadata"]["name"]: DeviceClass.model_validate(c) for c in classes}, set(allocated))
+    return Inventory(
+        [ResourceSlice.model_validate(s) for s in slices],
+        {c["metadata"]["name"]: DeviceClass.model_validate(c) for c in classes},
+        set(allocated),
+    )
 
 
 def devices_of(results):
@@ -88,8 +117,10 @@ def test_pools_by_driver_then_name_and_slices_by_name():
     assert devices_of(allocate(inventory(slices, [any_driver]), NODE, [claim()])) == [[("gpus", "a-pool", "y")]]
     slices.append(slice_("n1", [device("z")], pool="z-pool", driver="a.io"))
     assert devices_of(allocate(inventory(slices, [any_driver]), NODE, [claim()])) == [[("gpus", "z-pool", "z")]]
-    two = [slice_(pool="p", name="s2", devices=[device("late")], count=2, nodeName="n1"),
-           slice_(pool="p", name="s1", devices=[device("early")], count=2, nodeName="n1")]
+    two = [
+        slice_(pool="p", name="s2", devices=[device("late")], count=2, nodeName="n1"),
+        slice_(pool="p", name="s1", devices=[device("early")], count=2, nodeName="n1"),
+    ]
     assert devices_of(allocate(inventory(two), NODE, [claim()])) == [[("gpus", "p", "early")]]
 
 
@@ -98,7 +129,9 @@ def test_claims_in_pod_order_then_requests_in_order():
     inv = inventory([slice_("n1", [device(f"gpu-{i}") for i in range(3)])])
     second = claim("b", [request("first"), request("second")])
     assert devices_of(allocate(inv, NODE, [claim("a"), second])) == [
-        [("gpus", "n1", "gpu-0")], [("first", "n1", "gpu-1"), ("second", "n1", "gpu-2")]]
+        [("gpus", "n1", "gpu-0")],
+        [("first", "n1", "gpu-1"), ("second", "n1", "gpu-2")],
+    ]
 
 
 def test_match_attribute_tries_combinations_in_order():
@@ -136,17 +169,27 @@ def test_all_takes_every_matching_device_or_nothing():
 
 def test_all_refuses_an_incomplete_pool_with_the_allocators_error():
     inv = inventory([slice_("n1", [device("a")], count=2)])
-    with pytest.raises(DraError, match="asks for all devices, but resource pool gpu.test.io/n1 is currently being updated"):
+    with pytest.raises(
+        DraError, match="asks for all devices, but resource pool gpu.test.io/n1 is currently being updated"
+    ):
         allocate(inv, NODE, [claim(requests=[request(allocationMode="All")])])
 
 
 def test_first_available_names_the_subrequest_used():
     """No two devices share an island, so `pair` fails and `one` (the fallback) is used: result `gpus/one`."""
     inv = inventory([slice_("n1", [device("gpu-0", island=0), device("gpu-1", island=1)])])
-    prefer = claim(requests=[{"name": "gpus", "firstAvailable": [
-        {"name": "pair", "deviceClassName": "gpu", "count": 2},
-        {"name": "one", "deviceClassName": "gpu", "count": 1}]}],
-        constraints=[{"requests": ["gpus/pair"], "matchAttribute": f"{D}/island"}])
+    prefer = claim(
+        requests=[
+            {
+                "name": "gpus",
+                "firstAvailable": [
+                    {"name": "pair", "deviceClassName": "gpu", "count": 2},
+                    {"name": "one", "deviceClassName": "gpu", "count": 1},
+                ],
+            }
+        ],
+        constraints=[{"requests": ["gpus/pair"], "matchAttribute": f"{D}/island"}],
+    )
     assert devices_of(allocate(inv, NODE, [prefer])) == [[("gpus/one", "n1", "gpu-0")]]
 
 
@@ -159,9 +202,11 @@ def test_admin_access_uses_a_device_in_use():
 
 
 def test_devices_allocated_by_other_claims_are_in_use():
-    objects = DraObjects(classes={"gpu": DeviceClass.model_validate(GPU_CLASS)},
-                         slices=[ResourceSlice.model_validate(slice_("n1", [device("gpu-0"), device("gpu-1")]))],
-                         claims=[claim("old", allocated=[("n1", "gpu-0")]), claim("new")])
+    objects = DraObjects(
+        classes={"gpu": DeviceClass.model_validate(GPU_CLASS)},
+        slices=[ResourceSlice.model_validate(slice_("n1", [device("gpu-0"), device("gpu-1")]))],
+        claims=[claim("old", allocated=[("n1", "gpu-0")]), claim("new")],
+    )
     report = run_dra(None, objects)
     assert [c.devices for c in report.claims] == [["n1/gpu-0"], ["n1/gpu-1"]]
 
@@ -172,7 +217,9 @@ def test_devices_allocated_by_other_claims_are_in_use():
 def test_taints_and_tolerations():
     """NoSchedule blocks unless tolerated; effect None never blocks; the result carries the tolerations."""
     taint = {"key": "gpu.test.io/xid", "value": "79", "effect": "NoSchedule"}
-    inv = inventory([slice_("n1", [device("bad", taints=[taint]), device("info", taints=[{**taint, "effect": "None"}])])])
+    inv = inventory(
+        [slice_("n1", [device("bad", taints=[taint]), device("info", taints=[{**taint, "effect": "None"}])])]
+    )
     assert devices_of(allocate(inv, NODE, [claim()])) == [[("gpus", "n1", "info")]]
     tolerate = [{"key": "gpu.test.io/xid", "operator": "Exists"}]
     result = allocate(inv, NODE, [claim(requests=[request(tolerations=tolerate)])])
@@ -183,11 +230,20 @@ def test_taints_and_tolerations():
 def test_partitionable_devices_share_counters():
     """Two partitions each consume 60 of a 100-unit counter: one fits, two do not; an allocated one uses it up."""
     counters = slice_(pool="n1", name="n1-counters", count=2, nodeName="n1")
-    counters["spec"] = {**counters["spec"], "devices": [], "sharedCounters": [{"name": "gpu-0", "counters": {"mem": {"value": "100"}}}]}
+    counters["spec"] = {
+        **counters["spec"],
+        "devices": [],
+        "sharedCounters": [{"name": "gpu-0", "counters": {"mem": {"value": "100"}}}],
+    }
     del counters["spec"]["devices"]
     use = [{"counterSet": "gpu-0", "counters": {"mem": {"value": "60"}}}]
-    parts = slice_(pool="n1", name="n1-parts", count=2, nodeName="n1", devices=[device("p-0", consumes=use),
-                                                                                  device("p-1", consumes=use)])
+    parts = slice_(
+        pool="n1",
+        name="n1-parts",
+        count=2,
+        nodeName="n1",
+        devices=[device("p-0", consumes=use), device("p-1", consumes=use)],
+    )
     inv = inventory([counters, parts])
     assert devices_of(allocate(inv, NODE, [claim()])) == [[("gpus", "n1", "p-0")]]
     assert allocate(inv, NODE, [claim(requests=[request(count=2)])]) == ""
@@ -213,7 +269,9 @@ def test_node_selection_and_the_node_selector_written():
     """nodeName pins the claim to the node; allNodes writes no selector; a slice nodeSelector is copied."""
     local = inventory([slice_("n1", [device("gpu-0")])])
     pinned = allocate(local, NODE, [claim()])[0].wire()["nodeSelector"]
-    assert pinned == {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}
+    assert pinned == {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]
+    }
     everywhere = inventory([slice_(pool="fabric", devices=[device("nic-0")], allNodes=True)])
     assert "nodeSelector" not in allocate(everywhere, NODE, [claim()])[0].wire()
     term = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}

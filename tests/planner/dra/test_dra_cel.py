@@ -41,7 +41,10 @@ def gpu():
         ('quantity("200M").compareTo(quantity("0.2G")) == 0 && quantity("1.5").isInteger() == false', True),
         ('isQuantity("1.3Gi") && !isQuantity("200K") && quantity("-1").sign() == -1', True),
         (f'device.attributes["{D}"].driverVersion.isGreaterThan(semver("535.0.0"))', True),
-        (f'device.attributes["{D}"].driverVersion.major() == 550 && semver("1.2.3-rc.1").isLessThan(semver("1.2.3"))', True),
+        (
+            f'device.attributes["{D}"].driverVersion.major() == 550 && semver("1.2.3-rc.1").isLessThan(semver("1.2.3"))',
+            True,
+        ),
         ('isSemver("1.2.3") && !isSemver("v1.2")', True),
         (f'device.attributes["{D}"].model.lowerAscii().startsWith("a100") && "a,b".split(",").size() == 2', True),
         (f'device.attributes["{D}"].model.matches("^A100-(SXM|PCIE)")', True),

@@ -17,29 +17,53 @@ PINNED = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "opera
 
 
 def node(name: str, cpu: str) -> dict:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
+    }
 
 
 def pod(name: str) -> dict:
     container = {"name": "main", "image": "x", "resources": {"requests": {"cpu": "2"}}}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ml"},
-            "spec": {"containers": [container], "resourceClaims": [{"name": "gpu", "resourceClaimName": "shared"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {"containers": [container], "resourceClaims": [{"name": "gpu", "resourceClaimName": "shared"}]},
+    }
 
 
 def objects(reserved_for: list[dict]) -> object:
-    klass = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
-             "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]}}
-    slice_ = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "n0"},
-              "spec": {"driver": DRIVER, "nodeName": "n0", "pool": {"name": "n0", "resourceSliceCount": 1},
-                       "devices": [{"name": "gpu-0"}]}}
+    klass = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]},
+    }
+    slice_ = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "n0"},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": "n0",
+            "pool": {"name": "n0", "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-0"}],
+        },
+    }
     result = {"request": "gpu", "driver": DRIVER, "pool": "n0", "device": "gpu-0"}
     status: dict = {"allocation": {"devices": {"results": [result]}, "nodeSelector": PINNED}}
     if reserved_for:
         status["reservedFor"] = reserved_for
-    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "shared", "namespace": "ml"},
-             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
-             "status": status}
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "shared", "namespace": "ml"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
+        "status": status,
+    }
     return objects_from([("objects.json", [klass, slice_, claim])], pods=False)
 
 
@@ -55,8 +79,10 @@ def message(reserved_for: list[dict], version: str) -> str:
 
 
 HEAD = "0/2 nodes are available: 1 Insufficient cpu, 1 resourceclaim not available on the node."
-TAIL = "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, " \
-       "1 Preemption is not helpful for scheduling."
+TAIL = (
+    "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+    "1 Preemption is not helpful for scheduling."
+)
 FIRST = {"resource": "pods", "name": "first", "uid": "4f1c"}
 SECOND = {"resource": "pods", "name": "second", "uid": "9a2e"}
 

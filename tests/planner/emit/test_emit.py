@@ -122,7 +122,9 @@ def test_scheduler_config_is_the_gpu_binpack_profile_with_every_advertised_gpu_r
     assert {"nvidia.com/gpu", "nvidia.com/mig-1g.10gb"} <= gpu_names
     assert weights == {**dict.fromkeys(gpu_names, 10), "cpu": 1, "memory": 1}
     assert config.percentageOfNodesToScore == 100
-    assert config.leaderElection.resourceName == "gpu-binpack"  # a second scheduler must not wait on kube-scheduler's lease
+    assert (
+        config.leaderElection.resourceName == "gpu-binpack"
+    )  # a second scheduler must not wait on kube-scheduler's lease
     assert "schedulerName: gpu-binpack" in " ".join(comments(out))
     assert "KubeSchedulerConfiguration -> " + str(out) in result.stdout
     assert result.lines[0].startswith("notebook-0 -> ")
@@ -313,8 +315,10 @@ def test_kueue_flavor_per_gpu_product_with_the_nodes_whole_allocatable(gpusched,
             assert found[flavor][resource] == sum(advertised[n.name].get(resource, 0) for n in nodes)
     assert found[by_product["NVIDIA-A100-SXM4-80GB"]]["nvidia.com/gpu"] == 16
     assert queue.metadata.name == "training" and local.metadata.namespace == "default"
-    assert "label each Job in namespace default with kueue.x-k8s.io/queue-name: training (blocker, llm-a, llm-b)" \
+    assert (
+        "label each Job in namespace default with kueue.x-k8s.io/queue-name: training (blocker, llm-a, llm-b)"
         in result.stdout
+    )
 
 
 def test_kueue_queue_and_namespace_options_and_the_json_label(gpusched, tmp_path):
@@ -426,7 +430,9 @@ def placeable(profiles, counts: dict[str, int]) -> bool:
 
 
 def labels_from(path) -> dict[str, str]:
-    found = [re.fullmatch(r"kubectl label node (\S+) nvidia\.com/mig\.config=(\S+) --overwrite", c) for c in comments(path)]
+    found = [
+        re.fullmatch(r"kubectl label node (\S+) nvidia\.com/mig\.config=(\S+) --overwrite", c) for c in comments(path)
+    ]
     return {m.group(1): m.group(2) for m in found if m}
 
 

@@ -197,7 +197,10 @@ def test_cli_explains_and_exits_1_when_pending(gpusched):
     ]
     assert "the one change that schedules it:" in result.lines
     fits = gpusched("explain", "train-8", "--cluster", "monday")
-    assert fits.exit_code == 0 and fits.lines[0] == "train-8 fits on dgx-a (gpusched's hardware view, as the cluster is now)"
+    assert (
+        fits.exit_code == 0
+        and fits.lines[0] == "train-8 fits on dgx-a (gpusched's hardware view, as the cluster is now)"
+    )
 
 
 def test_cli_json_and_jobs(gpusched):
@@ -224,9 +227,13 @@ def test_emit_claim_is_a_valid_v1_claim_that_gpusched_allocates(gpusched, tmp_pa
     k8s_models.ResourceV1ResourceClaim.model_validate(claim)
     request = claim["spec"]["devices"]["requests"][0]["exactly"]
     assert request["count"] == 8 and request["deviceClassName"] == "gpu.nvidia.com"
-    assert claim["spec"]["devices"]["constraints"] == [{"requests": ["gpus"], "matchAttribute": "gpusched.io/nvlinkIsland"}]
+    assert claim["spec"]["devices"]["constraints"] == [
+        {"requests": ["gpus"], "matchAttribute": "gpusched.io/nvlinkIsland"}
+    ]
     assert f"DRA claim default/train-8-gpus (written to {path}): allocates on dgx-a:" in result.stdout
-    stdout = gpusched("explain", "embed", "--cluster", "ticket-embed", "--emit-claim", "-", "--driver", "gpu.example.com")
+    stdout = gpusched(
+        "explain", "embed", "--cluster", "ticket-embed", "--emit-claim", "-", "--driver", "gpu.example.com"
+    )
     assert yaml.safe_load(stdout.stdout)["spec"]["devices"]["requests"][0]["exactly"]["selectors"] == [
         {"cel": {"expression": "device.capacity['gpu.example.com'].memory.compareTo(quantity('40Gi')) >= 0"}}
     ]
@@ -264,17 +271,30 @@ def test_cli_emit_claim_into_a_missing_folder_writes_nothing(gpusched, tmp_path)
 
 
 def test_a_claim_names_the_constraint_and_dropping_it_allocates(gpusched):
-    result = gpusched("explain", "ml/nvlink-pair", "--objects", "seed-claims", "--cluster", "fragmented",
-                      "--driver", "gpu.example.com", "--json")
+    result = gpusched(
+        "explain",
+        "ml/nvlink-pair",
+        "--objects",
+        "seed-claims",
+        "--cluster",
+        "fragmented",
+        "--driver",
+        "gpu.example.com",
+        "--json",
+    )
     assert result.exit_code == 1
     report = result.json()
     assert "no combination satisfies matchAttribute gpu.example.com/nvlinkIsland" in report["claim"]["diagnosis"]
     first = report["changes"][0]
     assert first["summary"] == "drop the constraint matchAttribute gpu.example.com/nvlinkIsland"
     assert first["edit"]["claim"]["spec"]["devices"]["constraints"] == []
-    again = gpusched("dra", "--cluster", "fragmented", "--driver", "gpu.example.com", "--objects", "seed-claims", "--json")
+    again = gpusched(
+        "dra", "--cluster", "fragmented", "--driver", "gpu.example.com", "--objects", "seed-claims", "--json"
+    )
     assert next(c for c in again.json()["claims"] if c["claim"] == "ml/nvlink-pair")["allocated"] is False
-    allocated = gpusched("explain", "ml/big-sxm", "--objects", "seed-claims", "--cluster", "monday", "--driver", "gpu.example.com")
+    allocated = gpusched(
+        "explain", "ml/big-sxm", "--objects", "seed-claims", "--cluster", "monday", "--driver", "gpu.example.com"
+    )
     assert allocated.exit_code == 0 and allocated.lines[0] == "claim ml/big-sxm allocates on dgx-a"
 
 
@@ -295,7 +315,9 @@ def _cases(draw):
     mix = {kind: draw(st.integers(0, 2)) for kind in ("dgx", "pcie", "l4", "mig")}
     if not any(mix.values()):
         mix["dgx"] = 1
-    cluster = synthetic_cluster(draw(st.integers(1, 4)), draw(st.integers(0, 10_000)), draw(st.sampled_from([0.3, 0.6, 0.9])), mix)
+    cluster = synthetic_cluster(
+        draw(st.integers(1, 4)), draw(st.integers(0, 10_000)), draw(st.sampled_from([0.3, 0.6, 0.9])), mix
+    )
     data = cluster.model_dump()
     for node in data["nodes"]:
         if draw(st.booleans()):
@@ -369,7 +391,13 @@ def test_rename_by_default_needs_replicas():
 
 
 def test_a_name_both_a_pod_and_a_job_is_refused(gpusched, write):
-    scenario = write("both.yaml", {"cluster": "monday", "pods": [{"name": "x"}],
-                                   "jobs": [{"name": "x", "pods": 2, "gpus_per_pod": 1, "duration": 60}]})
+    scenario = write(
+        "both.yaml",
+        {
+            "cluster": "monday",
+            "pods": [{"name": "x"}],
+            "jobs": [{"name": "x", "pods": 2, "gpus_per_pod": 1, "duration": 60}],
+        },
+    )
     result = gpusched("explain", "x", "--cluster", scenario)
     assert result.exit_code == 2 and "both a pod and a job are named 'x'" in result.stderr

@@ -19,13 +19,20 @@ def node(name: str = "m1", gpus: int = 10, pods: int = 110) -> dict:
 
 
 def pod(name: str, gpus: int, priority: int = 0, node_name: str = "", nominated: str = "") -> dict:
-    spec: dict = {"containers": [{"name": "m", "image": "x", "resources": {"limits": {GPU: str(gpus)}}}],
-                  "priority": priority}
+    spec: dict = {
+        "containers": [{"name": "m", "image": "x", "resources": {"limits": {GPU: str(gpus)}}}],
+        "priority": priority,
+    }
     if node_name:
         spec["nodeName"] = node_name
     status = {"nominatedNodeName": nominated} if nominated else {}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ml"}, "spec": spec,
-            "status": status}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": spec,
+        "status": status,
+    }
 
 
 def listed(*items: dict) -> dict:
@@ -40,8 +47,10 @@ def running() -> list[dict]:
 def test_a_nominated_pod_holds_its_room_against_lower_priorities():
     result = predict(listed(node()), listed(*running()), pod("x", 2), "1.37")
     assert result.feasible == []
-    assert result.message == (f"0/1 nodes are available: 1 Insufficient {GPU}. preemption: 0/1 nodes are available: "
-                              "1 No preemption victims found for incoming pod.")
+    assert result.message == (
+        f"0/1 nodes are available: 1 Insufficient {GPU}. preemption: 0/1 nodes are available: "
+        "1 No preemption victims found for incoming pod."
+    )
     assert result.details == [f"m1 Insufficient {GPU} ({GPU}: requested 2, free 2 of 10, 8 held for nominated pods)"]
 
 

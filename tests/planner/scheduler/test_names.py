@@ -29,7 +29,10 @@ def _module_strings(tree: ast.Module) -> dict[str, str]:
 
 def _not_code(tree: ast.Module) -> set[int]:
     """The ids of literals that are documentation or identifiers: docstrings, `help=`/`description=`, `__all__`."""
-    owners = [tree, *(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef))]
+    owners = [
+        tree,
+        *(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)),
+    ]
     skip = {
         id(owner.body[0].value)
         for owner in owners

@@ -29,18 +29,33 @@ def _node(**extra) -> NodeState:
 
 
 def _kube_pod(name: str = "p", priority: int = 0, **extra) -> KubePod:
-    return KubePod(name=name, namespace="ns", node_name=extra.pop("node_name", ""), phase="Pending", priority=priority,
-                   preemption_policy="PreemptLowerPriority", requests=extra.pop("requests", {"cpu": 1000}), **extra)
+    return KubePod(
+        name=name,
+        namespace="ns",
+        node_name=extra.pop("node_name", ""),
+        phase="Pending",
+        priority=priority,
+        preemption_policy="PreemptLowerPriority",
+        requests=extra.pop("requests", {"cpu": 1000}),
+        **extra,
+    )
 
 
 def _kube_node(**allocatable: int) -> KubeNode:
-    return KubeNode(name="a", labels={"zone": "x"}, unschedulable=False, taints=[],
-                    allocatable={"pods": 110, "cpu": 2000} | allocatable)
+    return KubeNode(
+        name="a",
+        labels={"zone": "x"},
+        unschedulable=False,
+        taints=[],
+        allocatable={"pods": 110, "cpu": 2000} | allocatable,
+    )
 
 
 def test_node_filters_read_the_same_facts_from_the_model_and_from_kubectl():
     cordoned, pod = _node(unschedulable=True), GpuNeeds()
-    assert NodeUnschedulable().filter(pod, cordoned) == unresolvable(names.NODE_UNSCHEDULABLE, nodeunschedulable.ERR_REASON)
+    assert NodeUnschedulable().filter(pod, cordoned) == unresolvable(
+        names.NODE_UNSCHEDULABLE, nodeunschedulable.ERR_REASON
+    )
     kube = KubeNodeInfo.of(KubeNode("a", {}, True, [], {}), [])
     assert NodeUnschedulable().filter(_kube_pod(), kube).code is Code.UNRESOLVABLE
 
@@ -55,7 +70,8 @@ def test_taint_toleration_words_the_reason_by_release():
 
 def test_node_affinity_filters_by_selector_and_its_prefilter_pins_names():
     assert NodeAffinity().filter(GpuNeeds(node_selector={"zone": "y"}), _node(labels={"zone": "x"})).reasons == (
-        nodeaffinity.ERR_REASON,)
+        nodeaffinity.ERR_REASON,
+    )
     assert NodeAffinity().filter(GpuNeeds(node_selector={"zone": "x"}), _node(labels={"zone": "x"})).ok
     assert NodeAffinity.prefilter(_kube_pod()) is None
 
@@ -81,10 +97,13 @@ def test_node_resources_fit_is_unresolvable_only_when_the_request_exceeds_alloca
 def test_gpu_devices_sees_the_model_the_extended_count_does_not():
     pod, node = GpuNeeds(model="H100-SXM5-80GB"), _node()
     assert GpuDevices().allocate(pod, 1, node) == unschedulable(
-        names.GPU_DEVICES, gpudevices.ERR_REASON_MODEL.format(model="H100-SXM5-80GB"))
+        names.GPU_DEVICES, gpudevices.ERR_REASON_MODEL.format(model="H100-SXM5-80GB")
+    )
     choice = ExtendedGpus().allocate(pod, 2, node)
     assert isinstance(choice, GpuChoice) and choice.gpus == (0, 1)
-    assert ExtendedGpus().allocate(pod, 3, node) == unschedulable(names.NODE_RESOURCES_FIT, "Insufficient nvidia.com/gpu")
+    assert ExtendedGpus().allocate(pod, 3, node) == unschedulable(
+        names.NODE_RESOURCES_FIT, "Insufficient nvidia.com/gpu"
+    )
 
 
 def test_default_preemption_dry_run_keeps_what_it_can():
@@ -93,14 +112,22 @@ def test_default_preemption_dry_run_keeps_what_it_can():
     fits = NodeResourcesFit().filter
     candidate = dry_run(_kube_pod("high", priority=10), info, fits)
     assert [victim.name for victim in candidate.victims] == ["low1"]  # low0 is put back first, so low1 goes
-    assert dry_run(_kube_pod("equal", priority=0), info, fits) == unresolvable(names.DEFAULT_PREEMPTION,
-                                                                                ERR_REASON_NO_VICTIMS)
+    assert dry_run(_kube_pod("equal", priority=0), info, fits) == unresolvable(
+        names.DEFAULT_PREEMPTION, ERR_REASON_NO_VICTIMS
+    )
 
 
 def test_diagnosis_names_the_failing_plugins_and_renders_one_message():
-    diagnosis = Diagnosis(3, {"a": unresolvable(names.NODE_AFFINITY, nodeaffinity.ERR_REASON),
-                              "b": unschedulable(names.NODE_RESOURCES_FIT, "Insufficient cpu")}, postfilter="later")
+    diagnosis = Diagnosis(
+        3,
+        {
+            "a": unresolvable(names.NODE_AFFINITY, nodeaffinity.ERR_REASON),
+            "b": unschedulable(names.NODE_RESOURCES_FIT, "Insufficient cpu"),
+        },
+        postfilter="later",
+    )
     assert diagnosis.unschedulable_plugins == {names.NODE_AFFINITY, names.NODE_RESOURCES_FIT}
     assert diagnosis.failing(names.NODE_AFFINITY) == ["a"]
     assert diagnosis.message == (
-        "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector. later")
+        "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector. later"
+    )

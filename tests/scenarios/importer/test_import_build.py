@@ -17,7 +17,9 @@ from gpusched.scenarios.importer import build_cluster, read_dump_dir, read_input
 DATA = Path(__file__).resolve().parents[2] / "data" / "import"
 NODES, PODS, SLICES = (str(DATA / name) for name in ("nodes.json", "pods.json", "resourceslices.json"))
 TOPOLOGY = [f"{p.stem}={p}" for p in sorted((DATA / "topology").iterdir())]
-CLI_ARGS = ["import", "--nodes", NODES, "--pods", PODS, "--objects", SLICES] + [a for t in TOPOLOGY for a in ("--topology", t)]
+CLI_ARGS = ["import", "--nodes", NODES, "--pods", PODS, "--objects", SLICES] + [
+    a for t in TOPOLOGY for a in ("--topology", t)
+]
 
 
 @pytest.fixture(scope="module")
@@ -91,13 +93,23 @@ def test_pairs_are_filled_a_pair_at_a_time(imported):
 
 
 def test_time_sliced_replicas_are_held_lowest_gpu_first(imported):
-    assert _busy(_node(imported, "g6e-ts-1")) == [(0, "serve/chat-0"), (0, "serve/chat-1"), (0, "serve/embed-0"), (0, "serve/embed-0")]
+    assert _busy(_node(imported, "g6e-ts-1")) == [
+        (0, "serve/chat-0"),
+        (0, "serve/chat-1"),
+        (0, "serve/embed-0"),
+        (0, "serve/embed-0"),
+    ]
     assert imported.cluster.running["serve/chat-0"].shared
 
 
 def test_mig_holders_take_instances_of_their_profile(imported):
     mig = {(m.profile, m.start): m.holder for m in _node(imported, "h100-mig-1").gpu.mig}
-    assert mig == {("3g.40gb", 4): "serve/rerank-0", ("2g.20gb", 0): None, ("1g.10gb", 2): "serve/asr-0", ("1g.10gb", 3): None}
+    assert mig == {
+        ("3g.40gb", 4): "serve/rerank-0",
+        ("2g.20gb", 0): None,
+        ("1g.10gb", 2): "serve/asr-0",
+        ("1g.10gb", 3): None,
+    }
 
 
 def test_dra_claims_name_exact_devices(imported):
@@ -141,8 +153,14 @@ def test_the_report_names_the_source_of_each_fact(imported):
 
 
 def test_what_could_not_be_known_is_said_once_for_all_nodes(imported):
-    assert "warning: islands unknown for 2 node(s) (dra-a100-1, rtx-1): assumed none; give --topology NODE=FILE" in imported.report.summary
-    assert any("'RTX-PRO-6000-Blackwell-Server-Edition' is not in gpusched's catalogue" in line for line in imported.report.summary)
+    assert (
+        "warning: islands unknown for 2 node(s) (dra-a100-1, rtx-1): assumed none; give --topology NODE=FILE"
+        in imported.report.summary
+    )
+    assert any(
+        "'RTX-PRO-6000-Blackwell-Server-Edition' is not in gpusched's catalogue" in line
+        for line in imported.report.summary
+    )
     assert not imported.report.errors
 
 
@@ -150,7 +168,9 @@ def test_import_command_writes_a_cluster_file_that_loads_back(gpusched, tmp_path
     out = tmp_path / "cluster.yaml"
     result = gpusched(*CLI_ARGS, "-o", out)
     assert result.exit_code == 0, result.stderr
-    assert result.lines[0].startswith("imported 12 nodes (11 with GPUs, 41 GPUs), 13 pods holding GPUs, 1 NVLink domain(s)")
+    assert result.lines[0].startswith(
+        "imported 12 nodes (11 with GPUs, 41 GPUs), 13 pods holding GPUs, 1 NVLink domain(s)"
+    )
     assert load_cluster(str(out)) == build_cluster(read_dump_dir(str(DATA))).cluster
     assert not list(tmp_path.glob("*.partial"))
 
@@ -207,7 +227,10 @@ def test_allocatable_wins_over_labels_that_count_more_gpus(tmp_path):
     assert _node(found, "p4d-1").gpu.count == 7
     assert _node(found, "p4d-1").gpu.islands == [list(range(7))]
     messages = [f.message for f in found.report.findings if f.node == "p4d-1"]
-    assert "labels count 8 GPUs, allocatable gives 7: modelled the allocatable (the scheduler's count; GPUs may be unhealthy)" in messages
+    assert (
+        "labels count 8 GPUs, allocatable gives 7: modelled the allocatable (the scheduler's count; GPUs may be unhealthy)"
+        in messages
+    )
     assert any("shows 8 GPUs, modelled 7" in m for m in messages)
 
 
@@ -220,15 +243,29 @@ def test_gpus_the_node_does_not_advertise_are_not_modelled(tmp_path):
 def test_a_holder_the_model_has_no_room_for_is_an_error(tmp_path):
     found = _import(_dump(tmp_path, _set("traverse-1", allocatable={"nvidia.com/gpu": "1"})))
     assert found.report.errors
-    assert any(f.kind == "holder-overflow" and "lab/physics-sim holds 2 GPU unit(s)" in f.message for f in found.report.findings)
+    assert any(
+        f.kind == "holder-overflow" and "lab/physics-sim holds 2 GPU unit(s)" in f.message
+        for f in found.report.findings
+    )
 
 
 def test_mig_single_counts_instances_not_gpus(tmp_path):
-    labels = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "nvidia.com/gpu.count": "14", "nvidia.com/gpu.memory": "4864",
-              "nvidia.com/mig.strategy": "single", "nvidia.com/mig.config": "all-1g.5gb"}
+    labels = {
+        "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb",
+        "nvidia.com/gpu.count": "14",
+        "nvidia.com/gpu.memory": "4864",
+        "nvidia.com/mig.strategy": "single",
+        "nvidia.com/mig.config": "all-1g.5gb",
+    }
     found = _import(_dump(tmp_path, _set("rtx-1", labels, {"nvidia.com/gpu": "14"})))
     gpu = _node(found, "rtx-1").gpu
-    assert (gpu.model, gpu.count, gpu.memory_gib, gpu.mig_strategy, len(gpu.mig)) == ("A100-SXM4-40GB", 2, 40, "single", 14)
+    assert (gpu.model, gpu.count, gpu.memory_gib, gpu.mig_strategy, len(gpu.mig)) == (
+        "A100-SXM4-40GB",
+        2,
+        40,
+        "single",
+        14,
+    )
 
 
 def test_a_mig_reconfiguration_in_progress_is_a_warning(tmp_path):
@@ -273,8 +310,17 @@ def test_argument_errors(gpusched):
 
 
 def test_other_kinds_in_objects_are_noted(tmp_path):
-    (tmp_path / "classes.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.nvidia.com"}}]}))
+    (tmp_path / "classes.json").write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [
+                    {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.nvidia.com"}}
+                ],
+            }
+        )
+    )
     found = build_cluster(read_inputs(NODES, None, [str(tmp_path / "classes.json")]))
     assert any(f.kind == "ignored-object" and "DeviceClass" in f.message for f in found.report.findings)
 

@@ -73,7 +73,9 @@ def test_lopsided_matrix_is_refused():
 
 def test_text_that_is_not_topo_output_is_refused(tmp_path):
     path = tmp_path / "smi.txt"
-    path.write_text("+-----------------------------------------------------------------------------+\n| NVIDIA-SMI 550 |\n")
+    path.write_text(
+        "+-----------------------------------------------------------------------------+\n| NVIDIA-SMI 550 |\n"
+    )
     with pytest.raises(InputError, match="not `nvidia-smi topo -m` output: no header row beginning with GPU0"):
         read_capture(str(path))
 
@@ -144,13 +146,21 @@ def _node_labels(name: str) -> dict[str, str]:
 def test_nvidia_recorded_mixed_strategy_labels():
     """The labels NVIDIA published in cloud-native-docs for an H100 in the all-balanced configuration."""
     gfd = read_labels(_node_labels("h100-mig-1"))
-    assert (gfd.model, gfd.count, gfd.memory_mib, gfd.replicas, gfd.mig_strategy) == ("H100-80GB-HBM3", 1, 81559, 0, "mixed")
+    assert (gfd.model, gfd.count, gfd.memory_mib, gfd.replicas, gfd.mig_strategy) == (
+        "H100-80GB-HBM3",
+        1,
+        81559,
+        0,
+        "mixed",
+    )
     assert gfd.mig_counts == {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
     assert (gfd.mig_config, gfd.mig_config_state, gfd.machine) == ("all-balanced", "success", "PIO-4124GS-TNR-01-NC24B")
 
 
 def test_single_strategy_and_sharing_suffixes_are_taken_apart():
-    gfd = read_labels({"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb-SHARED", "nvidia.com/mig.strategy": "single"})
+    gfd = read_labels(
+        {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb-SHARED", "nvidia.com/mig.strategy": "single"}
+    )
     assert (gfd.model, gfd.single_profile) == ("A100-SXM4-40GB", "1g.5gb")
     assert read_labels({"nvidia.com/gpu.product": "Tesla-T4-SHARED"}).model == "Tesla-T4"
 
@@ -167,8 +177,13 @@ def test_labels_not_as_documented_are_reported_not_trusted():
 
 @pytest.mark.parametrize(
     ("nvml", "model"),
-    [("NVIDIA H100 80GB HBM3", "H100-80GB-HBM3"), ("Tesla P100-PCIE-16GB", "Tesla-P100-PCIE-16GB"), ("NVIDIA L4", "L4"),
-     ("NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB"), ("NVIDIA RTX PRO 6000 Blackwell (Server)", "RTX-PRO-6000-Blackwell-Server")],
+    [
+        ("NVIDIA H100 80GB HBM3", "H100-80GB-HBM3"),
+        ("Tesla P100-PCIE-16GB", "Tesla-P100-PCIE-16GB"),
+        ("NVIDIA L4", "L4"),
+        ("NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB"),
+        ("NVIDIA RTX PRO 6000 Blackwell (Server)", "RTX-PRO-6000-Blackwell-Server"),
+    ],
 )
 def test_model_names_follow_gfds_sanitising(nvml, model):
     assert model_name(nvml) == model
@@ -240,7 +255,9 @@ def test_counts_that_cannot_fit_give_none():
     assert len(layout(profiles_for("A100-SXM4-80GB", 80), {"1g.10gb": 8}, [0, 1])) == 8
 
 
-@pytest.mark.parametrize(("profile", "fits"), [("1g.10gb", 7), ("1g.20gb", 4), ("2g.20gb", 3), ("3g.40gb", 2), ("7g.80gb", 1)])
+@pytest.mark.parametrize(
+    ("profile", "fits"), [("1g.10gb", 7), ("1g.20gb", 4), ("2g.20gb", 3), ("3g.40gb", 2), ("7g.80gb", 1)]
+)
 def test_instances_per_gpu_of_one_profile(profile, fits):
     assert per_gpu(profiles_for("A100-SXM4-80GB", 80)[profile]) == fits
 

@@ -43,6 +43,7 @@ class World:
     cpu_binds: bool  # False: no placement of movers can run out of cpu, so cpu is left out of mover and node classes
     memory_binds: bool
 
+
 def _exclusive_islands(node: NodeState) -> list[list[int]]:
     by_island: dict[int, list[int]] = {}
     for gpu in node.whole_gpus():

@@ -46,7 +46,9 @@ def _change(gpu: MigGpu, layout: Layout) -> GpuChange:
     )
 
 
-def _resources(cluster: Cluster, gpus: list[MigGpu], layouts: dict[str, Layout], labels: dict[str, str]) -> list[NodeResources]:
+def _resources(
+    cluster: Cluster, gpus: list[MigGpu], layouts: dict[str, Layout], labels: dict[str, str]
+) -> list[NodeResources]:
     """The device plugin's counts on every relabelled node: before, and after under mixed and single strategy."""
     before = ClusterState.from_cluster(cluster)
     by_name = {gpu.name: gpu for gpu in gpus}
@@ -55,13 +57,23 @@ def _resources(cluster: Cluster, gpus: list[MigGpu], layouts: dict[str, Layout],
         if node.name not in labels or node.gpu is None:
             continue
         layout = node_layouts(node.gpu, node.name, by_name, layouts)
-        mig = [MigInstance(gpu=i, profile=p, start=s, holder=h) for i, items in enumerate(layout) for p, s, h in items or []]
+        mig = [
+            MigInstance(gpu=i, profile=p, start=s, holder=h)
+            for i, items in enumerate(layout)
+            for p, s, h in items or []
+        ]
         mixed, single = (_advertise(node, mig, strategy) for strategy in ("mixed", "single"))
         problem = _single_problem(layout)
-        found.append(NodeResources(
-            node=node.name, strategy=node.gpu.mig_strategy, before=advertised(before.node(node.name)),
-            mixed=mixed, single=None if problem else single, single_problem=problem,
-        ))
+        found.append(
+            NodeResources(
+                node=node.name,
+                strategy=node.gpu.mig_strategy,
+                before=advertised(before.node(node.name)),
+                mixed=mixed,
+                single=None if problem else single,
+                single_problem=problem,
+            )
+        )
     return found
 
 
@@ -81,7 +93,9 @@ def _single_problem(layout: list) -> str | None:
     return None
 
 
-def _message(plan_outcome: RepartitionOutcome, demand: dict[str, int], alone: dict[str, int], report: SolveReport) -> str | None:
+def _message(
+    plan_outcome: RepartitionOutcome, demand: dict[str, int], alone: dict[str, int], report: SolveReport
+) -> str | None:
     """Why the demand is not met: the most served together, and per profile the most it could get alone."""
     if plan_outcome.met:
         return None
@@ -90,8 +104,10 @@ def _message(plan_outcome: RepartitionOutcome, demand: dict[str, int], alone: di
     if first.status == "OPTIMAL":
         text = f"demand cannot be met: the most served together (counted in compute slices) is {served}"
     else:
-        text = (f"demand not met within the time limit, and not proven impossible (the bound allows "
-                f"{first.best_bound:g} compute slices): the best plan found serves {served}")
+        text = (
+            f"demand not met within the time limit, and not proven impossible (the bound allows "
+            f"{first.best_bound:g} compute slices): the best plan found serves {served}"
+        )
     short = [f"{alone[name]} {name}" for name, count in demand.items() if alone[name] < count]
     return text + ("; even alone, no plan gives more than " + ", ".join(short) if short else "")
 
@@ -101,19 +117,29 @@ def _alone(classes: list[GpuClass], demand: dict[str, int]) -> dict[str, int]:
     single-strategy nodes GPUs are independent; on one, every GPU must be able to take that profile alone)."""
     most = {}
     for p, (name, count) in enumerate(demand.items()):
-        blocked = {cl.single_node for cl in classes if cl.single_node
-                   and not any(o.profile in (name, None) for o in cl.options)}
+        blocked = {
+            cl.single_node
+            for cl in classes
+            if cl.single_node and not any(o.profile in (name, None) for o in cl.options)
+        }
         total = sum(
             len(cl.members) * max(o.supply[p] for o in cl.options if not cl.single_node or o.profile in (name, None))
-            for cl in classes if cl.single_node not in blocked
+            for cl in classes
+            if cl.single_node not in blocked
         )
         most[name] = min(count, total)
     return most
 
 
 def build_report(
-    cluster: Cluster, gpus: list[MigGpu], classes: list[GpuClass], demand: dict[str, int],
-    layouts: dict[str, Layout], result: RepartitionOutcome, report: SolveReport, tie_break: TieBreak | None,
+    cluster: Cluster,
+    gpus: list[MigGpu],
+    classes: list[GpuClass],
+    demand: dict[str, int],
+    layouts: dict[str, Layout],
+    result: RepartitionOutcome,
+    report: SolveReport,
+    tie_break: TieBreak | None,
 ) -> MigPlan:
     config, labels = mig_parted(cluster, gpus, layouts)
     by_name = {gpu.name: gpu for gpu in gpus}

@@ -151,7 +151,9 @@ def compute_of(gpus: list[MigGpu], name: str) -> int:
     return next(gpu.profiles[name].compute for gpu in gpus if name in gpu.profiles)
 
 
-def free_layouts(gpu: MigGpu, allowed: tuple[str, ...] | None = None, maximal: bool = False) -> list[tuple[Instance, ...]]:
+def free_layouts(
+    gpu: MigGpu, allowed: tuple[str, ...] | None = None, maximal: bool = False
+) -> list[tuple[Instance, ...]]:
     """Every set of free instances the GPU may hold next to its busy ones (maximal: only those that no further
     instance fits into, which serve at least as much with fewer unused slices than anything inside them).
 
@@ -170,8 +172,9 @@ def free_layouts(gpu: MigGpu, allowed: tuple[str, ...] | None = None, maximal: b
             if (name, start) in wanted:
                 mask = sum(1 << s for s in profile.slices(start))
                 shape = profile.shape
-                candidates[start].append(_Candidate(name, start, mask, shape.compute, index[name], shape.max_per_gpu,
-                                                    shape.media_extensions))
+                candidates[start].append(
+                    _Candidate(name, start, mask, shape.compute, index[name], shape.max_per_gpu, shape.media_extensions)
+                )
     used = sum(1 << s for name, start in gpu.kept for s in gpu.profiles[name].slices(start))
     counts = [0] * len(order)
     for name, _ in gpu.kept:
@@ -201,17 +204,30 @@ class _Candidate:
     media: bool
 
     def fits(self, used: int, compute: int, counts: list[int], media: bool) -> bool:
-        return not (self.mask & used or compute + self.compute > COMPUTE_SLICES or counts[self.index] >= self.max_per_gpu
-                    or (self.media and media))
+        return not (
+            self.mask & used
+            or compute + self.compute > COMPUTE_SLICES
+            or counts[self.index] >= self.max_per_gpu
+            or (self.media and media)
+        )
 
 
 def _walk(
-    candidates: list[list[_Candidate]], maximal: bool, slice_: int, chosen: list[Instance], used: int, compute: int,
-    counts: list[int], media: bool, found: list[tuple[Instance, ...]],
+    candidates: list[list[_Candidate]],
+    maximal: bool,
+    slice_: int,
+    chosen: list[Instance],
+    used: int,
+    compute: int,
+    counts: list[int],
+    media: bool,
+    found: list[tuple[Instance, ...]],
 ) -> None:
     """Depth-first over memory slices: at each free slice, start an instance there or leave the slice empty."""
     if slice_ == MEMORY_SLICES:
-        full = compute == COMPUTE_SLICES or not any(c.fits(used, compute, counts, media) for cs in candidates for c in cs)
+        full = compute == COMPUTE_SLICES or not any(
+            c.fits(used, compute, counts, media) for cs in candidates for c in cs
+        )
         if full or not maximal:
             found.append(tuple(chosen))
         return
@@ -220,8 +236,17 @@ def _walk(
             if candidate.fits(used, compute, counts, media):
                 chosen.append((candidate.name, slice_))
                 counts[candidate.index] += 1
-                _walk(candidates, maximal, slice_ + 1, chosen, used | candidate.mask, compute + candidate.compute,
-                      counts, media or candidate.media, found)
+                _walk(
+                    candidates,
+                    maximal,
+                    slice_ + 1,
+                    chosen,
+                    used | candidate.mask,
+                    compute + candidate.compute,
+                    counts,
+                    media or candidate.media,
+                    found,
+                )
                 counts[candidate.index] -= 1
                 chosen.pop()
     _walk(candidates, maximal, slice_ + 1, chosen, used, compute, counts, media, found)

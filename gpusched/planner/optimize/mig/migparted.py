@@ -67,5 +67,7 @@ def mig_parted_file(plan: MigPlan) -> Emitted | None:
         *(f"kubectl label node {node} nvidia.com/mig.config={name} --overwrite" for node, name in plan.labels.items()),
     ]
     if drain:
-        comments.append(f"Drain first: mig-manager re-creates every instance of a GPU it reconfigures ({', '.join(drain)}).")
+        comments.append(
+            f"Drain first: mig-manager re-creates every instance of a GPU it reconfigures ({', '.join(drain)})."
+        )
     return Emitted(comments=comments, documents=[plan.mig_parted])

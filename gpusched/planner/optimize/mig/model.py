@@ -101,7 +101,10 @@ def _options(gpu: MigGpu, demand: dict[str, int]) -> list[MigOption]:
         names = {name for name, _ in gpu.kept + layout}
         if gpu.single and len(names) > 1:
             continue
-        key = (tuple(min(n, c) for n, c in zip(supply, demand.values(), strict=True)), next(iter(names)) if gpu.single and names else None)
+        key = (
+            tuple(min(n, c) for n, c in zip(supply, demand.values(), strict=True)),
+            next(iter(names)) if gpu.single and names else None,
+        )
         unused = COMPUTE_SLICES - kept_compute - sum(gpu.profiles[name].compute for name, _ in layout)
         rank = (unused, -len(retained & set(layout)), order)
         if key not in best or rank < best[key][0]:
@@ -115,16 +118,16 @@ def _dominated(option: MigOption, others: list[MigOption], keep: MigOption, sing
     if not single and all(a >= b for a, b in zip(keep.supply, option.supply, strict=True)):
         return True
     return any(
-        other is not option and (not single or other.profile == option.profile)
-        and all(a >= b for a, b in zip(other.supply, option.supply, strict=True)) and other.unused <= option.unused
+        other is not option
+        and (not single or other.profile == option.profile)
+        and all(a >= b for a, b in zip(other.supply, option.supply, strict=True))
+        and other.unused <= option.unused
         and (other.supply, other.unused) != (option.supply, option.unused)
         for other in others
     )
 
 
-def build(
-    classes: list[GpuClass], gpus: list[MigGpu], demand: dict[str, int]
-) -> MigModel:
+def build(classes: list[GpuClass], gpus: list[MigGpu], demand: dict[str, int]) -> MigModel:
     """Counts of GPUs per (class, layout), demanded supply, single-strategy nodes and the three objective levels."""
     model = cp_model.CpModel()
     counts = []
@@ -136,7 +139,12 @@ def build(
         counts.append(row)
     served = []
     for p, (name, count) in enumerate(demand.items()):
-        supply = sum(o.supply[p] * x for cl, row in zip(classes, counts, strict=True) for o, x in zip(cl.options, row, strict=True) if o.supply[p])
+        supply = sum(
+            o.supply[p] * x
+            for cl, row in zip(classes, counts, strict=True)
+            for o, x in zip(cl.options, row, strict=True)
+            if o.supply[p]
+        )
         variable = model.new_int_var(0, count, f"served_{name}")
         model.add(variable <= supply)
         served.append(compute_of(gpus, name) * variable)
@@ -174,8 +182,12 @@ def _churn(gpu: MigGpu, option: MigOption) -> int:
 
 
 def canonical_optimum(
-    model: cp_model.CpModel, classes: list[GpuClass], counts: list[list[cp_model.IntVar]], config: SolverConfig,
-    spent: float, values: list[int],
+    model: cp_model.CpModel,
+    classes: list[GpuClass],
+    counts: list[list[cp_model.IntVar]],
+    config: SolverConfig,
+    spent: float,
+    values: list[int],
 ) -> tuple[TieBreak | None, list[int]]:
     """Among the proven optima, the one with the fewest instances created or destroyed, then a fixed order.
 

@@ -160,7 +160,9 @@ def disagreements(gpus: list[MigGpu], result: RepartitionOutcome, report: SolveR
     served = sum(compute_of(gpus, name) * count for name, count in result.served.items())
     recount = (served, result.reconfigured, result.unused_slices)
     found = []
-    for level, value in zip(report.levels, recount, strict=False):  # the levels stop at the first that finds no solution in time
+    for level, value in zip(
+        report.levels, recount, strict=False
+    ):  # the levels stop at the first that finds no solution in time
         if level.objective is None:
             continue
         said = round(level.objective)
@@ -170,10 +172,15 @@ def disagreements(gpus: list[MigGpu], result: RepartitionOutcome, report: SolveR
     return found
 
 
-def layout_violations(cluster: Cluster, gpus: list[MigGpu], layouts: dict[str, Layout], demand: dict[str, int]) -> list[str]:
+def layout_violations(
+    cluster: Cluster, gpus: list[MigGpu], layouts: dict[str, Layout], demand: dict[str, int]
+) -> list[str]:
     """Run any plan's layouts (optimal or heuristic), with their config, labels and score, past the validator."""
     by_name = {gpu.name: gpu for gpu in gpus}
-    after = {(by_name[name].node, by_name[name].index): instances_after(by_name[name], layout) for name, layout in layouts.items()}
+    after = {
+        (by_name[name].node, by_name[name].index): instances_after(by_name[name], layout)
+        for name, layout in layouts.items()
+    }
     result = outcome(gpus, layouts, demand)
     config, labels = mig_parted(cluster, gpus, layouts)
     claimed = (result.served, result.reconfigured, result.unused_slices)

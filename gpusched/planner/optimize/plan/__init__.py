@@ -81,11 +81,15 @@ def plan(
     if problems:
         raise RuntimeError("internal error: the optimal plan failed validation: " + "; ".join(problems[:5]))
     all_sizes = tuple(sorted(set(sizes) | {largest}))
-    compared = [
-        HeuristicResult(policy=policy, mode=mode, metrics=greedy(cluster, jobs, policy, mode, all_sizes))
-        for policy in ("binpack", "spread", "topology")
-        for mode in ("pod", "gang")
-    ] if heuristics else []
+    compared = (
+        [
+            HeuristicResult(policy=policy, mode=mode, metrics=greedy(cluster, jobs, policy, mode, all_sizes))
+            for policy in ("binpack", "spread", "topology")
+            for mode in ("pod", "gang")
+        ]
+        if heuristics
+        else []
+    )
     return PlanReport(
         jobs=[PlanJob.of(job) for job in jobs],
         solve=report,

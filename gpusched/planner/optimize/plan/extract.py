@@ -60,14 +60,14 @@ def extract(
             pods = []
             for j in members:
                 chosen = types[j].jobs[: solver.value(built.placed[j])]
-                unplaced += [job.name for job in types[j].jobs[len(chosen):]]
+                unplaced += [job.name for job in types[j].jobs[len(chosen) :]]
                 pods += [(job, name) for job in chosen for name in job.pod_names()]
             portions = [(pods, [slot for c in group.classes for slot in quotas[c]])]
         else:  # each domain's jobs take that domain's slots
             waiting = list(types[group.confined].jobs)
             portions = []
             for domain, var in built.placed_in[group.confined].items():
-                chosen, waiting = waiting[: solver.value(var)], waiting[solver.value(var):]
+                chosen, waiting = waiting[: solver.value(var)], waiting[solver.value(var) :]
                 free = [slot for c in group.classes if built.tags[c] == domain for slot in quotas[c]]
                 portions.append(([(job, name) for job in chosen for name in job.pod_names()], free))
             unplaced += [job.name for job in waiting]

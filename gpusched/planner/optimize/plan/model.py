@@ -46,7 +46,8 @@ def job_types(jobs: list[PendingJob], classes: list[NodeClass], tags: list[str |
     for members in grouped.values():
         sample = members[0]
         usable = [
-            i for i, c in enumerate(classes)
+            i
+            for i, c in enumerate(classes)
             if compatible(sample.needs, sample.gpus, c.representative) and not (sample.confined and tags[i] is None)
         ]
         shape = PodShape.of(sample.needs, sample.gpus)
@@ -104,7 +105,7 @@ def _link_supply(
             for c in {c for group in shape_groups for c in group.classes}
         }
         if len(shape_groups) == 1 and next(iter(shape_groups)).confined is None:
-            (group, members), = shape_groups.items()
+            ((group, members),) = shape_groups.items()
             model.add(sum(types[j].sample.pods * placed[j] for j in members) == sum(offered.values()))
             continue
         for group, members in shape_groups.items():
@@ -161,13 +162,25 @@ def build(
     groups, supply = _link_supply(model, classes, types, class_patterns, counts, placed)
     placed_in = _confine(model, types, tags, groups, supply, placed)
     levels = [
-        ("priority-weighted GPUs placed", "maximize",
-         sum(t.weight * t.sample.pods * t.sample.gpus * placed[j] for j, t in enumerate(types))),
+        (
+            "priority-weighted GPUs placed",
+            "maximize",
+            sum(t.weight * t.sample.pods * t.sample.gpus * placed[j] for j, t in enumerate(types)),
+        ),
         ("jobs placed", "maximize", sum(placed)),
-        (f"stranded GPUs for {largest}-GPU pods", "minimize",
-         sum(counts[c][k] * (a.free_whole % largest) for c, found in enumerate(class_patterns)
-             for k, (_, a) in enumerate(found))),
-        ("pods split across NVLink islands", "minimize",
-         sum(counts[c][k] * a.splits for c, found in enumerate(class_patterns) for k, (_, a) in enumerate(found))),
+        (
+            f"stranded GPUs for {largest}-GPU pods",
+            "minimize",
+            sum(
+                counts[c][k] * (a.free_whole % largest)
+                for c, found in enumerate(class_patterns)
+                for k, (_, a) in enumerate(found)
+            ),
+        ),
+        (
+            "pods split across NVLink islands",
+            "minimize",
+            sum(counts[c][k] * a.splits for c, found in enumerate(class_patterns) for k, (_, a) in enumerate(found)),
+        ),
     ]
     return PlanModel(model, counts, groups, supply, placed, placed_in, tags, class_patterns), levels

@@ -53,8 +53,10 @@ def pending_jobs(pods: list[Pod], jobs: list[Job]) -> list[PendingJob]:
     lowest = min((job.needs.priority for job in found), default=0)
     objective = sum(weight_of(job.needs.priority, lowest) * job.gpus * job.pods for job in found)
     if objective > MAX_OBJECTIVE:
-        raise ValueError(f"priorities {lowest}..{max(job.needs.priority for job in found)} weigh the plan's objective "
-                         f"beyond CP-SAT's exact range ({objective} > {MAX_OBJECTIVE}): use fewer distinct levels")
+        raise ValueError(
+            f"priorities {lowest}..{max(job.needs.priority for job in found)} weigh the plan's objective "
+            f"beyond CP-SAT's exact range ({objective} > {MAX_OBJECTIVE}): use fewer distinct levels"
+        )
     return found
 
 

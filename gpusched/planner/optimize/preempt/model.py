@@ -174,9 +174,7 @@ def eviction_choices(
     ]
 
 
-def _describe(
-    members: list[list[RunningPod]], pods: int, vector: tuple[int, ...], budgets: Budgets
-) -> EvictionChoice:
+def _describe(members: list[list[RunningPod]], pods: int, vector: tuple[int, ...], budgets: Budgets) -> EvictionChoice:
     """A choice's cost, read off the first members of each class (all members of a class cost the same)."""
     gone = [group[0] for group, count in zip(members, vector, strict=True) for _ in range(count)]
     used = Counter(i for pod in gone for i in budgets.selecting(pod))

@@ -53,8 +53,15 @@ class ClaimPrediction(BaseModel):
 class DynamicResources:
     name = NAME
 
-    def __init__(self, inventory: Inventory, nodes: list[KubeNode], unit: Unit, objects: DraObjects,
-                 pod: KubePod | None = None, mapping: dict[str, DeviceClass] | None = None) -> None:
+    def __init__(
+        self,
+        inventory: Inventory,
+        nodes: list[KubeNode],
+        unit: Unit,
+        objects: DraObjects,
+        pod: KubePod | None = None,
+        mapping: dict[str, DeviceClass] | None = None,
+    ) -> None:
         self.inventory, self.unit, self.objects = inventory, unit, objects
         self.pod, self.mapping = pod, mapping or {}
         self.nodes = {node.name: NodeRef(node.name, node.labels) for node in nodes}
@@ -63,13 +70,19 @@ class DynamicResources:
         self.request_mappings: dict[str, list[dict]] = {}
 
     @classmethod
-    def for_pod(cls, pod: KubePod, nodes: list[KubeNode], objects: DraObjects,
-                mapping: dict[str, DeviceClass]) -> DynamicResources:
+    def for_pod(
+        cls, pod: KubePod, nodes: list[KubeNode], objects: DraObjects, mapping: dict[str, DeviceClass]
+    ) -> DynamicResources:
         """Devices already allocated to any claim in the objects are held."""
-        held = {(r.driver, r.pool, r.device) for claim in objects.claims if claim.status and claim.status.allocation
-                for r in claim.status.allocation.devices.results}
-        return cls(Inventory(objects.slices, objects.classes, held), nodes, pod_unit(pod, objects), objects, pod,
-                   mapping)
+        held = {
+            (r.driver, r.pool, r.device)
+            for claim in objects.claims
+            if claim.status and claim.status.allocation
+            for r in claim.status.allocation.devices.results
+        }
+        return cls(
+            Inventory(objects.slices, objects.classes, held), nodes, pod_unit(pod, objects), objects, pod, mapping
+        )
 
     def _unit(self, node: KubeNode) -> Unit | None:
         """The node's claims: the pod's own, plus the special claim when DRA serves an extended resource here."""
@@ -113,12 +126,20 @@ class DynamicResources:
             unit = self.units.get(best) or self.unit
             for claim in unit.claims:
                 allocation = claim.status.allocation if claim.status and claim.status.allocation else next(fresh)
-                found.append(ClaimPrediction(claim=self._label(claim), node=best, allocation=allocation.wire(),
-                                             devices=[f"{r.pool}/{r.device}" for r in allocation.devices.results]))
+                found.append(
+                    ClaimPrediction(
+                        claim=self._label(claim),
+                        node=best,
+                        allocation=allocation.wire(),
+                        devices=[f"{r.pool}/{r.device}" for r in allocation.devices.results],
+                    )
+                )
             return found
         refused = sorted(name for name, reason in self.cycle.reasons.items() if reason and reason != NOT_AVAILABLE)
-        per_node = {name: explain(self.inventory, self.nodes[name], self.units[name].claims)  # type: ignore[union-attr]
-                    for name in refused}
+        per_node = {
+            name: explain(self.inventory, self.nodes[name], self.units[name].claims)  # type: ignore[union-attr]
+            for name in refused
+        }
         text = summarize(per_node) if per_node else self.cycle.prefilter or None
         claims = next((self.units[name].claims for name in refused), self.unit.claims)  # type: ignore[union-attr]
         return [ClaimPrediction(claim=self._label(claim), diagnosis=text) for claim in claims]
@@ -128,8 +149,10 @@ class DynamicResources:
         mappings = self.request_mappings.get(node)
         if not mappings or self.pod is None:
             return None
-        return {"requestMappings": mappings,
-                "resourceClaimName": f"{self.pod.name}-extended-resources-"}  # the API server appends 5 characters
+        return {
+            "requestMappings": mappings,
+            "resourceClaimName": f"{self.pod.name}-extended-resources-",
+        }  # the API server appends 5 characters
 
 
 def postfilter_reasons(dra: DynamicResources | None, version: Version, pod: KubePod) -> list[str]:

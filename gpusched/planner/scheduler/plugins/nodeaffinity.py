@@ -43,7 +43,9 @@ class NodeAffinity:
     def filter(self, pod: _Pod, node: _Node) -> Status:
         terms = _required_terms(pod)
         required = terms is None or terms_match(terms, node.labels, node.name)
-        return SUCCESS if selector_matches(pod.node_selector, node.labels) and required else unresolvable(NAME, ERR_REASON)
+        return (
+            SUCCESS if selector_matches(pod.node_selector, node.labels) and required else unresolvable(NAME, ERR_REASON)
+        )
 
     @staticmethod
     def prefilter(pod: KubePod) -> frozenset[str] | None:

@@ -84,15 +84,21 @@ def test_the_demand_that_cannot_be_met_exits_1_with_what_can_be_served(gpusched,
     path = write("one.json", cluster)
     result = gpusched("mig", "plan", path, "--demand", "3g.40gb=1,2g.20gb=2")
     assert result.exit_code == 1
-    assert ("demand cannot be met: the most served together (counted in compute slices) is 3g.40gb 0 of 1, "
-            "2g.20gb 1 of 2; even alone, no plan gives more than 0 3g.40gb, 1 2g.20gb") in result.stdout
+    assert (
+        "demand cannot be met: the most served together (counted in compute slices) is 3g.40gb 0 of 1, "
+        "2g.20gb 1 of 2; even alone, no plan gives more than 0 3g.40gb, 1 2g.20gb"
+    ) in result.stdout
     assert gpusched("mig", "plan", path, "--demand", "3g.40gb=1", "--json").json()["outcome"]["met"] is False
 
 
 def test_single_strategy_node_stays_one_profile():
-    cluster = Cluster.model_validate({"nodes": [
-        _node("s", 2, [(0, "7g.80gb", 0, None), (1, "7g.80gb", 0, None)], mig_strategy="single"),
-    ]})
+    cluster = Cluster.model_validate(
+        {
+            "nodes": [
+                _node("s", 2, [(0, "7g.80gb", 0, None), (1, "7g.80gb", 0, None)], mig_strategy="single"),
+            ]
+        }
+    )
     plan = _plan(cluster, {"1g.10gb": 8})
     assert plan.outcome.met and plan.outcome.reconfigured == 2 and plan.outcome.unused_slices == 0
     assert {i.profile for change in plan.changes for i in change.after} == {"1g.10gb"}
@@ -108,18 +114,27 @@ def test_allowed_profiles_limit_new_instances(gpusched, write):
 
 
 def test_pending_pods_give_the_demand(gpusched, write):
-    pods = write("pods.yaml", yaml.safe_dump({"pods": [
-        {"name": "chat-a", "gpus": 2, "mig_profile": "1g.10gb"},
-        {"name": "rag-a", "gpus": 1, "mig_profile": "3g.40gb"},
-        {"name": "notebook", "gpus": 1},
-    ]}))
+    pods = write(
+        "pods.yaml",
+        yaml.safe_dump(
+            {
+                "pods": [
+                    {"name": "chat-a", "gpus": 2, "mig_profile": "1g.10gb"},
+                    {"name": "rag-a", "gpus": 1, "mig_profile": "3g.40gb"},
+                    {"name": "notebook", "gpus": 1},
+                ]
+            }
+        ),
+    )
     plan = gpusched("mig", "plan", "fragmented", "--pending", pods, "--json").json()
     assert plan["demand"] == {"1g.10gb": 2, "3g.40gb": 1} and plan["outcome"]["met"]
 
 
 def test_the_same_input_gives_the_same_plan_whatever_the_workers(gpusched):
-    outputs = {gpusched("mig", "plan", EXAMPLE, "--demand", "3g.40gb=10,1g.10gb=14", "--workers", w).stdout
-               for w in ("1", "2", "4")}
+    outputs = {
+        gpusched("mig", "plan", EXAMPLE, "--demand", "3g.40gb=10,1g.10gb=14", "--workers", w).stdout
+        for w in ("1", "2", "4")
+    }
     assert len(outputs) == 1
 
 
@@ -129,7 +144,7 @@ def test_text_output_has_config_labels_and_comparison(gpusched):
     text = result.stdout
     assert "solver OPTIMAL (proven optimal)" in text
     assert "infer-a/2: 2g.20gb@0 2g.20gb@2=embed-0 2g.20gb@4 1g.10gb@6 ->" in text
-    config = yaml.safe_load(text[text.index("version: v1"):text.index("kubectl")])
+    config = yaml.safe_load(text[text.index("version: v1") : text.index("kubectl")])
     assert config["version"] == "v1" and len(config["mig-configs"]) == 2
     assert "kubectl label node train-a nvidia.com/mig.config=gpusched-" in text
     assert [line.split()[0] for line in text.splitlines()[-3:]] == ["optimum", "first-fit", "all-balanced"]
@@ -142,7 +157,9 @@ def test_an_unproven_solve_says_so_with_the_gap(gpusched, monkeypatch):
     def unproven(model, levels, config):
         solver, report = real(model, levels, config)
         first = report.levels[0]
-        worse = LevelReport(**{**first.model_dump(), "status": "FEASIBLE", "best_bound": first.objective + 3, "gap": 0.5})
+        worse = LevelReport(
+            **{**first.model_dump(), "status": "FEASIBLE", "best_bound": first.objective + 3, "gap": 0.5}
+        )
         return solver, report.model_copy(update={"status": "FEASIBLE", "levels": [worse, *report.levels[1:]]})
 
     monkeypatch.setattr(mig_module, "solve_lexicographic", unproven)
@@ -160,8 +177,9 @@ def test_no_solution_within_the_time_limit_exits_1(gpusched, monkeypatch):
 
     def nothing(model, levels, config):
         solver, report = real(model, levels, config)
-        empty = LevelReport(name="x", sense="maximize", status="UNKNOWN", objective=None, best_bound=None, gap=None,
-                            seconds=0.0)
+        empty = LevelReport(
+            name="x", sense="maximize", status="UNKNOWN", objective=None, best_bound=None, gap=None, seconds=0.0
+        )
         return solver, report.model_copy(update={"status": "UNKNOWN", "levels": [empty]})
 
     monkeypatch.setattr(mig_module, "solve_lexicographic", nothing)
@@ -198,7 +216,10 @@ def test_bad_input_exits_2(gpusched, args, message):
 def test_a_pending_pod_with_an_unknown_profile_is_named(gpusched, write):
     pods = write("pods.json", {"pods": [{"name": "odd", "gpus": 1, "mig_profile": "5g.50gb"}]})
     result = gpusched("mig", "plan", "fragmented", "--pending", pods)
-    assert result.exit_code == 2 and "--pending: pod odd: no GPU model in the cluster has MIG profile '5g.50gb'" in result.stderr
+    assert (
+        result.exit_code == 2
+        and "--pending: pod odd: no GPU model in the cluster has MIG profile '5g.50gb'" in result.stderr
+    )
 
 
 def test_a_cluster_without_mig_capable_gpus_is_bad_input(gpusched, write):
@@ -226,8 +247,10 @@ def test_validator_catches_what_a_broken_planner_would_do():
     illegal = {("mig-a", 0): busy + [("3g.40gb", 2, None)]}
     assert any("cannot start" in p for p in mig_plan_violations(cluster, {}, illegal, ({}, 1, 2), configs, {}))
     banned = {("mig-a", 0): busy + [("1g.20gb", 2, None)]}
-    assert any("not among the node's MIG profiles" in p
-               for p in mig_plan_violations(cluster, {}, banned, ({}, 1, 4), configs, {}))
+    assert any(
+        "not among the node's MIG profiles" in p
+        for p in mig_plan_violations(cluster, {}, banned, ({}, 1, 4), configs, {})
+    )
     lying = mig_plan_violations(cluster, {"1g.10gb": 4}, ok_after, ({"1g.10gb": 4}, 1, 3), configs, {"mig-a": "c"})
     assert any("claims" in p for p in lying)
     unlabelled = mig_plan_violations(cluster, {"1g.10gb": 4}, ok_after, claimed, configs, {})
@@ -265,15 +288,23 @@ def small_clusters(draw):
             if kind != "mig":
                 continue
             layout: list[tuple[str, int]] = []
-            for name, start in draw(st.lists(st.tuples(st.sampled_from([only] if single else names),
-                                                       st.integers(0, 6)), max_size=6)):
+            for name, start in draw(
+                st.lists(st.tuples(st.sampled_from([only] if single else names), st.integers(0, 6)), max_size=6)
+            ):
                 if start in profiles[name].starts and placement_error(profiles, layout + [(name, start)]) is None:
                     layout.append((name, start))
             for name, start in layout:
                 holder = f"p{n}{gpu}{start}" if draw(st.booleans()) else None
                 mig.append({"gpu": gpu, "profile": name, "start": start, "holder": holder})
-        block = {"model": model, "count": count, "memory_gib": memory, "mig_profiles": allowed, "mig": mig,
-                 "busy": busy, "mig_strategy": "single" if single else "mixed"}
+        block = {
+            "model": model,
+            "count": count,
+            "memory_gib": memory,
+            "mig_profiles": allowed,
+            "mig": mig,
+            "busy": busy,
+            "mig_strategy": "single" if single else "mixed",
+        }
         nodes.append({"name": f"n{n}", "gpu": block})
     cluster = Cluster.model_validate({"nodes": nodes})
     gpus = inventory(cluster)

@@ -36,12 +36,15 @@ class TestHandWorked:
         assert result.exit_code == 0
         assert result.lines[0].startswith("solver: OPTIMAL in ")
         assert ["priority-weighted", "GPUs", "placed", "maximize", "OPTIMAL", "818", "818", "0.0%"] in result.words
-        assert "train-8 -> dgx-b GPUs [0, 1, 2, 3, 4, 5, 6, 7]" in result.lines or \
-            "train-8 -> dgx-a GPUs [0, 1, 2, 3, 4, 5, 6, 7]" in result.lines
+        assert (
+            "train-8 -> dgx-b GPUs [0, 1, 2, 3, 4, 5, 6, 7]" in result.lines
+            or "train-8 -> dgx-a GPUs [0, 1, 2, 3, 4, 5, 6, 7]" in result.lines
+        )
 
     def test_priority_outweighs_count(self):
-        cluster = Cluster.model_validate({"nodes": [{"name": "n", "gpu": {"model": "A100-SXM4-80GB", "count": 8,
-                                                                           "memory_gib": 80}}]})
+        cluster = Cluster.model_validate(
+            {"nodes": [{"name": "n", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}}]}
+        )
         pods = [Pod(name=f"small-{i}", gpus=1) for i in range(8)] + [Pod(name="big", gpus=8, priority=5)]
         report = plan(cluster, pending_jobs(pods, []))
         assert [a.pod for a in report.assignments] == ["big"]
@@ -55,8 +58,21 @@ class TestHandWorked:
         assert len(report.assignments) == 4 and {a.node for a in report.assignments} == {"dgx-a", "dgx-b"}
 
     def test_nvlink_pods_prefer_whole_islands_and_splits_are_counted(self):
-        cluster = Cluster.model_validate({"nodes": [{"name": "p", "gpu": {"model": "A100-PCIE-80GB", "count": 8,
-                                          "memory_gib": 80, "islands": [[0, 1], [2, 3], [4, 5], [6, 7]]}}]})
+        cluster = Cluster.model_validate(
+            {
+                "nodes": [
+                    {
+                        "name": "p",
+                        "gpu": {
+                            "model": "A100-PCIE-80GB",
+                            "count": 8,
+                            "memory_gib": 80,
+                            "islands": [[0, 1], [2, 3], [4, 5], [6, 7]],
+                        },
+                    }
+                ]
+            }
+        )
         report = plan(cluster, pending_jobs([Pod(name="a", gpus=4), Pod(name="b", gpus=2, nvlink=True)], []))
         assert _levels(report) == [6, 2, 2, 1]  # the 4-GPU pod must span two pairs
         placed = {a.pod: a for a in report.assignments}
@@ -64,8 +80,12 @@ class TestHandWorked:
 
     def test_mig_and_shared_pods(self):
         s = load_scenario("monday")
-        pods = [Pod(name="r", mig_profile="3g.40gb"), Pod(name="c", shared=True, memory_gib=20),
-                Pod(name="d", shared=True, memory_gib=20), Pod(name="e", shared=True, memory_gib=20)]
+        pods = [
+            Pod(name="r", mig_profile="3g.40gb"),
+            Pod(name="c", shared=True, memory_gib=20),
+            Pod(name="d", shared=True, memory_gib=20),
+            Pod(name="e", shared=True, memory_gib=20),
+        ]
         report = plan(s.cluster, pending_jobs(pods, []))
         placed = {a.pod: a for a in report.assignments}
         assert placed["r"].node == "mig-a" and placed["r"].mig == [(0, 4)]
@@ -98,7 +118,11 @@ class TestCli:
         assert gpusched("plan", "backlog", "--time-limit", "0").exit_code == 2
         result = gpusched("plan", "backlog", write("pending.yaml", "pods: [{name: a, gpus: x}]"))
         assert result.exit_code == 2 and "pods[0](a).gpus" in result.stderr
-        result = gpusched("plan", "backlog", write("both.yaml", "pods: [{name: a}]\njobs: [{name: a, pods: 1, gpus_per_pod: 1, duration: 1}]"))
+        result = gpusched(
+            "plan",
+            "backlog",
+            write("both.yaml", "pods: [{name: a}]\njobs: [{name: a, pods: 1, gpus_per_pod: 1, duration: 1}]"),
+        )
         assert result.exit_code == 2 and "distinct names: a" in result.stderr
         result = gpusched("plan", "backlog", write("other.yaml", "nodes: []"))
         assert result.exit_code == 2 and "expected a mapping with `pods` and/or `jobs`" in result.stderr
@@ -119,21 +143,32 @@ def tiny(draw):
         count = draw(st.integers(1, 4))
         split = draw(st.integers(1, count))
         islands = [list(range(count))[i : i + split] for i in range(0, count, split)]
-        nodes.append({"name": f"n{n}", "gpu": {"model": "A100-SXM4-80GB", "count": count, "memory_gib": 80,
-                                               "islands": islands}})
+        nodes.append(
+            {"name": f"n{n}", "gpu": {"model": "A100-SXM4-80GB", "count": count, "memory_gib": 80, "islands": islands}}
+        )
     cluster = Cluster.model_validate({"nodes": nodes})
     jobs = []
     for j in range(draw(st.integers(1, 4))):
-        jobs.append(PendingJob(f"j{j}", draw(st.integers(1, 2)), draw(st.integers(1, 3)),
-                               GpuNeeds(nvlink=draw(st.booleans()), priority=draw(st.sampled_from([0, 0, 3])))))
+        jobs.append(
+            PendingJob(
+                f"j{j}",
+                draw(st.integers(1, 2)),
+                draw(st.integers(1, 3)),
+                GpuNeeds(nvlink=draw(st.booleans()), priority=draw(st.sampled_from([0, 0, 3]))),
+            )
+        )
     return cluster, jobs
 
 
 def _fits_exhaustively(cluster: Cluster, jobs: list[PendingJob]) -> bool:
     """Try every node and every GPU subset for every pod: is there any valid placement of all of them?"""
     pods = [(job, name) for job in jobs for name in job.pod_names()]
-    choices = [(node.name, combo) for node in cluster.nodes for size in range(1, 5)
-               for combo in itertools.combinations(range(node.gpu.count), size)]
+    choices = [
+        (node.name, combo)
+        for node in cluster.nodes
+        for size in range(1, 5)
+        for combo in itertools.combinations(range(node.gpu.count), size)
+    ]
 
     def search(k: int, placed: list[Assignment]) -> bool:
         if k == len(pods):
@@ -177,12 +212,21 @@ def test_optimum_equals_exhaustive_search_and_beats_heuristics(case):
 
 def test_jobs_of_pods_files_and_job_files_combine():
     jobs = pending_jobs([Pod(name="p", gpus=2)], [Job(name="g", pods=3, gpus_per_pod=1, duration=1)])
-    assert [(j.name, j.pods, j.gpus, j.pod_names()) for j in jobs] == [("p", 1, 2, ["p"]), ("g", 3, 1, ["g-0", "g-1", "g-2"])]
+    assert [(j.name, j.pods, j.gpus, j.pod_names()) for j in jobs] == [
+        ("p", 1, 2, ["p"]),
+        ("g", 3, 1, ["g-0", "g-1", "g-2"]),
+    ]
 
 
 def test_labels_split_node_classes_only_when_a_pending_pod_selects_on_them():
-    nodes = [{"name": f"n{i}", "labels": {"kubernetes.io/hostname": f"n{i}", "pool": "a" if i < 2 else "b"},
-              "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}} for i in range(4)]
+    nodes = [
+        {
+            "name": f"n{i}",
+            "labels": {"kubernetes.io/hostname": f"n{i}", "pool": "a" if i < 2 else "b"},
+            "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80},
+        }
+        for i in range(4)
+    ]
     cluster = Cluster.model_validate({"nodes": nodes})
     assert plan(cluster, pending_jobs([Pod(name="p")], [])).node_classes == 1
     selective = plan(cluster, pending_jobs([Pod(name="p", node_selector={"pool": "b"})], []))
