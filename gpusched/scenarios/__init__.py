@@ -19,6 +19,7 @@ from ..files import parse as _parse
 from ..files import read_document
 from ..models.cluster import Cluster
 from ..models.workload import JobList, PodList
+from .importer import import_cluster
 
 __all__ = [
     "Scenario",
@@ -114,8 +115,6 @@ def _is_imported(source: str) -> bool:
 
 def _imported(source: str) -> Scenario:
     """The cluster a dump directory or a live cluster describes, its Pending GPU pods as the scenario's pods."""
-    from .importer import import_cluster  # the importer reads files through this module
-
     live = _kubeconfig(source)
     if live is None:
         imported = import_cluster(source)

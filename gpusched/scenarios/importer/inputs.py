@@ -11,9 +11,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ...errors import InputError
+from ...files import read_document
 from ...models.dra import ResourceClaim, ResourceSlice
 from ...models.kube import KubeNode, KubePod, parse_nodes, parse_pods
-from .. import read_document
 from .nvsmi import Capture, read_capture
 
 __all__ = ["DUMP_LAYOUT", "ImportInputs", "from_documents", "read_dump_dir", "read_inputs", "read_topology_args"]
