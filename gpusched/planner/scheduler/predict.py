@@ -3,7 +3,7 @@
 Covers the default profile of 1.34–1.37 for what kubectl shows of Nodes and Pods: NodeName, NodeUnschedulable,
 TaintToleration, NodeAffinity and NodeResourcesFit, then the PostFilter (DRA's message and DefaultPreemption).
 Unbound pods that preemption nominated to a node count there for pods of no higher priority, as the Filter does.
-The wording and the version differences follow /work/notes/k8s-research.md.
+The wording and the version differences follow the Kubernetes sources of each release (pkg/scheduler).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Victims on a node: remove every lower-priority pod; if the pod then fits, put back as many as possible, the pods
 whose eviction would break a disruption budget first, each group most important first. The node: fewest budget
 violations, the lowest "most important victim", the smallest priority sum, the fewest victims, the latest start
-(`pickOneNodeForPreemption`, identical in 1.34-1.37; see /work/notes/k8s-research.md §6).
+(`pickOneNodeForPreemption`, identical in 1.34-1.37; pkg/scheduler/framework/preemption in the Kubernetes sources).
 """
 
 from __future__ import annotations
