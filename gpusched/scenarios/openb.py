@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import csv
 import os
-import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import InputError
+from ..files import make_folder, write_files
 from ..models.cluster import Cluster
 
 __all__ = [
@@ -155,32 +155,32 @@ def openb_dir(data: str | Path | None = None) -> Path:
 
 
 def download_openb(folder: str | Path, base_url: str = OPENB_URL, files: tuple[str, ...] = OPENB_FILES) -> list[Path]:
-    """Fetch the trace's CSVs into `folder` (created); each lands whole or not at all (a temp file, then renamed)."""
+    """Fetch the trace's CSVs into `folder` (created); each lands whole or not at all, through the safe writer."""
     target = Path(folder)
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise InputError(str(target), f"cannot create the folder: {error.strerror or error}") from None
+    make_folder(target)
     written = []
     for name in files:
-        url = f"{base_url.rstrip('/')}/{name}"
-        handle, temp = tempfile.mkstemp(dir=target, prefix=f".{name}.", suffix=".part")
+        write_files([(str(target / name), _download(f"{base_url.rstrip('/')}/{name}"))])
+        written.append(target / name)
+    return written
+
+
+def _download(url: str) -> Callable[[IO[bytes]], None]:
+    """Stream `url` into the writer's handle; a failed request is an InputError naming the URL."""
+
+    def write(handle: IO[bytes]) -> None:
         try:
-            with os.fdopen(handle, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
+            with urllib.request.urlopen(url, timeout=60) as response:
                 while chunk := response.read(1 << 20):
-                    out.write(chunk)
-            os.replace(temp, target / name)
+                    handle.write(chunk)
         except urllib.error.HTTPError as error:
             error.close()  # an HTTP error carries the open response
             raise InputError(url, f"cannot download: HTTP {error.code} {error.reason}") from None
         except (urllib.error.URLError, OSError, ValueError) as error:
             reason = getattr(error, "reason", None) or getattr(error, "strerror", None) or error
             raise InputError(url, f"cannot download: {reason}") from None
-        finally:
-            if os.path.exists(temp):
-                os.unlink(temp)
-        written.append(target / name)
-    return written
+
+    return write
 
 
 def _is_path(trace: str) -> bool:
