@@ -8,7 +8,7 @@ gpusched is imported. Kubernetes' own bounds (int32 priorities, int64 quantities
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import AfterValidator
 
@@ -25,11 +25,14 @@ __all__ = [
     "at_most",
 ]
 
+Number = TypeVar("Number", int, float)
 
-def setting(name: str, default: int) -> int:
-    """The environment variable `name` when it is a positive whole number, else `default`."""
+
+def setting(name: str, default: Number) -> Number:
+    """The environment variable `name` when it is a positive number of `default`'s type (int or float), else
+    `default`."""
     try:
-        value = int(os.environ.get(name, ""))
+        value = type(default)(os.environ.get(name, ""))
     except ValueError:
         return default
     return value if value > 0 else default

@@ -8,12 +8,12 @@ that does not parse, a missing context, an unreachable or refusing server) is on
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, require
 from ..files import parse, read_text
+from ..limits import setting
 
 if TYPE_CHECKING:  # the client is imported when a kubeconfig is used, not at every CLI start
     from kubernetes import client
@@ -26,11 +26,8 @@ DEFAULT_TIMEOUT = 30.0  # seconds to wait for each answer; GPUSCHED_API_TIMEOUT 
 def timeout() -> tuple[float, float]:
     """(connect, read) seconds for every request: GPUSCHED_API_TIMEOUT (a positive number), else 30; connecting
     waits at most 5 of them. A server that accepts and never answers is an error, not a hang."""
-    try:
-        seconds = float(os.environ.get("GPUSCHED_API_TIMEOUT", DEFAULT_TIMEOUT))
-    except ValueError:
-        seconds = DEFAULT_TIMEOUT
-    seconds = seconds if 0 < seconds < 86400 else DEFAULT_TIMEOUT
+    seconds = setting("GPUSCHED_API_TIMEOUT", DEFAULT_TIMEOUT)
+    seconds = seconds if seconds < 86400 else DEFAULT_TIMEOUT
     return min(5.0, seconds), seconds
 
 
