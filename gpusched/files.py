@@ -4,6 +4,8 @@ Input is untrusted. The reader caps what a file can cost before any model sees i
 
 - size: at most `GPUSCHED_MAX_INPUT_BYTES` bytes (default 64 MiB), read in chunks, so /dev/zero or an endless pipe
   stops at the cap;
+- time: a pipe or device must deliver its whole input within `GPUSCHED_READ_TIMEOUT` seconds (default 60), so a
+  FIFO whose writer holds it open and sends nothing is refused rather than waited on;
 - nesting: at most `MAX_DEPTH` levels of lists and mappings, checked on the YAML event stream (or the parsed JSON)
   without recursion, so deep input is exit 2 and never a RecursionError in pydantic;
 - YAML aliases: allowed (kubectl and people use anchors), but what they expand to may add at most
@@ -17,9 +19,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import stat
 import tempfile
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -37,12 +41,15 @@ __all__ = [
     "read_bytes",
     "read_document",
     "read_text",
+    "read_timeout",
+    "within_depth",
     "write_files",
 ]
 
 MAX_DEPTH = 64
 MAX_ALIAS_NODES = 100_000
 DEFAULT_MAX_INPUT_BYTES = 64 << 20
+DEFAULT_READ_TIMEOUT = 60.0
 _CHUNK = 1 << 20
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -53,24 +60,42 @@ def max_input_bytes() -> int:
 
 
 def _open(source: str) -> IO[bytes]:
-    """Open for reading without blocking on a FIFO that no one writes to (it then reads as empty); reads block."""
-    descriptor = os.open(source, os.O_RDONLY | os.O_NONBLOCK)
-    os.set_blocking(descriptor, True)
-    return os.fdopen(descriptor, "rb")
+    """Open for reading without blocking: a FIFO that no one writes to then reads as empty, and a pipe or device
+    is waited on by `_chunks` with a deadline (a regular file never blocks)."""
+    return os.fdopen(os.open(source, os.O_RDONLY | os.O_NONBLOCK), "rb")
+
+
+def read_timeout() -> float:
+    """Seconds a pipe or device may take to deliver a whole input: GPUSCHED_READ_TIMEOUT, else 60. A regular file
+    is read without one; a FIFO whose writer never writes nor closes is then an error, not a hang."""
+    return setting("GPUSCHED_READ_TIMEOUT", DEFAULT_READ_TIMEOUT)
+
+
+def _chunks(source: str, handle: IO[bytes], cap: int) -> Iterator[bytes]:
+    """The handle's bytes in chunks until its end or just past `cap`; from a pipe or device within read_timeout."""
+    size = 0
+    give_up = time.monotonic() + read_timeout()
+    while size <= cap:
+        try:
+            chunk = os.read(handle.fileno(), min(_CHUNK, cap + 1 - size))
+        except BlockingIOError:  # a pipe whose writer has sent nothing yet
+            if not select.select([handle], [], [], max(0.0, give_up - time.monotonic()))[0]:
+                raise InputError(source, f"sent no end within {read_timeout():g} s (GPUSCHED_READ_TIMEOUT)") from None
+            continue
+        if not chunk:
+            return
+        size += len(chunk)
+        yield chunk
 
 
 def read_bytes(source: str, missing: str = "no such file") -> bytes:
     """The file's bytes, read in chunks up to the size cap (a device or a pipe too); InputError on any failure."""
     cap = max_input_bytes()
-    chunks: list[bytes] = []
-    size = 0
     try:
         with _open(source) as handle:
             if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
                 raise InputError(source, "is a directory, expected a file")
-            while size <= cap and (chunk := handle.read(min(_CHUNK, cap + 1 - size))):
-                chunks.append(chunk)
-                size += len(chunk)
+            data = b"".join(_chunks(source, handle, cap))
     except FileNotFoundError:
         raise InputError(source, missing) from None
     except IsADirectoryError:
@@ -79,11 +104,11 @@ def read_bytes(source: str, missing: str = "no such file") -> bytes:
         raise InputError(source, f"cannot read: {error.strerror or error}") from None
     except ValueError:  # a NUL byte in the name
         raise InputError(source.replace("\0", "\\0"), "not a usable file name (it holds a NUL byte)") from None
-    if size > cap:
+    if len(data) > cap:
         raise InputError(
             source, f"larger than the input limit of {cap} bytes (set GPUSCHED_MAX_INPUT_BYTES to raise it)"
         )
-    return b"".join(chunks)
+    return data
 
 
 def read_text(source: str, missing: str = "no such file") -> str:
@@ -98,15 +123,16 @@ def _too_deep(source: str) -> InputError:
     return InputError(source, f"nested deeper than {MAX_DEPTH} levels of lists and mappings")
 
 
-def _json_depth(source: str, data: Any) -> None:
-    """Refuse JSON nested deeper than MAX_DEPTH, walking it with a stack rather than recursion."""
+def within_depth(data: Any) -> bool:
+    """Whether parsed JSON nests at most MAX_DEPTH levels, walked with a stack rather than recursion."""
     stack = [(data, 0)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict | list):
             if depth >= MAX_DEPTH:
-                raise _too_deep(source)
+                return False
             stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return True
 
 
 def _yaml_limits(source: str, text: str) -> None:
@@ -164,7 +190,8 @@ def parse(source: str, text: str, documents: bool = False) -> Any:
             raise _too_deep(source) from None
         except ValueError as error:  # e.g. an integer of more digits than Python converts
             raise InputError(source, f"malformed JSON: {error}") from None
-        _json_depth(source, data)
+        if not within_depth(data):
+            raise _too_deep(source)
         return [data] if documents else data
     try:
         _yaml_limits(source, text)

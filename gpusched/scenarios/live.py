@@ -3,24 +3,48 @@
 The official kubernetes client loads the kubeconfig (certificates, tokens, exec plugins); responses are kept raw,
 so `gpusched k8s --kubeconfig` and `--nodes/--pods/--pod` files go through one parser. Every failure (a kubeconfig
 that does not parse, a missing context, an unreachable or refusing server) is one InputError: exit 2.
+
+Nothing here waits without end. Each socket read has a timeout, but a server that trickles a byte just inside it
+would never trip one, and the client runs a kubeconfig's exec plugin with no timeout at all; so each request, and
+the loading of the kubeconfig with its exec plugin, also runs under a whole deadline (`deadline`), and an answer
+is read only up to the input size cap.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, require
-from ..files import parse, read_text
+from ..files import max_input_bytes, parse, read_text, within_depth
 from ..limits import setting
 
 if TYPE_CHECKING:  # the client is imported when a kubeconfig is used, not at every CLI start
     from kubernetes import client
 
-__all__ = ["DRA_COLLECTIONS", "RestError", "call", "connect", "fetch", "fetch_dra", "request", "split_name", "timeout"]
+__all__ = [
+    "DRA_COLLECTIONS",
+    "Expired",
+    "RestError",
+    "call",
+    "connect",
+    "deadline",
+    "exec_timeout",
+    "fetch",
+    "fetch_dra",
+    "request",
+    "split_name",
+    "timeout",
+]
 
 DEFAULT_TIMEOUT = 30.0  # seconds to wait for each answer; GPUSCHED_API_TIMEOUT overrides it
+DEFAULT_EXEC_TIMEOUT = 60.0  # seconds a kubeconfig's exec plugin may take; GPUSCHED_EXEC_TIMEOUT overrides it
 
 
 def timeout() -> tuple[float, float]:
@@ -29,6 +53,78 @@ def timeout() -> tuple[float, float]:
     seconds = setting("GPUSCHED_API_TIMEOUT", DEFAULT_TIMEOUT)
     seconds = seconds if seconds < 86400 else DEFAULT_TIMEOUT
     return min(5.0, seconds), seconds
+
+
+def exec_timeout() -> float:
+    """Seconds that loading a kubeconfig may take, its exec plugin (a cloud login, say) included:
+    GPUSCHED_EXEC_TIMEOUT, else 60."""
+    seconds = setting("GPUSCHED_EXEC_TIMEOUT", DEFAULT_EXEC_TIMEOUT)
+    return seconds if seconds < 86400 else DEFAULT_EXEC_TIMEOUT
+
+
+class Expired(BaseException):  # noqa: N818 - like KeyboardInterrupt: no `except Exception` in a library swallows it
+    """A `deadline` passed; `what` says what was waited for."""
+
+    def __init__(self, what: str, seconds: float) -> None:
+        self.what, self.seconds = what, seconds
+        super().__init__(f"{what} took longer than {seconds:g} s")
+
+
+def _children() -> set[int]:
+    """This process's child processes (Linux /proc; empty where that is not available)."""
+    found: set[int] = set()
+    try:
+        with os.scandir("/proc/self/task") as tasks:
+            for task in tasks:
+                with open(os.path.join(task.path, "children")) as listing:
+                    found.update(int(pid) for pid in listing.read().split())
+    except OSError:
+        pass
+    return found
+
+
+@contextmanager
+def deadline(seconds: float, what: str) -> Iterator[None]:
+    """Raise Expired from the block once `seconds` have passed, even from a blocking read. A child process the
+    block started (an exec plugin) is killed instead, so the code waiting for it sees it end and tidies up; the
+    block then ends in Expired, whatever it did next.
+
+    It uses the real-time interval timer, so it works in the main thread (the CLI's); elsewhere the block runs
+    with the socket timeouts alone."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = _children()
+    fired = False
+
+    def expire(signum: int, frame: object) -> None:
+        nonlocal fired
+        fired = True
+        started = _children() - before
+        for pid in started:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if not started:
+            raise Expired(what, seconds)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except Expired:
+        raise
+    except BaseException:
+        if fired:
+            raise Expired(what, seconds) from None
+        raise
+    else:
+        if fired:  # the client logs a failed exec plugin and goes on without credentials: still a timeout
+            raise Expired(what, seconds)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _contexts(path: Path) -> tuple[list[str], str]:
@@ -63,7 +159,10 @@ def connect(kubeconfig: str | Path, context: str | None = None) -> client.ApiCli
     from kubernetes.config.config_exception import ConfigException
 
     try:
-        return new_client_from_config(config_file=str(path), context=wanted, persist_config=False)
+        with deadline(exec_timeout(), "loading the kubeconfig (its exec plugin included)"):
+            return new_client_from_config(config_file=str(path), context=wanted, persist_config=False)
+    except Expired as error:
+        raise InputError(str(path), f"context {wanted!r}: {error} (set GPUSCHED_EXEC_TIMEOUT to wait longer)") from None
     except (ConfigException, ValueError, TypeError, OSError) as error:
         raise InputError(str(path), f"context {wanted!r}: {error}".splitlines()[0]) from None
     except (AttributeError, KeyError) as error:  # the client trips over an entry of the wrong shape (user: "text")
@@ -93,23 +192,46 @@ class RestError(Exception):
 def request(
     api: client.ApiClient, method: str, path: str, body: Any = None, content_type: str = "application/json"
 ) -> Any:
-    """One call with the kubeconfig's credentials; the JSON answer, RestError for an error status.
+    """One call with the kubeconfig's credentials, within the whole deadline GPUSCHED_API_TIMEOUT; the JSON
+    answer, RestError for an error status.
 
-    Unreachable servers raise urllib3's HTTPError, which callers turn into their own message.
+    Unreachable servers raise urllib3's HTTPError and a server too slow raises Expired; callers turn both into
+    their own message.
     """
     headers = {"Accept": "application/json", "Content-Type": content_type}
     method, url, headers, body, _ = api.param_serialize(
         method, path, header_params=headers, body=body, auth_settings=["BearerToken"]
     )
-    response = api.call_api(method, url, header_params=headers, body=body, _request_timeout=timeout())
-    data = response.read()
+    limits = timeout()
+    with deadline(limits[1], f"the answer to {method} {path.split('?')[0]}"):
+        response = api.call_api(method, url, header_params=headers, body=body, _request_timeout=limits)
+        try:
+            data = _body(response.response)
+        except BaseException:  # a half-read answer: its connection cannot be reused, close it
+            response.response.close()
+            raise
     if not 200 <= response.status < 300:
         raise RestError(response.status, _status_message(data, response.reason))
     return _object(data)
 
 
+def _body(raw: Any) -> bytes:
+    """The answer's bytes, read in chunks up to the input size cap (ValueError beyond it), so an endless answer
+    costs no more memory than an endless file."""
+    cap = max_input_bytes()
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := raw.read1(1 << 20):
+        size += len(chunk)
+        if size > cap:
+            raise ValueError(f"an answer larger than the input limit of {cap} bytes (GPUSCHED_MAX_INPUT_BYTES)")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def _object(data: bytes) -> dict[str, Any]:
-    """The answer as a JSON object; ValueError saying what came instead (nothing, null, a list, not JSON)."""
+    """The answer as a JSON object within the reader's nesting limit; ValueError saying what came instead
+    (nothing, null, a list, not JSON, nested too deep)."""
     if not data.strip():
         raise ValueError("an empty answer")
     try:
@@ -118,6 +240,8 @@ def _object(data: bytes) -> dict[str, Any]:
         raise ValueError("an answer that is not JSON") from None
     if not isinstance(found, dict):
         raise ValueError(f"JSON {type(found).__name__ if found is not None else 'null'}")
+    if not within_depth(found):
+        raise ValueError("an answer nested too deep")
     return found
 
 
@@ -145,6 +269,8 @@ def call(
         raise InputError(server, f"{method} {path.split('?')[0]}: {error}") from None
     except HTTPError as error:
         raise InputError(server, f"cannot reach the API server: {_root_cause(error)}") from None
+    except Expired as error:
+        raise InputError(server, f"{error}: timed out (set GPUSCHED_API_TIMEOUT to wait longer)") from None
     except ValueError as error:
         raise InputError(server, f"{method} {path.split('?')[0]}: expected a JSON object, got {error}") from None
 

@@ -89,6 +89,18 @@ def test_a_fifo_without_a_writer_is_empty_not_a_hang(tmp_path: Path) -> None:
     assert outcome.code == 2 and "empty" in outcome.stderr, outcome
 
 
+def test_a_fifo_whose_writer_sends_nothing_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUSCHED_READ_TIMEOUT", "0.5")
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    writer = os.open(fifo, os.O_RDWR)  # holds the FIFO open for writing and never writes
+    try:
+        outcome = invoke("frag", fifo)
+    finally:
+        os.close(writer)
+    assert outcome.code == 2 and "GPUSCHED_READ_TIMEOUT" in outcome.stderr and str(fifo) in outcome.stderr, outcome
+
+
 @pytest.mark.parametrize(
     ("option", "value"),
     [

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -86,3 +90,73 @@ def test_a_silent_server_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         server.shutdown()
         server.server_close()
     assert not outcome.crash and outcome.code == 2 and "timed out" in outcome.stderr.lower(), outcome
+
+
+def _trickler(head: bytes) -> tuple[socket.socket, threading.Event]:
+    """A raw server that sends `head` then one more byte every 0.3 s for ever: each read is quick, the answer never
+    ends (the socket read timeout alone would wait for ever)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(head)
+            while not stop.wait(0.3):
+                try:
+                    connection.sendall(b" ")
+                except OSError:
+                    return
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener, stop
+
+
+@pytest.mark.parametrize(
+    "head",
+    [b"HTTP/1.1 200 OK\r\n", b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 9999\r\n\r\n{"],
+    ids=["in-the-headers", "in-the-body"],
+)
+def test_a_trickling_server_meets_the_whole_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, head: bytes
+) -> None:
+    monkeypatch.setenv("GPUSCHED_API_TIMEOUT", "1")
+    listener, stop = _trickler(head)
+    started = time.monotonic()
+    try:
+        outcome = invoke("k8s", "--kubeconfig", _kubeconfig(tmp_path, listener.getsockname()[1]), "--pod", "p")
+    finally:
+        stop.set()
+        listener.close()
+    assert not outcome.crash and outcome.code == 2 and "timed out" in outcome.stderr, outcome
+    assert time.monotonic() - started < 10
+
+
+def test_an_endless_answer_stops_at_the_input_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUSCHED_MAX_INPUT_BYTES", "1000")
+    server, stop = _serve(b'{"items": [' + b"0," * 5000 + b"0]}")
+    try:
+        outcome = invoke("import", "--kubeconfig", _kubeconfig(tmp_path, server.server_address[1]))
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+    assert not outcome.crash and outcome.code == 2 and "input limit of 1000 bytes" in outcome.stderr, outcome
+
+
+def test_an_exec_plugin_that_never_returns_is_stopped_and_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPUSCHED_EXEC_TIMEOUT", "1")
+    pid_file = tmp_path / "plugin.pid"
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(3600)\n")
+    user = f"{{exec: {{apiVersion: client.authentication.k8s.io/v1, command: {sys.executable!r}, args: [{str(plugin)!r}], interactiveMode: Never}}}}"
+    started = time.monotonic()
+    outcome = invoke("import", "--kubeconfig", _kubeconfig(tmp_path, 9, user))
+    assert not outcome.crash and outcome.code == 2, outcome
+    assert "GPUSCHED_EXEC_TIMEOUT" in outcome.stderr and time.monotonic() - started < 10, outcome
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # killed and reaped, not left sleeping

@@ -49,3 +49,22 @@ def test_an_error_message_prints_literally(tmp_path: Path) -> None:
     outcome = invoke("frag", path)
     assert not outcome.crash and outcome.code == 2, outcome
     assert "\x1b" not in outcome.stderr and "bad[red]\\x1b[2J.yaml" in outcome.stderr, outcome.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [HOSTILE],
+        ["place", f"--{HOSTILE}"],
+        ["plan", "monday", "--time-limit", HOSTILE],
+        ["place", "monday", "--view", HOSTILE],
+        ["place", "monday", HOSTILE],
+    ],
+    ids=["command", "option", "number", "choice", "extra-argument"],
+)
+def test_usage_errors_print_input_literally(args: list[str]) -> None:
+    """Click's usage panel (unknown command, option or value) repeats what was typed: escaped too."""
+    outcome = invoke(*args)
+    assert not outcome.crash and outcome.code == 2, outcome
+    assert "\x1b" not in outcome.stdout + outcome.stderr, outcome
+    assert "[/bold]" in outcome.stderr or "\\x1b" in outcome.stderr, outcome

@@ -198,12 +198,15 @@ def canonical_optimum(
     if remaining <= 0:
         return None, values
     model.clear_hints()
-    rank, objective = 0, []
-    for gpu_class, row in zip(classes, counts, strict=True):
-        for option, variable in zip(gpu_class.options[1:], row[1:], strict=True):
-            rank += 1
-            objective.append((_churn(gpu_class.members[0], option) * 100_000 + rank) * variable)
-    model.minimize(sum(objective))
+    churns = [
+        (_churn(gpu_class.members[0], option), variable)
+        for gpu_class, row in zip(classes, counts, strict=True)
+        for option, variable in zip(gpu_class.options[1:], row[1:], strict=True)
+    ]
+    order = len(churns) + 1  # the rank only breaks ties of churn, whatever the number of options
+    model.minimize(sum((churn * order + rank) * variable for rank, (churn, variable) in enumerate(churns, 1)))
+    if model.validate():  # coefficients past CP-SAT's range: keep the proven optimum as it came, untie-broken
+        return None, values
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = remaining
     solver.parameters.num_workers = 1
