@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -90,10 +91,13 @@ def deadline(seconds: float, what: str) -> Iterator[None]:
     block then ends in Expired, whatever it did next.
 
     It uses the real-time interval timer, so it works in the main thread (the CLI's); elsewhere the block runs
-    with the socket timeouts alone."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
+    with the socket timeouts alone. Deadlines nest: an outer one that comes first stays in charge, a later one is
+    re-armed with what is left of it."""
+    outer = signal.getitimer(signal.ITIMER_REAL)[0] if threading.current_thread() is threading.main_thread() else 0
+    if threading.current_thread() is not threading.main_thread() or 0 < outer <= seconds:
+        yield  # no timer here, or an outer deadline (its own handler) comes first
         return
+    began = time.monotonic()
     before = _children()
     fired = False
 
@@ -125,6 +129,8 @@ def deadline(seconds: float, what: str) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer:  # an outer deadline, later than this one: it goes on counting
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - began), 0.001))
 
 
 def _contexts(path: Path) -> tuple[list[str], str]:

@@ -160,3 +160,26 @@ def test_an_exec_plugin_that_never_returns_is_stopped_and_killed(
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # killed and reaped, not left sleeping
+
+
+def test_deadlines_nest() -> None:
+    """An outer alarm (the fuzz runner's per-case limit) survives an inner deadline and still fires."""
+    import signal
+
+    from gpusched.scenarios.live import Expired, deadline
+
+    fired: list[int] = []
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.6)
+        with deadline(5, "inner, later than the outer"):
+            pass
+        assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 0.6
+        with pytest.raises(Expired), deadline(0.1, "inner, sooner"):
+            time.sleep(1)
+        assert not fired
+        time.sleep(0.8)
+        assert fired, "the outer alarm was lost"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
