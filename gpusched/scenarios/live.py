@@ -162,7 +162,7 @@ def _root_cause(error: BaseException) -> str:
     return str(error).split(": ", 1)[-1] if isinstance(error, HTTPError) else str(error)
 
 
-DRA_COLLECTIONS = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
+DRA_COLLECTIONS = ("deviceclasses", "devicetaintrules", "resourceslices", "resourceclaims", "resourceclaimtemplates")
 
 
 def fetch(

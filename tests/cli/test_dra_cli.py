@@ -378,7 +378,7 @@ def _one(count=1, cls="gpu", selectors=()):
             "CEL runtime error: no such key: nosuch",
         ),
         (
-            _objects_with(_one(), class_expression='device.attributes["gpu.example.com"].model.size() > "x"'),
+            _objects_with(_one(), class_expression='device.attributes["gpu.example.com"].model > 3'),
             'o.yaml: (DeviceClass gpu).spec.selectors[0].cel.expression: running "DynamicResources" filter '
             "plugin: class gpu: selector #0 on device gpu.example.com/dgx-a/gpu-0: CEL runtime error: no such overload",
         ),

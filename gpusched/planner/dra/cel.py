@@ -14,9 +14,10 @@ What the library lacks, and what this module does:
 - `device` is a map to the checker, so a field that the Kubernetes device type lacks is refused here at compile time;
 - runtime errors are reworded to cel-go's ("no such key: x", "integer overflow", "division by zero", ...);
 - no cost estimator and no runtime cost limit: celcost prices an expression before it compiles.
-Not available in this library, so refused with the library's compile error: list indexOf/lastIndexOf (the strings
-extension owns the name), string(ip)/string(cidr) (the standard library owns `string`) and transformMap (the runtime
-lacks its insert function).
+Not available in this library: list indexOf/lastIndexOf (the strings extension owns the name), string(ip) and
+string(cidr) (the standard library owns `string`), transformMap (the runtime lacks its insert
+function) and Kubernetes' format library. A selector using one compiles (the API server accepts it) and fails on
+every device with "not modelled by gpusched: ...", so only the claims that use it are affected, and say why.
 """
 
 from __future__ import annotations
@@ -42,8 +43,16 @@ __all__ = [
     "parse_k8s_quantity",
 ]
 
-# The extensions Kubernetes 1.37 adds to CEL for stored expressions (k8s.io/apiserver/pkg/cel/environment/base.go).
-_EXTENSIONS = ("bindings", "lists", "optional", "sets", "strings", "two-var-comprehensions")
+# The extensions Kubernetes 1.37 adds to CEL (k8s.io/apiserver/pkg/cel/environment/base.go): strings at version 2
+# (format, quote, join; no reverse), lists (slice, flatten, distinct, reverse, sort, sortBy, lists.range).
+_EXTENSIONS = (
+    ("bindings", ""),
+    ("lists", ""),
+    ("optional", ""),
+    ("sets", ""),
+    ("strings", "2"),
+    ("two-var-comprehensions", ""),
+)
 _ANY = ("string", "int", "uint", "double", "bool", "bytes", "obj", "list")
 _DEVICE_FIELDS = ("driver", "attributes", "capacity", "allowMultipleAllocations")
 _DEVICE_FIELD = re.compile(r"\bdevice\s*\.\s*\??\s*([A-Za-z_][A-Za-z0-9_]*)")
@@ -60,6 +69,18 @@ _RUNTIME_WORDS = [
     (re.compile(r"^double out of uint64 range$"), "unsigned integer overflow"),
     (re.compile(r"^Index error: index=(-?\d+) size=(\d+)$"), r"index '\1' out of range in list size '\2'"),
 ]
+
+
+# What the library cannot run although Kubernetes accepts it: (pattern of the library's compile error, what it is)
+_GAPS = [
+    (re.compile(r"no matching overload for '(indexOf|lastIndexOf)' applied to '\(list\("), "list {0}()"),
+    (
+        re.compile(r"no matching overload for 'string' applied to '\(map\(string, string\)\)'"),
+        "string() of an ip or cidr",
+    ),
+    (re.compile(r"undeclared reference to 'format'"), "Kubernetes' format library"),
+]
+_TRANSFORM_MAP = re.compile(r"\.\s*(transformMap|transformMapEntry)\s*\(")
 
 
 class CelError(Exception):
@@ -108,7 +129,8 @@ def _env() -> Any:
             overloads.setdefault(name, []).append(
                 cel.Overload(overload_id + suffix, kinds[result], types, is_member=member, impl=_guarded(function))
             )
-    config = cel.NewEnvConfigFromYaml("extensions:\n" + "".join(f'  - name: "{n}"\n' for n in _EXTENSIONS))
+    listed = "".join(f'  - name: "{n}"\n' + (f"    version: {v}\n" if v else "") for n, v in _EXTENSIONS)
+    config = cel.NewEnvConfigFromYaml("extensions:\n" + listed)
     return cel.NewEnv(
         config=config,
         functions=[cel.FunctionDecl(name, group) for name, group in overloads.items()],
@@ -198,13 +220,15 @@ def device_view(
 class Selector:
     """A compiled selector expression."""
 
-    __slots__ = ("expression", "program")
+    __slots__ = ("expression", "program", "missing")
 
-    def __init__(self, expression: str, program: Any) -> None:
-        self.expression, self.program = expression, program
+    def __init__(self, expression: str, program: Any, missing: str = "") -> None:
+        self.expression, self.program, self.missing = expression, program, missing
 
     def matches(self, device: DeviceView) -> bool:
         """True or False; any runtime error (a missing attribute, a non-bool result) raises CelError."""
+        if self.missing:
+            raise CelError(f"not modelled by gpusched: {self.missing} (the CEL library lacks it)")
         extra: frozenset[str] = frozenset()
         while True:
             result = self.program.eval(device.activation(extra))
@@ -247,10 +271,17 @@ def compile_selector(expression: str) -> Selector:
     for name in _DEVICE_FIELD.findall(code):
         if name not in _DEVICE_FIELDS:
             raise CelError(f"compilation failed: ERROR: <input>: undefined field '{name}'")
+    transform = _TRANSFORM_MAP.search(code)
+    if transform:
+        return Selector(expression, None, f"{transform.group(1)}()")
     try:
         program = _env().compile(expression)
     except RuntimeError as error:
         text = re.sub(r"^[A-Z_]+: ", "", str(error).strip())
         text = re.sub(r"\s*\[[A-Z_]+\]$", "", text)
+        for pattern, what in _GAPS:
+            gap = pattern.search(text)
+            if gap:
+                return Selector(expression, None, what.format(*gap.groups()))
         raise CelError(f"compilation failed: {text}") from None
     return Selector(expression, program)

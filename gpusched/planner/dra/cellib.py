@@ -359,7 +359,7 @@ def _contains_cidr(cidr: Any, other: Any) -> bool:
 
 def _parse_url(text: str) -> urllib.parse.SplitResult:
     parts = urllib.parse.urlsplit(text)
-    if not (parts.scheme or text.startswith("/")) or " " in text or "#" in text:
+    if not (parts.scheme or text.startswith("/")) or any(ord(char) < 0x20 or char == "\x7f" for char in text):
         raise LibraryError(
             f"URL parse error during conversion from string: parse {_go_quote(text)}: invalid URI for request"
         )
@@ -388,6 +388,11 @@ def _port(value: Any) -> str:
     host = _split_url(value).netloc.rpartition("@")[2]
     tail = host[host.find("]") + 1 :] if host.startswith("[") else host
     return tail.rpartition(":")[2] if ":" in tail else ""
+
+
+def _escaped_path(value: Any) -> str:
+    """url.URL.EscapedPath: the path, percent-encoded where a path must be (Go's encodePath)."""
+    return urllib.parse.quote(urllib.parse.unquote(_split_url(value).path), safe="$&+,/:;=@-_.~")
 
 
 def _query(value: Any) -> dict[str, list[str]]:
@@ -506,7 +511,7 @@ DECLARATIONS: list[Declaration] = [
     ("getHost", "url_get_host", True, ("obj",), "string", lambda u: _split_url(u).netloc.rpartition("@")[2]),
     ("getHostname", "url_get_hostname", True, ("obj",), "string", _hostname),
     ("getPort", "url_get_port", True, ("obj",), "string", _port),
-    ("getEscapedPath", "url_get_escaped_path", True, ("obj",), "string", lambda u: _split_url(u).path),
+    ("getEscapedPath", "url_get_escaped_path", True, ("obj",), "string", _escaped_path),
     ("getQuery", "url_get_query", True, ("obj",), "query", _query),
     ("isSorted", "list_is_sorted", True, ("list",), "bool", _is_sorted),
     ("sum", "list_sum", True, ("list",), "dyn", _sum),

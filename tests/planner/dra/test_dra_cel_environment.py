@@ -3,6 +3,8 @@ extensions, two-variable comprehensions, ip/cidr, url, regex, semver normalisati
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gpusched.models.dra import DeviceAttribute, DeviceCapacity
@@ -42,6 +44,7 @@ A = f'device.attributes["{D}"]'
         "[3, 1].sortBy(x, -x) == [3, 1] && [1, 2, 3].isSorted() && ![2, 1].isSorted()",
         "[1, 2, 3].sum() == 6 && [1.5, 2.5].sum() == 4.0 && [4, 2, 9].min() == 2 && [4, 2, 9].max() == 9",
         "[1, 2].includes(2) && !['a'].includes('b')",
+        "[1, 2].first().value() == 1 && [1, 2].last().value() == 2 && ![].first().hasValue()",
         # strings (ext.Strings v2): format and quote
         f"'%s has %d cores'.format([device.driver, {A}.cores]) == '{D} has 4 cores'",
         "strings.quote('a\"b') == '\"a\\\\\"b\"' && 'a,b'.split(',').join('-') == 'a-b'",
@@ -128,3 +131,21 @@ def test_unknown_domain_is_empty_only_for_that_evaluation():
     view = nic()
     assert compile_selector('device.attributes["other.io"].size() == 0').matches(view)
     assert compile_selector('!("other.io" in device.attributes)').matches(view)
+
+
+@pytest.mark.parametrize(
+    ("expression", "what"),
+    [
+        ("[1, 2].indexOf(2) == 1", "list indexOf()"),
+        ("[1, 2].lastIndexOf(2) == 1", "list lastIndexOf()"),
+        ("string(ip('10.0.0.1')) == '10.0.0.1'", "string() of an ip or cidr"),
+        ("{'a': 1}.transformMap(k, v, v + 1) == {'a': 2}", "transformMap()"),
+        ("format.dns1123Label().validate('a').hasValue()", "Kubernetes' format library"),
+    ],
+)
+def test_what_the_library_lacks_compiles_and_fails_on_every_device(expression, what):
+    """Kubernetes accepts these (the API server stores them), so loading must not refuse them; gpusched cannot
+    run them, so every device reports why instead of a silent match or mismatch."""
+    selector = compile_selector(expression)
+    with pytest.raises(CelError, match=f"not modelled by gpusched: {re.escape(what)}"):
+        selector.matches(nic())
