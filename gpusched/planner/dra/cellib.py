@@ -16,6 +16,8 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from .netip import AddrError, parse_addr, parse_prefix
+
 __all__ = ["LibraryError", "QUANTITY", "SEMVER", "DECLARATIONS", "parse_k8s_quantity", "type_name"]
 
 QUANTITY, SEMVER, IP, CIDR, URL = "__quantity__", "__semver__", "__ip__", "__cidr__", "__url__"
@@ -264,18 +266,15 @@ def _less(left: Any, right: Any) -> bool:
 # --- IP and CIDR (k8s.io/apiserver/pkg/cel/library/ip.go, cidr.go; Go's net/netip) -------------------------------
 
 _Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-_BITS = re.compile(r"/(0|[1-9][0-9]{0,2})$")
 
 
 def _parse_ip(text: str) -> _Address:
+    """library.IP's parseIPAddr: netip.ParseAddr, then no zone and no IPv4-mapped IPv6 address."""
     try:
-        address = ipaddress.ip_address(text)
-    except ValueError:
-        raise LibraryError(
-            f"IP Address {_go_quote(text)} parse error during conversion from string: "
-            f"ParseAddr({_go_quote(text)}): unable to parse IP"
-        ) from None
-    if isinstance(address, ipaddress.IPv6Address) and address.scope_id:
+        address, zone = parse_addr(text)
+    except AddrError as error:
+        raise LibraryError(f"IP Address {_go_quote(text)} parse error during conversion from string: {error}") from None
+    if zone:
         raise LibraryError(f"IP address {_go_quote(text)} with zone value is not allowed")
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
         raise LibraryError(f"IPv4-mapped IPv6 address {_go_quote(text)} is not allowed")
@@ -320,16 +319,14 @@ def _link_local_multicast(address: _Address) -> bool:
 
 
 def _parse_cidr(text: str) -> ipaddress.IPv4Interface | ipaddress.IPv6Interface:
-    problem = f"network address parse error during conversion from string: netip.ParsePrefix({_go_quote(text)})"
-    if not _BITS.search(text) or "%" in text:
-        raise LibraryError(f"{problem}: bad bits after slash" if "/" in text else f"{problem}: no '/'")
+    """library.CIDR's parseCIDR: netip.ParsePrefix, then no IPv4-mapped IPv6 address; the address is kept as written."""
     try:
-        interface = ipaddress.ip_interface(text)
-    except ValueError:
-        raise LibraryError(f"{problem}: ParseAddr: unable to parse IP") from None
-    if isinstance(interface, ipaddress.IPv6Interface) and interface.ip.ipv4_mapped:
+        address, bits = parse_prefix(text)
+    except AddrError as error:
+        raise LibraryError(f"network address parse error during conversion from string: {error}") from None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
         raise LibraryError(f"IPv4-mapped IPv6 address {_go_quote(text)} is not allowed")
-    return interface
+    return ipaddress.ip_interface(f"{address}/{bits}")
 
 
 def _cidr(text: Any) -> dict[str, str]:
