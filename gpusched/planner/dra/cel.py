@@ -43,7 +43,8 @@ __all__ = [
     "parse_k8s_quantity",
 ]
 
-# The extensions Kubernetes 1.37 adds to CEL (k8s.io/apiserver/pkg/cel/environment/base.go): strings at version 2
+# The extensions of Kubernetes' CEL environment at compatibility version 1.36, in which a 1.37 API server compiles new
+# selectors (k8s.io/apiserver/pkg/cel/environment/base.go, DefaultCompatibilityVersion): strings at version 2
 # (format, quote, join; no reverse), lists (slice, flatten, distinct, reverse, sort, sortBy, lists.range).
 _EXTENSIONS = (
     ("bindings", ""),

@@ -430,10 +430,6 @@ def _extreme(name: str, pick: Callable[..., Any]) -> Callable[[list[Any]], Any]:
     return choose
 
 
-def _includes(target: Any, item: Any) -> bool:
-    return item in target if isinstance(target, list) else target == item
-
-
 def _regex(pattern: str) -> re.Pattern[str]:
     try:
         return re.compile(pattern)
@@ -454,7 +450,8 @@ def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
 # --- declarations: (function, overload id, member?, parameter types, result type, implementation) ----------------
 # Types: "obj" is a Kubernetes type (a one-key map), "list" list(dyn), "strings" list(string), "query" map(string,
 # list(string)); "any" stands for one overload per concrete type (the runtime dispatches no `dyn` parameter), "same"
-# for the type "any" took in that overload. Quantity and Semver share compareTo/isGreaterThan/isLessThan: one overload dispatches on the key.
+# for the type "any" took in that overload. Kubernetes' lists library is at version 0 (no `includes`): the API server
+# compiles a new selector in the environment of its minimum compatibility version, 1.36 for 1.37. Quantity and Semver share compareTo/isGreaterThan/isLessThan: one overload dispatches on the key.
 
 Declaration = tuple[str, str, bool, tuple[str, ...], str, Callable[..., Any]]
 DECLARATIONS: list[Declaration] = [
@@ -514,8 +511,6 @@ DECLARATIONS: list[Declaration] = [
     ("sum", "list_sum", True, ("list",), "dyn", _sum),
     ("min", "list_min", True, ("list",), "dyn", _extreme("min", min)),
     ("max", "list_max", True, ("list",), "dyn", _extreme("max", max)),
-    ("includes", "list_includes", True, ("list", "any"), "bool", _includes),
-    ("includes", "scalar_includes", True, ("any", "same"), "bool", _includes),
     ("find", "string_find_string", True, ("string", "string"), "string", _find),
     ("findAll", "string_find_all_string", True, ("string", "string"), "strings", _find_all),
     ("findAll", "string_find_all_string_int", True, ("string", "string", "int"), "strings", _find_all),
