@@ -62,13 +62,13 @@ _NO_SUCH_KEY_HINT = (
     "for optional fields"
 )
 _MISSING_KEY = re.compile(r'^NOT_FOUND: Key not found in map : "?(.*?)"?$', re.S)
-# cel-cpp's runtime words -> cel-go's (github.com/google/cel-go common/types/err.go, list.go)
+# cel-cpp's runtime words -> cel-go's (github.com/google/cel-go common/types/err.go, interpreter/attributes.go)
 _RUNTIME_WORDS = [
     (re.compile(r"^No matching overloads found.*", re.S), "no such overload"),
     (re.compile(r"^divide by zero$"), "division by zero"),
     (re.compile(r"^double out of int64 range$"), "integer overflow"),
     (re.compile(r"^double out of uint64 range$"), "unsigned integer overflow"),
-    (re.compile(r"^Index error: index=(-?\d+) size=(\d+)$"), r"index '\1' out of range in list size '\2'"),
+    (re.compile(r"^Index error: index=(-?\d+) size=(\d+)$"), r"index out of bounds: \1"),  # interpreter/attributes.go
 ]
 
 
