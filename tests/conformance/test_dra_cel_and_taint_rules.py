@@ -41,7 +41,7 @@ ACCEPTED = [
     f"[1, 3].exists(i, v, v == {A}.index) && ip(['10.0.0.1', '10.0.0.300'][{A}.index % 2]).family() == 4",
     "device.allowMultipleAllocations == false",
     "device.attributes.all(d, device.attributes.all(e, device.attributes.all(f, true)))",
-    "[1, 2].indexOf(2) == 1",  # accepted; gpusched compiles it and reports it as not modelled on every device
+    "[1, 2].indexOf(2) == 1 && [1, 2].lastIndexOf(1) == 0 && string(ip('10.0.0.1')) == '10.0.0.1'",
     "{'a': 1}.transformMap(k, v, v + 1) == {'a': 2}",  # likewise
 ]
 REFUSED = [

@@ -24,10 +24,11 @@ What the library lacks, and what this module does:
 - `device` is a map to the checker, so a field that the Kubernetes device type lacks is refused here at compile time;
 - runtime errors are reworded to cel-go's ("no such key: x", "integer overflow", "division by zero", ...);
 - no cost estimator and no runtime cost limit: celcost prices an expression before it compiles.
-Not available in this library: list indexOf/lastIndexOf (the strings extension owns the name), string(ip) and
-string(cidr) (the standard library owns `string`), transformMap (the runtime lacks its insert
-function) and Kubernetes' format library. A selector using one compiles (the API server accepts it) and fails on
-every device with "not modelled by gpusched: ...", so only the claims that use it are affected, and say why.
+- list indexOf/lastIndexOf and string(ip)/string(cidr) have names the library's extensions own: where its checker
+  finds no overload for them, the call is renamed to ours at the position it names, and compiled again.
+Not available in this library: transformMap (the runtime lacks its insert function) and Kubernetes' format library.
+A selector using one compiles (the API server accepts it) and fails on every device with "not modelled by gpusched:
+...", so only the claims that use it are affected, and say why.
 """
 
 from __future__ import annotations
@@ -82,15 +83,14 @@ _RUNTIME_WORDS = [
 ]
 
 
-# What the library cannot run although Kubernetes accepts it: (pattern of the library's compile error, what it is)
-_GAPS = [
-    (re.compile(r"no matching overload for '(indexOf|lastIndexOf)' applied to '\(list\("), "list {0}()"),
-    (
-        re.compile(r"no matching overload for 'string' applied to '\(map\(string, string\)\)'"),
-        "string() of an ip or cidr",
-    ),
-    (re.compile(r"undeclared reference to 'format'"), "Kubernetes' format library"),
-]
+# Kubernetes functions whose names the library's own extensions own (strings' indexOf, the standard `string`): where
+# the checker finds no overload for a list or a Kubernetes type, the call is renamed to ours at that position.
+_RENAMED = {"indexOf": "k8sListIndexOf", "lastIndexOf": "k8sListLastIndexOf", "string": "k8sString"}
+_OWNED = re.compile(
+    r"ERROR: <input>:(\d+):(\d+): found no matching overload for '(indexOf|lastIndexOf|string)' applied to "
+    r"'\((?:list\(|map\(string, string\)\))"
+)
+_FORMAT_LIBRARY = re.compile(r"undeclared reference to 'format'")
 _TRANSFORM_MAP = re.compile(r"\.\s*(transformMap|transformMapEntry)\s*\(")
 
 
@@ -285,14 +285,56 @@ def compile_selector(expression: str) -> Selector:
     transform = _TRANSFORM_MAP.search(code)
     if transform:
         return Selector(expression, None, f"{transform.group(1)}()")
-    try:
-        program = _env().compile(expression)
-    except RuntimeError as error:
-        text = re.sub(r"^[A-Z_]+: ", "", str(error).strip())
-        text = re.sub(r"\s*\[[A-Z_]+\]$", "", text)
-        for pattern, what in _GAPS:
-            gap = pattern.search(text)
-            if gap:
-                return Selector(expression, None, what.format(*gap.groups()))
-        raise CelError(f"compilation failed: {text}") from None
-    return Selector(expression, program)
+    source, origin = expression, list(range(len(expression) + 1))  # origin[i]: where source[i] was in the expression
+    for _ in range(8):  # each round renames what the checker found; a rename can expose another (nested calls)
+        try:
+            return Selector(expression, _env().compile(source))
+        except RuntimeError as error:
+            text = re.sub(r"^[A-Z_]+: ", "", str(error).strip())
+            text = re.sub(r"\s*\[[A-Z_]+\]$", "", text)
+        renamed, origin = _rename_owned(source, text, origin)
+        if renamed == source:
+            break
+        source = renamed
+    if _FORMAT_LIBRARY.search(text):
+        return Selector(expression, None, "Kubernetes' format library")
+    raise CelError(f"compilation failed: {_in_the_expression(text, source, expression, origin)}")
+
+
+def _offset(text: str, line: int, column: int) -> int:
+    lines = text.split("\n")
+    return sum(len(part) + 1 for part in lines[: line - 1]) + column - 1  # columns count from 1
+
+
+def _rename_owned(source: str, errors: str, origin: list[int]) -> tuple[str, list[int]]:
+    """The expression with each call the checker refused for want of our overload renamed to our function."""
+    places = []
+    for match in _OWNED.finditer(errors):
+        end = _offset(source, int(match.group(1)), int(match.group(2)))  # the call's "("
+        while end > 0 and source[end - 1].isspace():
+            end -= 1
+        start = end
+        while start > 0 and (source[start - 1].isalnum() or source[start - 1] == "_"):
+            start -= 1
+        if source[start:end] == match.group(3):
+            places.append((start, end, _RENAMED[match.group(3)]))
+    for start, end, name in sorted(places, reverse=True):
+        source = source[:start] + name + source[end:]
+        origin = origin[:start] + [origin[start]] * len(name) + origin[end:]
+    return source, origin
+
+
+def _in_the_expression(errors: str, source: str, expression: str, origin: list[int]) -> str:
+    """The checker's report on the renamed source, told of the expression as written (its lines, its columns)."""
+    lines = expression.split("\n")
+    found = []
+    for entry in re.split(r"\n(?=ERROR: <input>:)", errors):
+        head = re.match(r"ERROR: <input>:(\d+):(\d+): ([^\n]*)", entry)
+        if head is None:
+            found.append(entry)
+            continue
+        where = origin[min(_offset(source, int(head.group(1)), int(head.group(2))), len(origin) - 1)]
+        line = expression.count("\n", 0, where)
+        column = where - sum(len(part) + 1 for part in lines[:line]) + 1
+        found.append(f"ERROR: <input>:{line + 1}:{column}: {head.group(3)}\n | {lines[line]}\n | {'.' * (column - 1)}^")
+    return "\n".join(found)

@@ -430,6 +430,26 @@ def _extreme(name: str, pick: Callable[..., Any]) -> Callable[[list[Any]], Any]:
     return choose
 
 
+def _same(one: Any, other: Any) -> bool:
+    """CEL equality of two list elements: numbers compare across int and double, a bool is never a number."""
+    return isinstance(one, bool) == isinstance(other, bool) and one == other
+
+
+def _index_of(items: list[Any], item: Any) -> int:
+    return next((i for i, found in enumerate(items) if _same(found, item)), -1)
+
+
+def _last_index_of(items: list[Any], item: Any) -> int:
+    return next((i for i in range(len(items) - 1, -1, -1) if _same(items[i], item)), -1)
+
+
+def _string(value: Any) -> str:
+    """string(ip) and string(cidr): the canonical text, as netip's String() prints it."""
+    if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in (IP, CIDR):
+        return str(next(iter(value.values())))
+    raise _overload(value)
+
+
 def _regex(pattern: str) -> re.Pattern[str]:
     try:
         return re.compile(pattern)
@@ -511,6 +531,9 @@ DECLARATIONS: list[Declaration] = [
     ("sum", "list_sum", True, ("list",), "dyn", _sum),
     ("min", "list_min", True, ("list",), "dyn", _extreme("min", min)),
     ("max", "list_max", True, ("list",), "dyn", _extreme("max", max)),
+    ("k8sListIndexOf", "list_a_index_of_int", True, ("list", "any"), "int", _index_of),
+    ("k8sListLastIndexOf", "list_a_last_index_of_int", True, ("list", "any"), "int", _last_index_of),
+    ("k8sString", "k8s_string_ip_cidr", False, ("obj",), "string", _string),
     ("find", "string_find_string", True, ("string", "string"), "string", _find),
     ("findAll", "string_find_all_string", True, ("string", "string"), "strings", _find_all),
     ("findAll", "string_find_all_string_int", True, ("string", "string", "int"), "strings", _find_all),
