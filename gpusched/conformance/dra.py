@@ -100,6 +100,7 @@ SELECTORS = {
         f"sets.contains(['Ampere', 'Ada Lovelace'], [{_ATTR}.architecture])",
         f"{_ATTR}.productName.split(' ').exists(i, w, i > 0 && w.startsWith('A1'))",
         f"[1, 3, 5].exists(i, v, v == {_ATTR}.index)",
+        f"[0, 2, 4, 6].indexOf({_ATTR}.index) >= 0 && string(ip('10.0.0.' + string({_ATTR}.index))).endsWith('0')",
         f"{_ATTR}.architecture == '%s'.format(['Hopper']) || 'gpu-%d'.format([3]) == {_ATTR}.uuid",
         f"semver('v9', true).isGreaterThan({_ATTR}.cudaComputeCapability) && {_ATTR}.?uuid.hasValue()",
         f"cidr('10.0.0.0/30').containsIP(ip('10.0.0.' + string({_ATTR}.index)))",
