@@ -267,7 +267,7 @@ def k8s_command(
         list[str] | None,
         typer.Option(
             "--objects",
-            help="DRA objects for a pod with claims: kubectl get deviceclasses,resourceslices,resourceclaims -o json",
+            help="DRA objects for a pod with claims: kubectl get deviceclasses,devicetaintrules,resourceslices,resourceclaims -o json",
         ),
     ] = None,
     as_json: JsonFlag = False,

@@ -50,7 +50,7 @@ NAMESPACE = "gpusched-conformance"
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
 RESOURCE = "/apis/resource.k8s.io/v1"
 NAMESPACED = ("resourceclaims", "resourceclaimtemplates")
-CLUSTER_WIDE = ("deviceclasses", "resourceslices")
+CLUSTER_WIDE = ("deviceclasses", "devicetaintrules", "resourceslices")
 NOT_CREATED = "ResourceClaim not created yet"  # a template's claim the controller has not made yet: wait on
 
 

@@ -17,8 +17,12 @@
   attributes and capacity, counts, allocationMode All, tolerations, firstAvailable subrequests, matchAttribute and
   distinctAttribute constraints and an opaque config (`source: FromClaim`).
 
+- Now and then DeviceTaintRules (GA and on in 1.37): a taint for the devices of a pool, one device (by name in one
+  pool or in every pool), every device of the driver, everything (the empty selector) or nothing (no selector).
+
 Selectors name attributes every device of their class has, except a few (FAULTY) that fail at runtime on some
-devices: the scheduler then stops with the allocator's error.
+devices: the scheduler then stops with the allocator's error. They use the whole of Kubernetes' CEL: optional
+syntax, cel.bind, sets, lists, strings.format, two-variable comprehensions, ip/cidr, url, regex, semver(s, true).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["API_VERSION", "DRIVER", "GPU_CLASS", "MIG_CLASS", "classes", "claims_for", "slices"]
+__all__ = ["API_VERSION", "DRIVER", "GPU_CLASS", "MIG_CLASS", "classes", "claims_for", "slices", "taint_rules"]
 
 API_VERSION = "resource.k8s.io/v1"
 DRIVER = "gpu.nvidia.com"
@@ -92,6 +96,19 @@ SELECTORS = {
         f"{_ATTR}.index < 4",
         "device.attributes['resource.kubernetes.io'].pcieRoot != 'pci0000:00'",
         f"{_CAP}.memory.isLessThan(quantity('30Gi'))",
+        f"cel.bind(a, {_ATTR}, a.?architecture.orValue('') == 'Hopper' || a.?productName.orValue('').endsWith('L4'))",
+        f"sets.contains(['Ampere', 'Ada Lovelace'], [{_ATTR}.architecture])",
+        f"{_ATTR}.productName.split(' ').exists(i, w, i > 0 && w.startsWith('A1'))",
+        f"[1, 3, 5].exists(i, v, v == {_ATTR}.index)",
+        f"[0, 2, 4, 6].indexOf({_ATTR}.index) >= 0 && string(ip('10.0.0.' + string({_ATTR}.index))).endsWith('0')",
+        f"{_ATTR}.architecture == '%s'.format(['Hopper']) || 'gpu-%d'.format([3]) == {_ATTR}.uuid",
+        f"semver('v9', true).isGreaterThan({_ATTR}.cudaComputeCapability) && {_ATTR}.?uuid.hasValue()",
+        f"cidr('10.0.0.0/30').containsIP(ip('10.0.0.' + string({_ATTR}.index)))",
+        f"isURL('https://nvidia.com/' + {_ATTR}.architecture) && url('https://nvidia.com:8443/x').getPort() == '8443'",
+        f"url('https://nvidia.com/' + {_ATTR}.architecture).getEscapedPath() == '/Hopper'",
+        f"[3, 2, 1].sort().slice(0, 2).sum() == 3 && [[1], [2]].flatten().isSorted() && {_ATTR}.index >= 2",
+        f"{_ATTR}.uuid.find('GPU-[0-9a-f]').size() == 5 && ['a', 'b'].transformList(i, v, v + 'x') == ['ax', 'bx']",
+        f"optional.of({_ATTR}.index).orValue(0) < 2 && !{_ATTR}.?parentUUID.hasValue()",
     ),
     MIG_CLASS: (
         f"{_ATTR}.profile == '1g.10gb'",
@@ -100,6 +117,10 @@ SELECTORS = {
         f"{_CAP}.multiprocessors.isGreaterThan(quantity('30'))",
         f"{_ATTR}.productName.startsWith('NVIDIA A100')",
         f"{_ATTR}.parentUUID.endsWith('0') || {_ATTR}.parentUUID.endsWith('1')",
+        f"{_ATTR}.?profile.orValue('') in ['1g.10gb', '7g.80gb']",
+        f"sets.intersects([{_ATTR}.profile], ['3g.40gb', '4g.40gb'])",
+        f"{{'1g.10gb': 1, '2g.20gb': 2}}.exists(k, v, k == {_ATTR}.profile && v >= 1)",
+        f"lists.range(8).all(i, !has({_CAP}.memorySlice0) || i >= 0) && {_CAP}.memory.isLessThan(quantity('30Gi'))",
     ),
 }
 # Now and then a selector that fails at runtime on some devices: the allocator stops with an error
@@ -110,8 +131,18 @@ FAULTY = {
         f"{_ATTR}.productName > 3",
         f"{_ATTR}.cudaComputeCapability.isGreaterThan(semver('9'))",
         f"{_ATTR}.index == 0 || {_ATTR}.parentUUID == 'x'",
+        f"9223372036854775807 - {_ATTR}.index + 1 > 0",
+        f"{{'Ampere': 1, 'Hopper': 2}}[{_ATTR}.architecture] > 0",
+        f"[10, 20][{_ATTR}.index] > 0",
+        f"1 / ({_ATTR}.index - 1) >= 0",
+        f"ip(['10.0.0.1', '10.0.0.300'][{_ATTR}.index % 2]).family() == 4",
     ),
-    MIG_CLASS: (f"{_ATTR}.index == 1", f"{_ATTR}.profile == '1g.10gb' || {_ATTR}.index == 0"),
+    MIG_CLASS: (
+        f"{_ATTR}.index == 1",
+        f"{_ATTR}.profile == '1g.10gb' || {_ATTR}.index == 0",
+        f"semver({_ATTR}.profile, true).major() == 1",
+        f"[{_ATTR}.profile].filter(p, p == '3g.40gb').min() == '3g.40gb'",
+    ),
 }
 CONSTRAINTS = (
     ("matchAttribute", "resource.kubernetes.io/pcieRoot"),
@@ -255,6 +286,30 @@ def slices(rng: random.Random, nodes: list[str]) -> list[dict]:
         devices = _devices(rng, model, node)
         parts = [devices] if len(devices) < 2 or rng.random() < 0.8 else [devices[1::2], devices[::2]]
         found.extend(_slice(node, number, len(parts), {"devices": part}) for number, part in enumerate(parts))
+    return found
+
+
+# --- DeviceTaintRules --------------------------------------------------------------------------------------------
+
+
+def taint_rules(rng: random.Random, published: list[dict]) -> list[dict]:
+    """Now and then one or two rules, each tainting some of the published devices (or none, or all)."""
+    if not published or rng.random() < 0.7:
+        return []
+    pools = sorted({s["spec"]["pool"]["name"] for s in published})
+    devices = sorted({(s["spec"]["pool"]["name"], d["name"]) for s in published for d in s["spec"].get("devices", [])})
+    found = []
+    for number in range(rng.choice((1, 1, 2))):
+        pool, device = rng.choice(devices) if devices else (rng.choice(pools), "gpu-0")
+        selector = rng.choice((
+            {"pool": rng.choice(pools)}, {"driver": DRIVER, "pool": pool, "device": device}, {"pool": pool, "device": device},
+            {"device": device}, {"driver": DRIVER}, {"driver": "other.example.com"}, {}, None,
+        ))  # fmt: skip
+        spec: dict = {"taint": dict(rng.choice(TAINTS))}
+        if selector is not None:
+            spec["deviceSelector"] = selector
+        name = f"{published[0]['metadata']['name'].split('-n')[0]}-taint-{number}"
+        found.append({"apiVersion": API_VERSION, "kind": "DeviceTaintRule", "metadata": _meta(name), "spec": spec})
     return found
 
 

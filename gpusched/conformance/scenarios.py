@@ -297,7 +297,9 @@ def generate(seed: int, index: int, namespace: str) -> ConformanceScenario:
         mapped = {c["spec"]["extendedResourceName"] for c in classes if c["spec"].get("extendedResourceName")}
         plugins = {name for node in nodes for name, count in node["status"]["allocatable"].items() if count != "0"}
         skip = lambda pod: bool(_requested(pod) & mapped & plugins)  # noqa: E731
-        objects = [*classes, *dra.slices(rng, names), *dra.claims_for(rng, pods, label, namespace, skip)]
+        published = dra.slices(rng, names)
+        rules = dra.taint_rules(rng, published)
+        objects = [*classes, *rules, *published, *dra.claims_for(rng, pods, label, namespace, skip)]
     return ConformanceScenario(seed=seed, index=index, kind=kind, nodes=nodes, pods=pods, objects=objects)
 
 

@@ -29,6 +29,9 @@ __all__ = [
     "CounterSet",
     "DeviceCounterConsumption",
     "DeviceTaint",
+    "DeviceTaintSelector",
+    "DeviceTaintRuleSpec",
+    "DeviceTaintRule",
     "NodeSelector",
     "Device",
     "ResourcePool",
@@ -55,7 +58,7 @@ __all__ = [
 ]
 
 API_VERSION: Final = "resource.k8s.io/v1"  # Final: typed as the Literal the models declare
-DRA_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
+DRA_KINDS = ("DeviceClass", "DeviceTaintRule", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
 MAX_RESULTS = 32  # resourceapi.AllocationResultsMaxSize
 MAX_SUBREQUESTS = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
 _SEMVER = re.compile(
@@ -203,6 +206,35 @@ class DeviceTaint(K8s):
     value: str = ""
     effect: Literal["NoSchedule", "NoExecute", "None"]
     time_added: str | None = None
+
+
+class DeviceTaintSelector(K8s):
+    """Which devices a DeviceTaintRule taints: every criterion that is set must match (the empty selector matches
+    every device). deviceClassName and selectors were removed in 1.35."""
+
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+
+    def matches(self, driver: str, pool: str, device: str) -> bool:
+        return all(want is None or want == have for want, have in ((self.driver, driver), (self.pool, pool),
+                                                                   (self.device, device)))  # fmt: skip
+
+
+class DeviceTaintRuleSpec(K8s):
+    device_selector: DeviceTaintSelector | None = None  # without a selector the rule taints no device
+    taint: DeviceTaint
+
+
+class DeviceTaintRule(K8s):
+    """resource.k8s.io/v1 DeviceTaintRule (DRADeviceTaintRules, GA and on in 1.37): its taint is added to the taints
+    of every device its selector matches, as the scheduler's ResourceSlice tracker does before allocating."""
+
+    api_version: Literal["resource.k8s.io/v1"] = API_VERSION
+    kind: Literal["DeviceTaintRule"] = "DeviceTaintRule"
+    metadata: ObjectMeta
+    spec: DeviceTaintRuleSpec
+    status: dict[str, Any] | None = None
 
 
 class NodeSelector(K8s):

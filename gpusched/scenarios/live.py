@@ -294,7 +294,17 @@ def _root_cause(error: BaseException) -> str:
     return str(error).split(": ", 1)[-1] if isinstance(error, HTTPError) else str(error)
 
 
-DRA_COLLECTIONS = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
+DRA_COLLECTIONS = ("deviceclasses", "devicetaintrules", "resourceslices", "resourceclaims", "resourceclaimtemplates")
+
+
+def _dra_documents(api: client.ApiClient) -> list[tuple[str, list[Any]]]:
+    """Each DRA collection as kubectl lists it; DeviceTaintRules are v1 only from 1.36 on: before, there are none."""
+    found = []
+    for collection in DRA_COLLECTIONS:
+        path = f"/apis/resource.k8s.io/v1/{collection}"
+        listed = call(api, "GET", path, missing_ok=collection == "devicetaintrules")
+        found.append((path, [_as_kubectl(listed if listed is not None else {"kind": "DeviceTaintRuleList"})]))
+    return found
 
 
 def fetch(
@@ -310,8 +320,7 @@ def fetch(
         target = _get(api, f"/api/v1/namespaces/{namespace}/pods/{name}")
         documents = None
         if (target.get("spec") or {}).get("resourceClaims"):
-            paths = [f"/apis/resource.k8s.io/v1/{collection}" for collection in DRA_COLLECTIONS]
-            documents = [(path, [_as_kubectl(_get(api, path))]) for path in paths]
+            documents = _dra_documents(api)
     return nodes, pods, target, documents
 
 
@@ -320,8 +329,7 @@ def fetch_dra(kubeconfig: str | Path, context: str | None) -> list[tuple[str, li
     claims already allocated keep their devices; bound pods are left out, their claims hold what they hold."""
     api = connect(kubeconfig, context)
     with api:
-        paths = [f"/apis/resource.k8s.io/v1/{collection}" for collection in DRA_COLLECTIONS]
-        documents = [(path, [_as_kubectl(_get(api, path))]) for path in paths]
+        documents = _dra_documents(api)
         pods = _as_kubectl(_get(api, "/api/v1/pods"))
     pods["items"] = [pod for pod in pods["items"] if _pending_with_claims(pod)]
     return [*documents, ("/api/v1/pods", [pods])]

@@ -378,7 +378,7 @@ def _one(count=1, cls="gpu", selectors=()):
             "CEL runtime error: no such key: nosuch",
         ),
         (
-            _objects_with(_one(), class_expression='device.attributes["gpu.example.com"].model.size() > "x"'),
+            _objects_with(_one(), class_expression='device.attributes["gpu.example.com"].model > 3'),
             'o.yaml: (DeviceClass gpu).spec.selectors[0].cel.expression: running "DynamicResources" filter '
             "plugin: class gpu: selector #0 on device gpu.example.com/dgx-a/gpu-0: CEL runtime error: no such overload",
         ),
@@ -529,3 +529,20 @@ def test_k8s_template_claim_is_stamped_for_the_pod(gpusched, write):
 def test_dra_needs_objects_or_a_cluster_to_read_them_from(gpusched, args, message):
     result = gpusched("dra", *args)
     assert result.exit_code == 2 and message in result.stderr
+
+
+def test_a_device_taint_rule_over_every_device_blocks_claims_unless_tolerated(gpusched, write):
+    """The rule's taint (empty selector: every device of the model's slices too) must be tolerated, as in 1.37."""
+    rule = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": "maintenance"},
+            "spec": {"deviceSelector": {}, "taint": {"key": "example.com/maintenance", "effect": "NoSchedule"}}}  # fmt: skip
+    blocked = gpusched("dra", "--cluster", "monday", "--objects", write("o.yaml", yaml.safe_dump_all(
+        [*_objects_with(_one()), rule])), "--json")  # fmt: skip
+    assert blocked.exit_code == 1, blocked.stderr
+    assert "cannot allocate all claims" in blocked.json()["claims"][0]["message"]
+    tolerant = _one()
+    tolerant["requests"][0]["exactly"]["tolerations"] = [{"key": "example.com/maintenance", "operator": "Exists"}]
+    allowed = gpusched("dra", "--cluster", "monday", "--objects", write("t.yaml", yaml.safe_dump_all(
+        [*_objects_with(tolerant), rule])), "--json")  # fmt: skip
+    assert allowed.exit_code == 0, allowed.stderr
+    result = allowed.json()["claims"][0]["allocation"]["devices"]["results"][0]
+    assert result["tolerations"] == [{"key": "example.com/maintenance", "operator": "Exists"}]

@@ -1,376 +1,204 @@
-"""CEL device selectors in Kubernetes' environment, evaluated by a real CEL library.
+"""CEL device selectors in Kubernetes' environment, evaluated by a real CEL library (cel-expr-python: cel-cpp).
 
-Which library (measured here, Python 3.11, 20,000 evaluations each):
+Which library: the CEL runtimes pip installs for Python 3.11, against the features Kubernetes enables (optional
+syntax `.?`/`[?]`/optional.of/orValue; sets; lists slice/flatten/distinct/reverse/sort/sortBy/range; strings
+format/quote/join; cel.bind; two-variable all/exists/existsOne/transformList/transformMap; cel-go-like type checking)
+and on speed (one selector of two attribute reads over 2,000 devices):
 
-| library                               | one selector, device bound | including binding the device |
-|---------------------------------------|----------------------------|------------------------------|
-| common-expression-language 0.10 (Rust)| 0.8-8 µs                   | 23-26 µs (two selectors)     |
-| cel-python 0.5 (pure Python)          | 180 µs                     | 210 µs                       |
+| library (pip)                             | of 21 feature probes | with binding the device | device bound |
+|-------------------------------------------|----------------------|-------------------------|--------------|
+| cel-expr-python 0.1.3 (cel-cpp, Google's) | 20 (not transformMap)| 12 µs                   | 2 µs         |
+| common-expression-language 0.10 (Rust)    | 1 (optional.of)      | 19 µs                   | 0.9 µs       |
+| cel-bind 0.8.4 (cel-cpp, no extensions)   | 2 (format, cel.bind) | -                       | -            |
+| python-cel 0.1.1 (cel-rust 0.9)           | 0; 2^63-1 + 1 is     | -                       | -            |
+|                                           | false, 1/0 panics    |                         |              |
+| cel-python 0.5 (pure Python)              | 0                    | 296 µs                  | -            |
 
-common-expression-language wins by ten times end to end, which is what keeps an 8,000-device search under a second,
-and its parse errors carry cel-go's `ERROR: <input>:line:col:` positions. What it lacks, and what this module does:
+cel-expr-python enables its extensions through an environment config (`extensions:` YAML), and its checker's
+errors read like cel-go's (`ERROR: <input>:1:14: found no matching overload for ...`).
 
-- functions must return CEL values, so a Quantity is the map {"__quantity__": exact decimal} and a version the map
-  {"__semver__": "1.2.3"}; map equality then gives Kubernetes' value equality (quantity("1Gi") == quantity("1024Mi"));
-- an unknown attribute domain must read as an empty map (Kubernetes wraps the map with a default); a missing domain
-  key is added as {} and the expression re-run, so only a missing *attribute* is the runtime error "no such key";
-- no type checker: calling an unknown function, or reading a `device` field that does not exist, is caught here at
-  compile time as cel-go would; other type errors surface when the selector runs ("no such overload");
-- no optional syntax (`.?`): such an expression fails to compile.
-
-A selector is compiled once per expression and evaluated once per device: results are cached by the caller.
+What the library lacks, and what this module does:
+- Kubernetes' types (Quantity, Semver, IP, CIDR, URL) are one-key maps (cellib), their functions Python functions;
+- an unknown attribute domain reads as an empty map (Kubernetes wraps the map with a default): a missing domain is
+  added as {} for that evaluation and the expression re-run, so only a missing *attribute* is "no such key";
+- `device` is a map to the checker, so a field that the Kubernetes device type lacks is refused here at compile time;
+- runtime errors are reworded to cel-go's ("no such key: x", "integer overflow", "division by zero", ...);
+- no cost estimator and no runtime cost limit: celcost prices an expression before it compiles.
+- list indexOf/lastIndexOf and string(ip)/string(cidr) have names the library's extensions own: where its checker
+  finds no overload for them, the call is renamed to ours at the position it names, and compiled again.
+Not available in this library: transformMap (the runtime lacks its insert function) and Kubernetes' format library.
+A selector using one compiles (the API server accepts it) and fails on every device with "not modelled by gpusched:
+...", so only the claims that use it are affected, and say why.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import re
-from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
 from functools import cache
 from typing import Any
 
 from ...models.dra import DeviceAttribute, DeviceCapacity
 from .celcost import STRING_LITERAL, cost_problem
+from .cellib import DECLARATIONS, QUANTITY, SEMVER, LibraryError, make_quantity, make_semver, parse_k8s_quantity
+from .cellib import type_name as _type_name
 
-__all__ = ["CelError", "Selector", "compile_selector", "check_cost", "DeviceView", "device_view"]
+__all__ = [
+    "CelError",
+    "Selector",
+    "compile_selector",
+    "check_cost",
+    "DeviceView",
+    "device_view",
+    "QUANTITY",
+    "SEMVER",
+    "parse_k8s_quantity",
+]
 
-# The library logs each failing Python function before raising; the exception is the report, so drop the log line.
-logging.getLogger("cel").addHandler(logging.NullHandler())
-
-QUANTITY, SEMVER = "__quantity__", "__semver__"
-_QUANTITY_FORM = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
-_SUFFIX: dict[str, int | Decimal] = {
-    "": 1,
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "k": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-    "E": 10**18,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-}
-_SEMVER_FORM = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
-_DEVICE_FIELDS = ("driver", "attributes", "capacity", "allowMultipleAllocations")
-_DEVICE_FIELD = re.compile(r"\bdevice\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
-_BUILTINS = frozenset(
-    {
-        "size",
-        "contains",
-        "startsWith",
-        "endsWith",
-        "matches",
-        "int",
-        "uint",
-        "double",
-        "string",
-        "bytes",
-        "bool",
-        "timestamp",
-        "duration",
-        "type",
-        "dyn",
-        "has",
-        "all",
-        "exists",
-        "exists_one",
-        "map",
-        "filter",
-    }
+# The extensions of Kubernetes' CEL environment at compatibility version 1.36, in which a 1.37 API server compiles new
+# selectors (k8s.io/apiserver/pkg/cel/environment/base.go, DefaultCompatibilityVersion): strings at version 2
+# (format, quote, join; no reverse), lists (slice, flatten, distinct, reverse, sort, sortBy, lists.range).
+_EXTENSIONS = (
+    ("bindings", ""),
+    ("lists", ""),
+    ("optional", ""),
+    ("sets", ""),
+    ("strings", "2"),
+    ("two-var-comprehensions", ""),
 )
+_ANY = ("string", "int", "uint", "double", "bool", "bytes", "obj", "list")
+_DEVICE_FIELDS = ("driver", "attributes", "capacity", "allowMultipleAllocations")
+_DEVICE_FIELD = re.compile(r"\bdevice\s*\.\s*\??\s*([A-Za-z_][A-Za-z0-9_]*)")
 _NO_SUCH_KEY_HINT = (
     ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() "
     "for optional fields"
 )
+_MISSING_KEY = re.compile(r'^NOT_FOUND: Key not found in map : "?(.*?)"?$', re.S)
+# cel-cpp's runtime words -> cel-go's (github.com/google/cel-go common/types/err.go, interpreter/attributes.go)
+_RUNTIME_WORDS = [
+    (re.compile(r"^No matching overloads found.*", re.S), "no such overload"),
+    (re.compile(r"^divide by zero$"), "division by zero"),
+    (re.compile(r"^double out of int64 range$"), "integer overflow"),
+    (re.compile(r"^double out of uint64 range$"), "unsigned integer overflow"),
+    (re.compile(r"^Index error: index=(-?\d+) size=(\d+)$"), r"index out of bounds: \1"),  # interpreter/attributes.go
+]
+
+
+# Kubernetes functions whose names the library's own extensions own (strings' indexOf, the standard `string`): where
+# the checker finds no overload for a list or a Kubernetes type, the call is renamed to ours at that position.
+_RENAMED = {"indexOf": "k8sListIndexOf", "lastIndexOf": "k8sListLastIndexOf", "string": "k8sString"}
+_OWNED = re.compile(
+    r"ERROR: <input>:(\d+):(\d+): found no matching overload for '(indexOf|lastIndexOf|string)' applied to "
+    r"'\((?:list\(|map\(string, string\)\))"
+)
+_FORMAT_LIBRARY = re.compile(r"undeclared reference to 'format'")
+_TRANSFORM_MAP = re.compile(r"\.\s*(transformMap|transformMapEntry)\s*\(")
 
 
 class CelError(Exception):
     """A selector that does not compile, or fails while it runs; the text is cel-go's where we know it."""
 
 
-class _FunctionError(Exception):
-    """Raised inside a library function: its message replaces the library's generic wrapper text."""
-
-
-_failure: list[str] = []  # the message of the last library function that failed, read right after evaluation
-
-
-def _guard(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Record why a library function failed, so the runtime error says what cel-go would."""
+def _guarded(function: Any) -> Any:
+    """A library function as the runtime calls it: a wrong argument kind is cel-go's "no such overload"."""
 
     def call(*args: Any) -> Any:
         try:
             return function(*args)
-        except _FunctionError as error:
-            _failure.append(str(error))
+        except LibraryError:
             raise
+        except (TypeError, ValueError, KeyError, AttributeError):
+            raise LibraryError("no such overload") from None
 
     return call
 
 
-def _overload(*values: Any) -> _FunctionError:
-    kinds = ", ".join(_type_name(value) for value in values)
-    return _FunctionError(f"no such overload: ({kinds})")
-
-
-def _type_name(value: Any) -> str:
-    if isinstance(value, dict) and QUANTITY in value:
-        return "Quantity"
-    if isinstance(value, dict) and SEMVER in value:
-        return "Semver"
-    return {bool: "bool", int: "int", float: "double", str: "string", dict: "map", list: "list"}.get(type(value), "dyn")
-
-
-# --- Quantity (k8s.io/apiserver/pkg/cel/library/quantity.go) ----------------------------------------------------
-
-
-def parse_k8s_quantity(text: str) -> Decimal:
-    """resource.ParseQuantity: a number, then one suffix (binary, decimal SI, or an e-exponent)."""
-    match = re.match(_QUANTITY_FORM, text)
-    number, suffix = (match.group(1), match.group(2)) if match else ("", "")
-    try:
-        if suffix in _SUFFIX:
-            return Decimal(number) * _SUFFIX[suffix]
-        if suffix[:1] in "eE":
-            return Decimal(number) * Decimal(10) ** int(suffix[1:])
-    except (InvalidOperation, ValueError):
-        pass
-    raise _FunctionError(f"quantities must match the regular expression '{_QUANTITY_FORM}'")
-
-
-def _make_quantity(amount: Decimal) -> dict[str, str]:
-    return {QUANTITY: format(amount.normalize(), "f") if amount else "0"}
-
-
-def quantity_value(capacity: DeviceCapacity) -> dict[str, str]:
-    """A device capacity as the CEL Quantity value selectors compare."""
-    return _make_quantity(capacity.amount)
-
-
-def _amount(value: Any) -> Decimal:
-    if isinstance(value, dict) and QUANTITY in value:
-        return Decimal(value[QUANTITY])
-    raise _overload(value)
-
-
-def _quantity(text: Any) -> dict[str, str]:
-    if not isinstance(text, str):
-        raise _overload(text)
-    return _make_quantity(parse_k8s_quantity(text))
-
-
-def _is_quantity(text: Any) -> bool:
-    if not isinstance(text, str):
-        raise _overload(text)
-    try:
-        parse_k8s_quantity(text)
-    except _FunctionError:
-        return False
-    return True
-
-
-def _operand(value: Any) -> Decimal:
-    """add/sub take a Quantity or an int."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return Decimal(value)
-    return _amount(value)
-
-
-def _as_integer(value: Any) -> int:
-    amount = _amount(value)
-    if amount != amount.to_integral_value() or not -(2**63) <= amount < 2**63:
-        raise _FunctionError("cannot convert value to integer")
-    return int(amount)
-
-
-def _is_integer(value: Any) -> bool:
-    amount = _amount(value)
-    return amount == amount.to_integral_value() and -(2**63) <= amount < 2**63
-
-
-# --- Semver (k8s.io/apiserver/pkg/cel/library/semverlib.go) -----------------------------------------------------
-
-
-def _semver(text: Any) -> dict[str, str]:
-    if not isinstance(text, str):
-        raise _overload(text)
-    problem = _semver_error(text)
-    if problem:
-        raise _FunctionError(problem)
-    return {SEMVER: text}
-
-
-def _is_semver(text: Any) -> bool:
-    return isinstance(text, str) and _semver_error(text) is None
-
-
-_DIGITS = frozenset("0123456789")
-_ALPHANUMERIC = _DIGITS | frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-")
-
-
-def _semver_error(text: str) -> str | None:
-    """Why the parser behind CEL's semver() (github.com/blang/semver/v4 Parse) refuses the text, in its words; the
-    runtime error carries them. None when it parses: major.minor.patch, then `-` prerelease, then `+` build."""
-    if not text:
-        return "Version string empty"
-    parts = text.split(".", 2)
-    if len(parts) != 3:
-        return "No Major.Minor.Patch elements found"
-    rest, _, build = parts[2].partition("+")
-    patch, dash, prerelease = rest.partition("-")
-    for label, number in (("major", parts[0]), ("minor", parts[1]), ("patch", patch)):
-        problem = _number_error(label, number)
-        if problem:
-            return problem
-    for identifier in prerelease.split(".") if dash else ():
-        if not identifier:
-            return "Prerelease is empty"
-        if set(identifier) <= _DIGITS and len(identifier) > 1 and identifier[0] == "0":
-            return f"Numeric PreRelease version must not contain leading zeroes {_go_quote(identifier)}"
-        if not set(identifier) <= _ALPHANUMERIC:
-            return f"Invalid character(s) found in prerelease {_go_quote(identifier)}"
-    for identifier in build.split(".") if "+" in parts[2] else ():
-        if not identifier:
-            return "Build meta data is empty"
-        if not set(identifier) <= _ALPHANUMERIC:
-            return f"Invalid character(s) found in build meta data {_go_quote(identifier)}"
-    return None
-
-
-def _number_error(label: str, number: str) -> str | None:
-    """One of major, minor, patch: digits only, no leading zero, and within an unsigned 64-bit integer."""
-    if not set(number) <= _DIGITS:
-        return f"Invalid character(s) found in {label} number {_go_quote(number)}"
-    if len(number) > 1 and number[0] == "0":
-        return f"{label.capitalize()} number must not contain leading zeroes {_go_quote(number)}"
-    if not number or int(number) >= 2**64:
-        reason = "invalid syntax" if not number else "value out of range"
-        return f"strconv.ParseUint: parsing {_go_quote(number)}: {reason}"
-    return None
-
-
-def _go_quote(text: str) -> str:
-    """Go's %q for the strings a version holds: double quotes, with `"` and `\\` escaped."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _version_parts(value: Any) -> tuple[int, int, int, str]:
-    if not (isinstance(value, dict) and SEMVER in value):
-        raise _overload(value)
-    match = _SEMVER_FORM.match(value[SEMVER])
-    assert match is not None  # only _semver and attributes (validated) make these maps
-    return int(match.group(1)), int(match.group(2)), int(match.group(3)), match.group(4) or ""
-
-
-def _prerelease_key(pre: str) -> tuple[int, tuple[tuple[int, int, str], ...]]:
-    """Semver precedence: a release sorts after its pre-releases; numeric identifiers before alphanumeric ones."""
-    if not pre:
-        return (1, ())
-    return (0, tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split(".")))
-
-
-def _version_key(value: Any) -> tuple[Any, ...]:
-    major, minor, patch, pre = _version_parts(value)
-    return (major, minor, patch, _prerelease_key(pre))
-
-
-# --- comparisons shared by Quantity and Semver --------------------------------------------------------------------
-
-
-def _ordered(left: Any, right: Any) -> tuple[Any, Any]:
-    if isinstance(left, dict) and QUANTITY in left:
-        return _amount(left), _amount(right)
-    if isinstance(left, dict) and SEMVER in left:
-        return _version_key(left), _version_key(right)
-    raise _overload(left, right)
-
-
-def _compare_to(left: Any, right: Any) -> int:
-    one, other = _ordered(left, right)
-    return (one > other) - (one < other)
-
-
-def _greater(left: Any, right: Any) -> bool:
-    one, other = _ordered(left, right)
-    return bool(one > other)
-
-
-def _less(left: Any, right: Any) -> bool:
-    one, other = _ordered(left, right)
-    return bool(one < other)
-
-
-_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "quantity": _quantity,
-    "isQuantity": _is_quantity,
-    "sign": lambda q: (_amount(q) > 0) - (_amount(q) < 0),
-    "asInteger": _as_integer,
-    "isInteger": _is_integer,
-    "asApproximateFloat": lambda q: float(_amount(q)),
-    "add": lambda q, other: _make_quantity(_amount(q) + _operand(other)),
-    "sub": lambda q, other: _make_quantity(_amount(q) - _operand(other)),
-    "semver": _semver,
-    "isSemver": _is_semver,
-    "major": lambda v: _version_parts(v)[0],
-    "minor": lambda v: _version_parts(v)[1],
-    "patch": lambda v: _version_parts(v)[2],
-    "compareTo": _compare_to,
-    "isGreaterThan": _greater,
-    "isLessThan": _less,
-}
-_bound: list[DeviceView | None] = [None]  # the device bound as `device` in _context()
-
-
 @cache
-def _functions() -> dict[str, Callable[..., Any]]:
-    """Kubernetes' library functions plus CEL's string extensions (imported on first use, not at CLI start)."""
-    from cel.stdlib import EXTENSIONS
+def _env() -> Any:
+    """The CEL environment, built on first use (importing the library at CLI start would cost every command)."""
+    from cel_expr_python import cel
 
-    return {**EXTENSIONS["strings"], **_FUNCTIONS}
-
-
-@cache
-def _context() -> Any:
-    """The CEL environment, built on first use: importing the library costs ~0.15 s every CLI start otherwise."""
-    import cel
-
-    return cel.Context(functions={name: _guard(function) for name, function in _functions().items()})
+    kinds = {
+        "string": cel.Type.STRING,
+        "bool": cel.Type.BOOL,
+        "int": cel.Type.INT,
+        "double": cel.Type.DOUBLE,
+        "dyn": cel.Type.DYN,
+        "uint": cel.Type.UINT,
+        "bytes": cel.Type.BYTES,
+        "obj": cel.Type.Map(cel.Type.STRING, cel.Type.STRING),
+        "list": cel.Type.List(cel.Type.DYN),
+        "strings": cel.Type.List(cel.Type.STRING),
+        "query": cel.Type.Map(cel.Type.STRING, cel.Type.List(cel.Type.STRING)),
+    }
+    overloads: dict[str, list[Any]] = {}
+    for name, overload_id, member, parameters, result, function in DECLARATIONS:
+        for concrete in _ANY if "any" in parameters else ("",):
+            if concrete == "list" and "same" in parameters:
+                continue  # a list target is the list overload
+            types = [kinds[concrete if p in ("any", "same") else p] for p in parameters]
+            suffix = f"_{concrete}" if concrete else ""
+            overloads.setdefault(name, []).append(
+                cel.Overload(overload_id + suffix, kinds[result], types, is_member=member, impl=_guarded(function))
+            )
+    listed = "".join(f'  - name: "{n}"\n' + (f"    version: {v}\n" if v else "") for n, v in _EXTENSIONS)
+    config = cel.NewEnvConfigFromYaml("extensions:\n" + listed)
+    return cel.NewEnv(
+        config=config,
+        functions=[cel.FunctionDecl(name, group) for name, group in overloads.items()],
+        variables={"device": cel.Type.Map(cel.Type.STRING, cel.Type.DYN)},
+    )
 
 
 # --- devices ------------------------------------------------------------------------------------------------------
 
 
 class DeviceView:
-    """`device` as a selector sees it; unknown domains are added as empty maps when an expression reads them."""
+    """`device` as a selector sees it; the activation is built once per device and shared by every selector."""
 
-    __slots__ = ("key", "driver", "attributes", "capacity")
+    __slots__ = ("key", "driver", "attributes", "capacity", "multiple", "_activation")
 
     def __init__(
-        self, key: str, driver: str, attributes: dict[str, dict[str, Any]], capacity: dict[str, dict[str, Any]]
+        self,
+        key: str,
+        driver: str,
+        attributes: dict[str, dict[str, Any]],
+        capacity: dict[str, dict[str, Any]],
+        multiple: bool = False,
     ):
-        self.key, self.driver, self.attributes, self.capacity = key, driver, attributes, capacity
+        self.key, self.driver, self.attributes, self.capacity, self.multiple = (
+            key,
+            driver,
+            attributes,
+            capacity,
+            multiple,
+        )
+        self._activation: Any = None
 
-    def variable(self) -> dict[str, Any]:
+    def variable(self, extra: frozenset[str] = frozenset()) -> dict[str, Any]:
+        empty: dict[str, dict[str, Any]] = {domain: {} for domain in extra}
         return {
             "driver": self.driver,
-            "attributes": self.attributes,
-            "capacity": self.capacity,
-            "allowMultipleAllocations": False,
+            "attributes": {**empty, **self.attributes} if extra else self.attributes,
+            "capacity": {**empty, **self.capacity} if extra else self.capacity,
+            "allowMultipleAllocations": self.multiple,
         }
+
+    def activation(self, extra: frozenset[str] = frozenset()) -> Any:
+        if extra:
+            return _env().Activation({"device": self.variable(extra)})
+        if self._activation is None:
+            self._activation = _env().Activation({"device": self.variable()})
+        return self._activation
 
 
 def attribute_value(attribute: DeviceAttribute) -> Any:
     kind, value = attribute.value
-    return {SEMVER: value} if kind == "version" else value
+    return make_semver(value) if kind == "version" else value
+
+
+def quantity_value(capacity: DeviceCapacity) -> dict[str, str]:
+    """A device capacity as the CEL Quantity value selectors compare."""
+    return make_quantity(capacity.amount)
 
 
 def _split(name: str, driver: str) -> tuple[str, str]:
@@ -380,7 +208,11 @@ def _split(name: str, driver: str) -> tuple[str, str]:
 
 
 def device_view(
-    key: str, driver: str, attributes: dict[str, DeviceAttribute], capacity: dict[str, DeviceCapacity]
+    key: str,
+    driver: str,
+    attributes: dict[str, DeviceAttribute],
+    capacity: dict[str, DeviceCapacity],
+    multiple: bool = False,
 ) -> DeviceView:
     attrs: dict[str, dict[str, Any]] = {}
     for name, attribute in attributes.items():
@@ -390,7 +222,7 @@ def device_view(
     for name, amount in capacity.items():
         domain, ident = _split(name, driver)
         caps.setdefault(domain, {})[ident] = quantity_value(amount)
-    return DeviceView(key, driver, attrs, caps)
+    return DeviceView(key, driver, attrs, caps, multiple)
 
 
 # --- compile and evaluate -----------------------------------------------------------------------------------------
@@ -399,52 +231,41 @@ def device_view(
 class Selector:
     """A compiled selector expression."""
 
-    __slots__ = ("expression", "program")
+    __slots__ = ("expression", "program", "missing")
 
-    def __init__(self, expression: str, program: Any) -> None:
-        self.expression, self.program = expression, program
+    def __init__(self, expression: str, program: Any, missing: str = "") -> None:
+        self.expression, self.program, self.missing = expression, program, missing
 
     def matches(self, device: DeviceView) -> bool:
         """True or False; any runtime error (a missing attribute, a non-bool result) raises CelError."""
+        if self.missing:
+            raise CelError(f"not modelled by gpusched: {self.missing} (the CEL library lacks it)")
+        extra: frozenset[str] = frozenset()
         while True:
-            if _bound[0] is not device:  # binding converts the maps: once per device, not per selector
-                _context().add_variable("device", device.variable())
-                _bound[0] = device
-            _failure.clear()
-            try:
-                result = self.program.execute(_context())
-            except KeyError as error:
-                missing = str(error.args[0]) if error.args else ""
-                if missing and missing not in device.attributes and missing not in device.capacity:
-                    device.attributes[missing], device.capacity[missing] = {}, {}
-                    _bound[0] = None
-                    continue  # an unknown domain: Kubernetes reads it as an empty map
-                raise CelError(f"no such key: {missing}{_NO_SUCH_KEY_HINT}") from None
-            except BaseException as error:  # TypeError, RuntimeError, ZeroDivisionError, a panic (PanicException)
-                if isinstance(error, _NOT_THE_LIBRARY):
-                    raise
-                raise CelError(_failure[-1] if _failure else _runtime_text(error)) from None
-            if not isinstance(result, bool):
-                raise CelError(f"CEL result of type {_type_name(result)} could not be converted to bool")
-            return result
+            result = self.program.eval(device.activation(extra))
+            value = result.value()
+            if isinstance(value, bool):
+                return value
+            if result.type().name() != "ERROR":
+                raise CelError(f"CEL result of type {_type_name(value)} could not be converted to bool")
+            text = str(value)
+            missing = _MISSING_KEY.match(text)
+            if missing is None:
+                raise CelError(_runtime_words(text))
+            key = missing.group(1)
+            if key in device.attributes or key in device.capacity or key in extra or key in _DEVICE_FIELDS:
+                raise CelError(f"no such key: {key}{_NO_SUCH_KEY_HINT}")
+            extra |= {key}  # an unknown domain: Kubernetes reads it as an empty map
 
 
-_NOT_THE_LIBRARY = (KeyboardInterrupt, SystemExit, GeneratorExit)
+def _runtime_words(text: str) -> str:
+    text = re.sub(r"^[A-Z_]+: ", "", text)  # the status code cel-cpp puts first
+    for pattern, words in _RUNTIME_WORDS:
+        if pattern.match(text):
+            return pattern.sub(words, text)
+    return text
 
 
-def _first_line(error: BaseException) -> str:
-    return str(error).splitlines()[0] if str(error).strip() else type(error).__name__
-
-
-def _runtime_text(error: BaseException) -> str:
-    if isinstance(error, ZeroDivisionError):
-        return "division by zero"
-    if isinstance(error, TypeError):
-        return "no such overload"
-    return _first_line(error).split(". Check")[0]
-
-
-# --- cost ---------------------------------------------------------------------------------------------------------
 def check_cost(expression: str) -> None:
     """Refuse a selector that could run for minutes or take gigabytes: CelError naming the limit it passes."""
     problem = cost_problem(expression)
@@ -455,29 +276,65 @@ def check_cost(expression: str) -> None:
 @cache
 def compile_selector(expression: str) -> Selector:
     """Compile once per expression, after pricing it (check_cost); CelError says why it does not compile, in
-    cel-go's form where possible, and is also what a panic inside the library becomes."""
-    import cel
-
+    cel-go's form: `ERROR: <input>:line:col: message`, then the line and a caret."""
     check_cost(expression)
-    try:
-        program = cel.compile(expression)
-    except ValueError as error:
-        text = re.sub(r"^Failed to parse expression .*?: (?=ERROR:)", "", str(error), flags=re.S)
-        raise CelError(f"compilation failed: {text}") from None
-    except BaseException as error:  # a panic in the Rust library arrives as pyo3's PanicException (BaseException)
-        if isinstance(error, _NOT_THE_LIBRARY):
-            raise
-        raise CelError(f"compilation failed: {_first_line(error)}") from None
-    _static_checks(expression, program)
-    return Selector(expression, program)
-
-
-def _static_checks(expression: str, program: Any) -> None:
-    """What cel-go's type checker would refuse and the parser lets through: unknown functions and device fields."""
-    for name in program.functions():
-        if name[0] not in "_@!-" and name not in _BUILTINS and name not in _functions():
-            raise CelError(f"compilation failed: ERROR: <input>: undeclared reference to '{name}' (in container '')")
     code = STRING_LITERAL.sub('""', expression)
-    for field in _DEVICE_FIELD.findall(code):
-        if field not in _DEVICE_FIELDS:
-            raise CelError(f"compilation failed: ERROR: <input>: undefined field '{field}'")
+    for name in _DEVICE_FIELD.findall(code):
+        if name not in _DEVICE_FIELDS:
+            raise CelError(f"compilation failed: ERROR: <input>: undefined field '{name}'")
+    transform = _TRANSFORM_MAP.search(code)
+    if transform:
+        return Selector(expression, None, f"{transform.group(1)}()")
+    source, origin = expression, list(range(len(expression) + 1))  # origin[i]: where source[i] was in the expression
+    for _ in range(8):  # each round renames what the checker found; a rename can expose another (nested calls)
+        try:
+            return Selector(expression, _env().compile(source))
+        except RuntimeError as error:
+            text = re.sub(r"^[A-Z_]+: ", "", str(error).strip())
+            text = re.sub(r"\s*\[[A-Z_]+\]$", "", text)
+        renamed, origin = _rename_owned(source, text, origin)
+        if renamed == source:
+            break
+        source = renamed
+    if _FORMAT_LIBRARY.search(text):
+        return Selector(expression, None, "Kubernetes' format library")
+    raise CelError(f"compilation failed: {_in_the_expression(text, source, expression, origin)}")
+
+
+def _offset(text: str, line: int, column: int) -> int:
+    lines = text.split("\n")
+    return sum(len(part) + 1 for part in lines[: line - 1]) + column - 1  # columns count from 1
+
+
+def _rename_owned(source: str, errors: str, origin: list[int]) -> tuple[str, list[int]]:
+    """The expression with each call the checker refused for want of our overload renamed to our function."""
+    places = []
+    for match in _OWNED.finditer(errors):
+        end = _offset(source, int(match.group(1)), int(match.group(2)))  # the call's "("
+        while end > 0 and source[end - 1].isspace():
+            end -= 1
+        start = end
+        while start > 0 and (source[start - 1].isalnum() or source[start - 1] == "_"):
+            start -= 1
+        if source[start:end] == match.group(3):
+            places.append((start, end, _RENAMED[match.group(3)]))
+    for start, end, name in sorted(places, reverse=True):
+        source = source[:start] + name + source[end:]
+        origin = origin[:start] + [origin[start]] * len(name) + origin[end:]
+    return source, origin
+
+
+def _in_the_expression(errors: str, source: str, expression: str, origin: list[int]) -> str:
+    """The checker's report on the renamed source, told of the expression as written (its lines, its columns)."""
+    lines = expression.split("\n")
+    found = []
+    for entry in re.split(r"\n(?=ERROR: <input>:)", errors):
+        head = re.match(r"ERROR: <input>:(\d+):(\d+): ([^\n]*)", entry)
+        if head is None:
+            found.append(entry)
+            continue
+        where = origin[min(_offset(source, int(head.group(1)), int(head.group(2))), len(origin) - 1)]
+        line = expression.count("\n", 0, where)
+        column = where - sum(len(part) + 1 for part in lines[:line]) + 1
+        found.append(f"ERROR: <input>:{line + 1}:{column}: {head.group(3)}\n | {lines[line]}\n | {'.' * (column - 1)}^")
+    return "\n".join(found)

@@ -15,11 +15,14 @@ STRING_LITERAL = re.compile(r"""[rRbB]{0,2}('''.*?'''|\"\"\"(?:.|\n)*?\"\"\"|'(?
 MAX_EXPRESSION_LENGTH = 10 * 1024
 MAX_COST = 1_000_000
 MAX_NESTING = 32
-_MACRO = re.compile(r"\.\s*(all|exists_one|exists|map|filter)\s*\(")
+_MACRO = re.compile(
+    r"\.\s*(all|exists_one|existsOne|exists|map|filter|transformList|transformMap|transformMapEntry|sortBy)\s*\("
+)
 _REPLACE = re.compile(
     r"""\.\s*replace\s*\(\s*('(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")\s*,\s*('(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")\s*\)"""
 )
 _UNKNOWN_RANGE = 32
+_JOIN = re.compile(r"\.\s*join\s*\(")
 
 
 def _range_size(code: str, end: int) -> int:
@@ -42,6 +45,8 @@ def cost_problem(expression: str) -> str | None:
     if len(expression) > MAX_EXPRESSION_LENGTH:
         return f"must be no more than {MAX_EXPRESSION_LENGTH} bytes long (got {len(expression)})"
     code = STRING_LITERAL.sub('""', expression)
+    if _JOIN.search(code):  # library/cost.go prices join() by list size times element size, which DRA cannot size
+        return f"estimated cost exceeds budget of {MAX_COST} (join() of a list whose element sizes are unknown)"
     depth = deepest = 0
     for char in code:
         depth += char in "([{"

@@ -18,6 +18,7 @@ from ...models.dra import (
     API_VERSION,
     DRA_KINDS,
     DeviceClass,
+    DeviceTaintRule,
     ResourceClaim,
     ResourceClaimTemplate,
     ResourceSlice,
@@ -25,11 +26,20 @@ from ...models.dra import (
 from ...models.kube import KubePod, parse_pod
 from .cel import CelError, compile_selector
 
-__all__ = ["DraObjects", "builtin_object_sets", "load_objects", "objects_from", "read_all", "selector_paths"]
+__all__ = [
+    "DraObjects",
+    "builtin_object_sets",
+    "load_objects",
+    "objects_from",
+    "read_all",
+    "selector_paths",
+    "tainted",
+]
 
 _BUILTIN = resources.files("gpusched.scenarios") / "dra"
 _MODELS: dict[str, type[BaseModel]] = {
     "DeviceClass": DeviceClass,
+    "DeviceTaintRule": DeviceTaintRule,
     "ResourceClaim": ResourceClaim,
     "ResourceClaimTemplate": ResourceClaimTemplate,
     "ResourceSlice": ResourceSlice,
@@ -43,7 +53,8 @@ class DraObjects:
     classes: dict[str, DeviceClass] = field(default_factory=dict)
     claims: list[ResourceClaim] = field(default_factory=list)
     templates: dict[str, ResourceClaimTemplate] = field(default_factory=dict)
-    slices: list[ResourceSlice] = field(default_factory=list)
+    slices: list[ResourceSlice] = field(default_factory=list)  # with the taints of the DeviceTaintRules added
+    taint_rules: list[DeviceTaintRule] = field(default_factory=list)
     pods: list[KubePod] = field(default_factory=list)
     origin: dict[str, tuple[str, str]] = field(default_factory=dict)  # "Kind ns/name" -> (file, path)
 
@@ -125,7 +136,25 @@ def objects_from(documents: list[tuple[str, list[Any]]], pods: bool = True) -> D
             base = f"documents[{number}]." if number else ""
             for path, item in _items(doc, source, base):
                 _add(found, item, source, path, pods)
+    found.slices = [tainted(item, found.taint_rules) for item in found.slices]
     return found
+
+
+def tainted(item: ResourceSlice, rules: list[DeviceTaintRule]) -> ResourceSlice:
+    """The slice as the scheduler's ResourceSlice tracker hands it to the allocator: each rule's taint appended to
+    the taints of every device its selector matches (a rule without a selector matches none)."""
+    spec = item.spec
+    devices = list(spec.devices)
+    for rule in rules:
+        selector = rule.spec.device_selector
+        if selector is None:
+            continue
+        for index, device in enumerate(devices):
+            if selector.matches(spec.driver, spec.pool.name, device.name):
+                devices[index] = device.model_copy(update={"taints": (*device.taints, rule.spec.taint)})
+    if devices == list(spec.devices):
+        return item
+    return item.model_copy(update={"spec": spec.model_copy(update={"devices": tuple(devices)})})
 
 
 def _add(found: DraObjects, item: Any, source: str, path: str, pods: bool) -> None:
@@ -153,6 +182,8 @@ def _add(found: DraObjects, item: Any, source: str, path: str, pods: bool) -> No
     _compile_all(obj, label, source, prefix)
     if isinstance(obj, DeviceClass):
         found.classes[obj.metadata.name] = obj
+    elif isinstance(obj, DeviceTaintRule):
+        found.taint_rules.append(obj)
     elif isinstance(obj, ResourceClaim):
         found.claims.append(_namespaced(obj))  # type: ignore[arg-type]
     elif isinstance(obj, ResourceClaimTemplate):

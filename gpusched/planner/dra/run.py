@@ -16,7 +16,7 @@ from ..scheduler.framework import fit_error, unresolvable
 from ..scheduler.names import DYNAMIC_RESOURCES
 from ..scheduler.plugins.defaultpreemption import ERR_REASON_NOT_HELPFUL
 from .inventory import DeviceID, Inventory, NodeRef
-from .objects import DraObjects, selector_paths
+from .objects import DraObjects, selector_paths, tainted
 from .plugin import (
     Cycle,
     Unit,
@@ -63,7 +63,8 @@ def inventory_for(
     cluster: Cluster | None, objects: DraObjects, driver: str = EXAMPLE
 ) -> tuple[Inventory, list[NodeRef]]:
     """Slices of the model (with its busy devices held) plus the objects' slices; allocated claims hold theirs."""
-    slices = [*(cluster_slices(cluster, driver) if cluster else []), *objects.slices]
+    modelled = [tainted(item, objects.taint_rules) for item in cluster_slices(cluster, driver)] if cluster else []
+    slices = [*modelled, *objects.slices]
     held: set[DeviceID] = held_devices(cluster, driver) if cluster else set()
     for claim in objects.claims:
         if claim.status is not None and claim.status.allocation is not None:
