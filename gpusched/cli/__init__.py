@@ -31,8 +31,9 @@ COMMAND_MODULES: dict[str, str] = {
     "preempt": "repair",
     "defrag": "repair",
     "bench": "bench",
+    "apply": "apply",
 }
-MODULES = ("core", "bench", "conformance", "dra", "explain", "gpumap", "importer", "mig", "plan", "repair")
+MODULES = ("apply", "core", "bench", "conformance", "dra", "explain", "gpumap", "importer", "mig", "plan", "repair")
 
 
 def load(module: str | None = None) -> Any:

@@ -83,10 +83,11 @@ def split_name(name: str, default_namespace: str = "default") -> tuple[str, str]
 
 
 class RestError(Exception):
-    """The API server answered with an error status: `status` and the server's own message."""
+    """The API server answered with an error status: `status`, the server's own message and its causes (the
+    Status details, e.g. which PodDisruptionBudget refused an eviction)."""
 
-    def __init__(self, status: int, message: str) -> None:
-        self.status, self.message = status, message
+    def __init__(self, status: int, message: str, causes: tuple[str, ...] = ()) -> None:
+        self.status, self.message, self.causes = status, message, causes
         super().__init__(f"{status} {message}")
 
 
@@ -104,7 +105,7 @@ def request(
     response = api.call_api(method, url, header_params=headers, body=body, _request_timeout=timeout())
     data = response.read()
     if not 200 <= response.status < 300:
-        raise RestError(response.status, _status_message(data, response.reason))
+        raise RestError(response.status, _status_message(data, response.reason), _causes(data))
     return _object(data)
 
 
@@ -127,6 +128,15 @@ def _status_message(data: bytes, reason: str) -> str:
         return json.loads(data)["message"]
     except (TypeError, ValueError, KeyError):
         return str(reason)
+
+
+def _causes(data: bytes) -> tuple[str, ...]:
+    """The messages of the Status' details.causes, when the answer is a Status that has them."""
+    try:
+        causes = json.loads(data)["details"]["causes"]
+        return tuple(str(cause["message"]) for cause in causes if isinstance(cause, dict) and "message" in cause)
+    except (TypeError, ValueError, KeyError):
+        return ()
 
 
 def call(
