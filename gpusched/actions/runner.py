@@ -343,6 +343,39 @@ def _scheduled(kube: Kube, journal: Journal, step: Step, settings: Settings) -> 
     return f"scheduled on {node}" + ("" if node == step.node else f" (the plan said {step.node})")
 
 
+def _run_step(
+    kube: Kube, journal: Journal, path: str | Path, settings: Settings, number: int, step: Step
+) -> StepFailed | None:
+    """One step, journalled as running before and as done, skipped or failed (with the server's words) after."""
+    step.state, step.started, step.error = "running", time.time(), None
+    save_journal(journal, path)
+    failure = None
+    try:
+        result = ACTIONS[step.kind](kube, journal, step, settings)
+        step.state, step.result = ("done", result) if result is not None else ("skipped", "nothing to do")
+    except StepFailed as failed:
+        step.state, step.error, failure = "failed", str(failed), failed
+    except RestError as error:
+        step.state, step.error = "failed", f"the API server answered {error}"
+        failure = StepFailed(f"step {number} failed: {step.error}")
+    step.finished = time.time()
+    save_journal(journal, path)
+    return failure
+
+
+def _undo_on_interrupt(kube: Kube, journal: Journal, path: str | Path, settings: Settings) -> None:
+    """Run the cleanup steps now; a cordon they undid becomes pending again, and so does its uncordon."""
+    for number, step in enumerate(journal.steps, 1):
+        if not step.cleanup or step.state in ("done", "skipped"):
+            continue
+        if _run_step(kube, journal, path, settings, number, step) is None and step.kind == "uncordon":
+            for undone in journal.steps:
+                if undone.kind == "cordon" and undone.target == step.target:
+                    undone.state, undone.result = "pending", "undone when the run was interrupted"
+            step.state, step.result = "pending", f"{step.result}; runs again at the end of a resumed run"
+    save_journal(journal, path)
+
+
 ACTIONS: dict[str, Callable[[Kube, Journal, Step, Settings], str | None]] = {
     "cordon": _cordon,
     "uncordon": _uncordon,
@@ -359,33 +392,24 @@ ACTIONS: dict[str, Callable[[Kube, Journal, Step, Settings], str | None]] = {
 def execute(
     kube: Kube, journal: Journal, path: str | Path, settings: Settings, progress: Callable[[int, Step], None]
 ) -> RunOutcome:
-    """Run the journal's remaining steps; the journal file is rewritten before and after each."""
+    """Run the journal's remaining steps; the journal file is rewritten before and after each. Interrupted
+    (Ctrl-C), the cleanup steps still run and the steps they undo are set pending again, for a resume to redo."""
     stopped: StepFailed | None = None
-    for number, step in enumerate(journal.steps, 1):
-        if step.state in ("done", "skipped") or (stopped is not None and not step.cleanup):
-            continue
-        if stopped is None and not step.cleanup:
-            moved = drift(kube, journal, step)
-            if moved is not None:
-                stopped = StepFailed(f"the cluster moved on: {moved}", drift=True)
+    try:
+        for number, step in enumerate(journal.steps, 1):
+            if step.state in ("done", "skipped") or (stopped is not None and not step.cleanup):
                 continue
-        step.state, step.started, step.error = "running", time.time(), None
-        save_journal(journal, path)
-        try:
-            result = ACTIONS[step.kind](kube, journal, step, settings)
-            step.state, step.result = ("done", result) if result is not None else ("skipped", "nothing to do")
-        except StepFailed as failure:
-            step.state, step.error = "failed", str(failure)
+            if stopped is None and not step.cleanup:
+                moved = drift(kube, journal, step)
+                if moved is not None:
+                    stopped = StepFailed(f"the cluster moved on: {moved}", drift=True)
+                    continue
+            failure = _run_step(kube, journal, path, settings, number, step)
             stopped = stopped or failure
-        except RestError as error:
-            step.state, step.error = "failed", f"the API server answered {error}"
-            stopped = stopped or StepFailed(f"step {number} failed: {step.error}")
-        finally:
-            if step.state == "running":  # interrupted (Ctrl-C, a lost connection): left as running, resumable
-                save_journal(journal, path)
-        step.finished = time.time()
-        save_journal(journal, path)
-        progress(number, step)
+            progress(number, step)
+    except KeyboardInterrupt:
+        _undo_on_interrupt(kube, journal, path, settings)
+        raise
     return RunOutcome(
         journal=str(path),
         dry_run=False,

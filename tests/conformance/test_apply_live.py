@@ -1,0 +1,330 @@
+"""`--apply` on the real control plane: evictions a PodDisruptionBudget blocks and then allows, a forbidden user, a
+defrag carried out and one interrupted and resumed from its journal, a gang bound by `plan --apply`, and MIG
+repartitions answered by a fake mig-manager.
+
+A control plane of its own (the nodes here would change what the other conformance tests see), with the controller
+manager's disruption and replicaset controllers: budgets get a status, and an evicted ReplicaSet pod a replacement.
+The harness plays the kubelet (a thread): bound pods start Running and Ready, terminating pods finish at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from gpusched.actions.journal import load_journal
+from gpusched.actions.kube import CORDON_ANNOTATION
+from gpusched.conformance.api import Rest, RestError
+from gpusched.conformance.build import ensure_built
+from gpusched.conformance.cluster import start
+
+NS = "apply"
+PODS = f"/api/v1/namespaces/{NS}/pods"
+GPU = "nvidia.com/gpu"
+IMAGE = "registry.k8s.io/pause:3.10"
+CLASSES = {"apply-low": (10, "PreemptLowerPriority"), "apply-high": (1000, "Never")}  # gpusched preempts, not the scheduler
+
+
+def gpu_node(name: str, gpus: int, labels: dict[str, str] | None = None) -> dict:
+    """A node as the GPU Operator labels it: GPU Feature Discovery's product, count and memory."""
+    gfd = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.count": str(gpus),
+           "nvidia.com/gpu.memory": "81920", "kubernetes.io/hostname": name}  # fmt: skip
+    capacity = {"cpu": "64", "memory": "512Gi", "pods": "110", GPU: str(gpus)}
+    return {"metadata": {"name": name, "labels": {**gfd, **(labels or {})}},
+            "status": {"capacity": capacity, "allocatable": dict(capacity)}}  # fmt: skip
+
+
+def pod_spec(gpus: int, priority: str = "apply-low", selector: dict | None = None, scheduler: str | None = None):
+    spec: dict = {
+        "containers": [{"name": "main", "image": IMAGE, "resources": {"limits": {GPU: str(gpus)}}}],
+        "priorityClassName": priority,
+        "terminationGracePeriodSeconds": 30,
+    }
+    if selector:
+        spec["nodeSelector"] = selector
+    if scheduler:
+        spec["schedulerName"] = scheduler
+    return spec
+
+
+def bare_pod(name: str, gpus: int, labels: dict | None = None, **options) -> dict:
+    return {"metadata": {"name": name, "namespace": NS, "labels": labels or {}}, "spec": pod_spec(gpus, **options)}
+
+
+def replica_set(name: str, gpus: int, selector: dict) -> dict:
+    labels = {"app": name}
+    template = {"metadata": {"labels": labels}, "spec": pod_spec(gpus, selector=selector)}
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "namespace": NS},
+            "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": template}}  # fmt: skip
+
+
+class Kubelet(threading.Thread):
+    """Bound pods start (Running, Ready, a start time in creation order); terminating pods finish at once."""
+
+    def __init__(self, rest: Rest) -> None:
+        super().__init__(daemon=True)
+        self.rest, self.stopping = rest, threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                self.tick()
+            except (RestError, OSError):
+                pass
+            time.sleep(0.05)
+
+    def tick(self) -> None:
+        for pod in self.rest.get(PODS)["items"]:
+            meta, status = pod["metadata"], pod.get("status") or {}
+            path = f"{PODS}/{meta['name']}"
+            if meta.get("deletionTimestamp"):
+                self.rest.delete(path)
+            elif pod["spec"].get("nodeName") and status.get("phase") != "Running":
+                now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                ready = [{"type": "Ready", "status": "True", "lastTransitionTime": now}]
+                body = {"status": {"phase": "Running", "startTime": now, "conditions": ready}}
+                self.rest.call("PATCH", f"{path}/status", body, "application/merge-patch+json")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    plane = start(ensure_built(), controller_manager=True)
+    rest = Rest(plane.kubeconfig)
+    kubelet = Kubelet(rest)
+    try:
+        rest.create("/api/v1/namespaces", {"metadata": {"name": NS}})
+        for name, (value, policy) in CLASSES.items():
+            rest.create("/apis/scheduling.k8s.io/v1/priorityclasses",
+                        {"metadata": {"name": name}, "value": value, "preemptionPolicy": policy})  # fmt: skip
+        kubelet.start()
+        yield plane, rest
+    finally:
+        kubelet.stopping.set()
+        kubelet.join(timeout=5)
+        rest.close()
+        plane.stop()
+
+
+def clear(rest: Rest) -> None:
+    """Remove every object of the previous test: ReplicaSets first (they would re-create their pods)."""
+    for path in (f"/apis/apps/v1/namespaces/{NS}/replicasets", f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets"):
+        for item in rest.get(path)["items"]:
+            rest.delete(f"{path}/{item['metadata']['name']}")
+    rest.delete(PODS)
+    for node in rest.get("/api/v1/nodes")["items"]:
+        rest.delete(f"/api/v1/nodes/{node['metadata']['name']}")
+    assert rest.wait(lambda: not rest.get(PODS)["items"])
+
+
+@pytest.fixture
+def fresh(cluster, tmp_path, monkeypatch):
+    plane, rest = cluster
+    clear(rest)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    yield plane, rest
+    clear(rest)
+
+
+def running(rest: Rest) -> dict[str, str]:
+    """pod -> node of the namespace's live pods."""
+    return {p["metadata"]["name"]: p["spec"].get("nodeName") for p in rest.get(PODS)["items"]
+            if not p["metadata"].get("deletionTimestamp")}  # fmt: skip
+
+
+def bound(rest: Rest, count: int) -> dict[str, str]:
+    return rest.wait(lambda: (found := running(rest)) and len(found) == count and all(found.values()) and found)
+
+
+# --- preempt --apply ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def budgeted(fresh):
+    """p1 (4 GPUs) runs low-0 and low-1 (2 GPUs each, budget: 2 must stay available); urgent (4 GPUs) waits."""
+    plane, rest = fresh
+    rest.create("/api/v1/nodes", gpu_node("p1", 4))
+    for name in ("low-0", "low-1"):
+        rest.create(PODS, bare_pod(name, 2, {"app": "low"}))
+    bound(rest, 2)
+    budget = {"metadata": {"name": "low-budget", "namespace": NS},
+              "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "low"}}}}  # fmt: skip
+    rest.create(f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets", budget)
+    rest.wait(lambda: rest.get(f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/low-budget")
+              .get("status", {}).get("currentHealthy") == 2)  # fmt: skip
+    rest.create(PODS, bare_pod("urgent", 4, priority="apply-high"))
+    rest.wait(lambda: _unschedulable(rest, "urgent"))
+    return plane, rest
+
+
+def _unschedulable(rest: Rest, name: str) -> bool:
+    conditions = rest.get(f"{PODS}/{name}").get("status", {}).get("conditions") or []
+    return any(c["type"] == "PodScheduled" and c["status"] == "False" for c in conditions)
+
+
+def test_dry_run_is_the_default_and_changes_nothing(budgeted, gpusched, tmp_path):
+    plane, rest = budgeted
+    before = rest.get(PODS)["items"]
+    result = gpusched("preempt", f"{NS}/urgent", "--kubeconfig", plane.kubeconfig, "--apply")
+    assert result.exit_code == 0, result.stderr
+    assert f"evict {NS}/low-0 from p1" in result.stdout and f"evict {NS}/low-1 from p1" in result.stdout
+    assert "server: refused now" in result.stdout and "The disruption budget low-budget needs 2 healthy" in result.stdout
+    assert "dry run: nothing was changed" in result.stdout
+    assert not (tmp_path / "state").exists()  # no journal either
+    after = rest.get(PODS)["items"]
+    assert [(p["metadata"]["uid"], p["metadata"]["resourceVersion"]) for p in after] == [
+        (p["metadata"]["uid"], p["metadata"]["resourceVersion"]) for p in before
+    ]
+
+
+def test_a_budget_blocks_then_allows_the_eviction(budgeted, gpusched, tmp_path):
+    plane, rest = budgeted
+    journal = tmp_path / "preempt.json"
+    args = ("preempt", f"{NS}/urgent", "--kubeconfig", plane.kubeconfig, "--apply", "--yes", "--journal", journal)
+    blocked = gpusched(*args, "--pdb-timeout", "3")
+    assert blocked.exit_code == 1
+    assert "stopped: blocked by a PodDisruptionBudget for 3 s" in blocked.stdout
+    assert "The disruption budget low-budget needs 2 healthy pods and has 2 currently" in blocked.stdout
+    assert sorted(running(rest)) == ["low-0", "low-1", "urgent"]  # nothing evicted
+    steps = load_journal(journal).steps
+    assert [s.state for s in steps] == ["failed", "pending", "pending"] and "low-budget" in steps[0].error
+    status = gpusched("apply", "--status", journal)
+    assert status.exit_code == 1 and "1. evict apply/low-0 from p1" in status.stdout and "FAILED" in status.stdout
+
+    budget = f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/low-budget"
+    rest.call("PATCH", budget, {"spec": {"minAvailable": 0}}, "application/merge-patch+json")
+    resumed = gpusched("apply", "--resume", journal, "--yes")
+    assert resumed.exit_code == 0, resumed.stdout + resumed.stderr
+    assert f"3. wait for {NS}/urgent to be scheduled: done (scheduled on p1)" in resumed.stdout
+    assert running(rest) == {"urgent": "p1"}
+    assert [s.state for s in load_journal(journal).steps] == ["done", "done", "done"]
+
+    again = gpusched("apply", "--resume", journal, "--yes")  # a journal run twice does nothing twice
+    assert again.exit_code == 0 and "every step is done already" in again.stderr
+    assert running(rest) == {"urgent": "p1"}
+
+
+def test_a_user_who_may_not_evict_gets_a_clear_error_and_nothing_changes(budgeted, gpusched, tmp_path):
+    plane, rest = budgeted
+    rules = [{"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["get", "list", "watch"]},
+             {"apiGroups": ["resource.k8s.io"], "resources": ["*"], "verbs": ["get", "list"]}]  # fmt: skip
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    rest.create(f"{rbac}/clusterroles", {"metadata": {"name": "apply-reader"}, "rules": rules})
+    rest.create(f"{rbac}/clusterrolebindings", {
+        "metadata": {"name": "apply-reader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "apply-reader"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "viewer"}],
+    })  # fmt: skip
+    try:
+        rest.call("PATCH", f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/low-budget",
+                  {"spec": {"minAvailable": 0}}, "application/merge-patch+json")  # fmt: skip
+        journal = tmp_path / "forbidden.json"
+        result = gpusched("preempt", f"{NS}/urgent", "--kubeconfig", plane.kubeconfig, "--context", "viewer",
+                          "--apply", "--yes", "--journal", journal)  # fmt: skip
+        assert result.exit_code == 2
+        assert "step 1 (evict apply/low-0 from p1" in result.stderr and "forbidden by the server: 403" in result.stderr
+        assert 'cannot create resource "pods/eviction"' in result.stderr and "nothing was changed" in result.stderr
+        assert not journal.exists()
+        assert sorted(running(rest)) == ["low-0", "low-1", "urgent"]
+    finally:
+        rest.delete(f"{rbac}/clusterrolebindings/apply-reader")
+        rest.delete(f"{rbac}/clusterroles/apply-reader")
+
+
+# --- defrag --apply ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fragmented(fresh):
+    """d1 runs a (ReplicaSet, lane-a) and b (ReplicaSet, lane-b), 1 GPU each; d2 and d3 are full but one GPU each.
+    Room for 4 GPUs: empty d1, a to d2 (its only other lane-a node), b to d3 (lane-b)."""
+    plane, rest = fresh
+    rest.create("/api/v1/nodes", gpu_node("d1", 4, {"lane-a": "yes", "lane-b": "yes"}))
+    for name in ("a", "b"):
+        rest.create(f"/apis/apps/v1/namespaces/{NS}/replicasets", replica_set(name, 1, {f"lane-{name}": "yes"}))
+    bound(rest, 2)
+    rest.create("/api/v1/nodes", gpu_node("d2", 4, {"lane-a": "yes"}))
+    rest.create("/api/v1/nodes", gpu_node("d3", 4, {"lane-b": "yes"}))
+    rest.create(PODS, bare_pod("c", 3, selector={"kubernetes.io/hostname": "d2"}))
+    rest.create(PODS, bare_pod("e", 3, selector={"kubernetes.io/hostname": "d3"}))
+    bound(rest, 4)
+    return plane, rest
+
+
+def _owners(rest: Rest) -> dict[str, str]:
+    """ReplicaSet -> the node its pod runs on."""
+    return {p["metadata"]["ownerReferences"][0]["name"]: p["spec"].get("nodeName")
+            for p in rest.get(PODS)["items"]
+            if p["metadata"].get("ownerReferences") and not p["metadata"].get("deletionTimestamp")}  # fmt: skip
+
+
+def _d1_untouched(rest: Rest) -> None:
+    node = rest.get("/api/v1/nodes/d1")
+    assert not node["spec"].get("unschedulable") and CORDON_ANNOTATION not in (node["metadata"].get("annotations") or {})
+
+
+def test_a_defrag_is_carried_out(fragmented, gpusched, tmp_path):
+    plane, rest = fragmented
+    journal = tmp_path / "defrag.json"
+    result = gpusched("defrag", "--for", "4", "--kubeconfig", plane.kubeconfig, "--apply", "--yes",
+                      "--journal", journal)  # fmt: skip
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "1. cordon d1: done (cordoned)" in result.stdout
+    assert "uncordon d1 (if gpusched cordoned it): done (uncordoned)" in result.stdout
+    assert rest.wait(lambda: _owners(rest) == {"a": "d2", "b": "d3"})
+    _d1_untouched(rest)
+    assert load_journal(journal).finished
+
+
+def test_an_interrupted_defrag_resumes_from_its_journal(fragmented, gpusched, tmp_path):
+    from gpusched.actions.plans import defrag_journal
+    from gpusched.actions.run import carry_out, open_cluster
+    from gpusched.planner.optimize.defrag import defrag, parse_shape
+    from gpusched.scenarios import load_cluster
+
+    plane, rest = fragmented
+    journal = tmp_path / "defrag.json"
+    report = defrag(load_cluster(str(plane.kubeconfig)), parse_shape("4"))
+
+    def interrupt(number, step):
+        if step.kind == "replacement":  # Ctrl-C after the first move
+            raise KeyboardInterrupt
+
+    with open_cluster(str(plane.kubeconfig), None) as kube:
+        planned = defrag_journal(kube, report, (str(plane.kubeconfig), None, "defrag --for 4", "gpusched defrag"), {})
+        with pytest.raises(KeyboardInterrupt):
+            carry_out(kube, planned, True, str(journal), interrupt)
+    _d1_untouched(rest)  # the cordon is undone on the way out
+    states = [(s.kind, s.state) for s in load_journal(journal).steps]
+    assert states == [("cordon", "pending"), ("evict", "done"), ("replacement", "done"), ("evict", "pending"),
+                      ("replacement", "pending"), ("uncordon", "pending")]  # fmt: skip
+    moved = [s.target for s in load_journal(journal).steps if s.kind == "evict" and s.state == "done"]
+
+    status = gpusched("apply", "--status", journal)
+    assert status.exit_code == 1 and "4. evict" in status.stdout and ": pending" in status.stdout
+    resumed = gpusched("apply", "--resume", journal, "--yes")
+    assert resumed.exit_code == 0, resumed.stdout + resumed.stderr
+    assert "2. evict" not in resumed.stdout  # done before: not done again
+    assert rest.wait(lambda: _owners(rest) == {"a": "d2", "b": "d3"})
+    _d1_untouched(rest)
+    assert moved and load_journal(journal).finished
+
+
+def test_a_defrag_stops_when_the_cluster_moved_on(fragmented, gpusched, tmp_path):
+    from gpusched.actions.plans import defrag_journal
+    from gpusched.actions.run import carry_out, open_cluster
+    from gpusched.planner.optimize.defrag import defrag, parse_shape
+    from gpusched.scenarios import load_cluster
+
+    plane, rest = fragmented
+    report = defrag(load_cluster(str(plane.kubeconfig)), parse_shape("4"))
+    with open_cluster(str(plane.kubeconfig), None) as kube:
+        planned = defrag_journal(kube, report, (str(plane.kubeconfig), None, "defrag --for 4", "gpusched defrag"), {})
+        rest.create(PODS, bare_pod("intruder", 1, selector={"kubernetes.io/hostname": "d3"}))
+        rest.wait(lambda: running(rest).get("intruder") == "d3")
+        outcome = carry_out(kube, planned, True, str(tmp_path / "j.json"), lambda n, s: None)
+    assert outcome.drift and "apply/intruder now runs on d3" in (outcome.stopped or "")
+    assert _owners(rest) == {"a": "d1", "b": "d1"}  # nothing moved
+    _d1_untouched(rest)
+
