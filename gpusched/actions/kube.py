@@ -75,6 +75,8 @@ class Kube:
         """POST an Eviction (policy/v1): the API server deletes the pod only if its budgets allow (else 429)."""
         namespace, name = split_name(key)
         options: dict = {"preconditions": {"uid": uid}} if uid else {}
+        if dry_run:  # the deletion the eviction makes must be a dry run too
+            options["dryRun"] = ["All"]
         body = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",
@@ -97,4 +99,6 @@ class Kube:
 
     def delete(self, key: str, uid: str | None, dry_run: bool = False) -> None:
         body = {"apiVersion": "v1", "kind": "DeleteOptions", **({"preconditions": {"uid": uid}} if uid else {})}
+        if dry_run:  # a DELETE body's options replace the query's: dryRun=All in the URL alone would delete
+            body["dryRun"] = ["All"]
         self.call("DELETE", f"{_pod_path(key)}{_dry(dry_run)}", body)

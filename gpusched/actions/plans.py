@@ -18,15 +18,16 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from ..models.workload import Pod
 from ..planner.optimize.defrag import DefragReport
 from ..planner.optimize.mig.report import MigPlan
-from ..planner.optimize.plan.report import PlanReport
+from ..planner.optimize.plan.report import PendingJob, PlanReport
 from ..planner.optimize.preempt import PreemptReport
 from .journal import Journal, Step, new_run_id
 from .kube import Kube, controller_uid
 from .runner import MIG_CONFIG
 
-__all__ = ["GANG_LABEL", "bind_journal", "defrag_journal", "mig_journal", "preempt_journal"]
+__all__ = ["GANG_LABEL", "bind_journal", "gpusched_jobs", "defrag_journal", "mig_journal", "preempt_journal"]
 
 GANG_LABEL = "scheduling.x-k8s.io/pod-group"  # the coscheduling plugin's pod-group label: the pods of one gang
 
@@ -142,3 +143,24 @@ def bind_journal(kube: Kube, report: PlanReport, members: dict[str, list[str]],
     notes = [f"not bound: {job} (no room in the plan)" for job in report.unplaced]
     used = {node for found in planned.values() for node in found}
     return _journal(kube, target, steps=steps + rollback, watch=_watch(pods, used), notes=notes, options=options)
+
+
+def gpusched_jobs(kube: Kube, pending: list[Pod], scheduler: str) -> tuple[list[PendingJob], dict[str, list[str]]]:
+    """The pending pods whose schedulerName is `scheduler`, as jobs: the pods of one pod-group label form a gang
+    (all-or-nothing), any other pod is a job of one; and each job's pods by name, in the order they are bound."""
+    live = _live(kube)
+    groups: dict[str, list[Pod]] = defaultdict(list)
+    for pod in pending:
+        found = live.get(pod.name)
+        if found is None or (found.get("spec") or {}).get("schedulerName", "default-scheduler") != scheduler:
+            continue
+        group = (found["metadata"].get("labels") or {}).get(GANG_LABEL)
+        groups[f"{found['metadata'].get('namespace', 'default')}/{group}" if group else pod.name].append(pod)
+    jobs, members = [], {}
+    for name, pods in sorted(groups.items()):
+        pods.sort(key=lambda pod: pod.name)
+        if len({(pod.gpus, pod.mig_profile) for pod in pods}) > 1:
+            raise ValueError(f"gang {name}: its pods ask for different GPUs; a gang is planned as identical pods")
+        jobs.append(PendingJob(name, len(pods), pods[0].gpus, pods[0]))
+        members[name] = [pod.name for pod in pods]
+    return jobs, members

@@ -178,6 +178,17 @@ def test_dry_run_is_the_default_and_changes_nothing(budgeted, gpusched, tmp_path
     ]
 
 
+def test_a_dry_run_evicts_nothing_even_when_the_budget_allows(budgeted, gpusched, tmp_path):
+    plane, rest = budgeted
+    budget = f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/low-budget"
+    rest.call("PATCH", budget, {"spec": {"minAvailable": 0}}, "application/merge-patch+json")
+    rest.wait(lambda: rest.get(budget).get("status", {}).get("disruptionsAllowed") == 2)
+    result = gpusched("preempt", f"{NS}/urgent", "--kubeconfig", plane.kubeconfig, "--apply")
+    assert result.exit_code == 0 and result.stdout.count("server: accepted (dry run)") == 2
+    time.sleep(0.5)
+    assert sorted(running(rest)) == ["low-0", "low-1", "urgent"] and not (tmp_path / "state").exists()
+
+
 def test_a_budget_blocks_then_allows_the_eviction(budgeted, gpusched, tmp_path):
     plane, rest = budgeted
     journal = tmp_path / "preempt.json"
@@ -328,3 +339,60 @@ def test_a_defrag_stops_when_the_cluster_moved_on(fragmented, gpusched, tmp_path
     assert _owners(rest) == {"a": "d1", "b": "d1"}  # nothing moved
     _d1_untouched(rest)
 
+
+
+# --- plan --apply ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def gang(fresh):
+    """g1 and g2 (4 GPUs each); train-0 and train-1 (4 GPUs each, one pod group) for gpusched's profile, and solo
+    for another scheduler: gpusched leaves it alone."""
+    plane, rest = fresh
+    for name in ("g1", "g2"):
+        rest.create("/api/v1/nodes", gpu_node(name, 4))
+    for name in ("train-0", "train-1"):
+        rest.create(PODS, bare_pod(name, 4, {"scheduling.x-k8s.io/pod-group": "train"}, scheduler="gpusched"))
+    rest.create(PODS, bare_pod("solo", 1, scheduler="someone-else"))
+    return plane, rest
+
+
+def test_plan_apply_binds_a_gang(gang, gpusched, tmp_path):
+    plane, rest = gang
+    dry = gpusched("plan", "--kubeconfig", plane.kubeconfig, "--apply")
+    assert dry.exit_code == 0, dry.stdout + dry.stderr
+    assert f"bind {NS}/train-0 to g" in dry.stdout and "server: accepted (dry run)" in dry.stdout
+    assert running(rest) == {"train-0": None, "train-1": None, "solo": None}  # the dry run bound nothing
+    done = gpusched("plan", "--kubeconfig", plane.kubeconfig, "--apply", "--yes", "--journal", tmp_path / "j.json")
+    assert done.exit_code == 0, done.stdout + done.stderr
+    placed = running(rest)
+    assert {placed["train-0"], placed["train-1"]} == {"g1", "g2"} and placed["solo"] is None
+
+
+def test_plan_apply_rolls_back_an_incomplete_gang(gang, tmp_path):
+    from gpusched.actions.plans import bind_journal, gpusched_jobs
+    from gpusched.actions.run import carry_out, open_cluster
+    from gpusched.planner.optimize.plan import plan
+    from gpusched.scenarios import load_scenario
+
+    plane, rest = gang
+    scenario = load_scenario(str(plane.kubeconfig))
+    with open_cluster(str(plane.kubeconfig), None) as kube:
+        jobs, members = gpusched_jobs(kube, scenario.pods.pods, "gpusched")
+        report = plan(scenario.cluster, jobs)
+        planned = bind_journal(kube, report, members, (str(plane.kubeconfig), None, "plan", "gpusched plan"),
+                               {"rollback": True})  # fmt: skip
+        first = planned.steps[0].node
+
+        def someone_else_binds_train_1(number, step):
+            if number == 1:  # after gpusched bound train-0: another scheduler takes train-1
+                body = {"metadata": {"name": "train-1"}, "target": {"kind": "Node", "name": first}}
+                rest.create(f"{PODS}/train-1/binding", body)
+
+        outcome = carry_out(kube, planned, True, str(tmp_path / "j.json"), someone_else_binds_train_1)
+    assert outcome.drift and "apply/train-1 is bound to" in (outcome.stopped or "")
+    kinds = [(s.kind, s.target, s.state) for s in outcome.steps]
+    assert kinds == [("bind", f"{NS}/train-0", "done"), ("bind", f"{NS}/train-1", "pending"),
+                     ("delete", f"{NS}/train-0", "done"), ("delete", f"{NS}/train-1", "skipped")]  # fmt: skip
+    assert rest.wait(lambda: "train-0" not in running(rest))  # gpusched's half of the gang is rolled back
+    assert running(rest)["train-1"] == first  # the pod gpusched did not bind is left alone
