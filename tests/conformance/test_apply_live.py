@@ -396,3 +396,72 @@ def test_plan_apply_rolls_back_an_incomplete_gang(gang, tmp_path):
                      ("delete", f"{NS}/train-0", "done"), ("delete", f"{NS}/train-1", "skipped")]  # fmt: skip
     assert rest.wait(lambda: "train-0" not in running(rest))  # gpusched's half of the gang is rolled back
     assert running(rest)["train-1"] == first  # the pod gpusched did not bind is left alone
+
+
+# --- mig plan --apply --------------------------------------------------------------------------------------------
+
+
+class MigManager(threading.Thread):
+    """The GPU Operator's mig-manager, faked: a node whose nvidia.com/mig.config.state is pending gets `answer`."""
+
+    def __init__(self, rest: Rest, answer: str) -> None:
+        super().__init__(daemon=True)
+        self.rest, self.answer, self.stopping, self.seen = rest, answer, threading.Event(), []
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            for node in self.rest.get("/api/v1/nodes")["items"]:
+                labels = node["metadata"].get("labels") or {}
+                if labels.get("nvidia.com/mig.config.state") == "pending":
+                    self.seen.append((node["metadata"]["name"], labels.get("nvidia.com/mig.config"),
+                                      bool(node["spec"].get("unschedulable"))))  # fmt: skip
+                    time.sleep(0.3)  # reconfiguring
+                    patch = {"metadata": {"labels": {"nvidia.com/mig.config.state": self.answer}}}
+                    self.rest.call("PATCH", f"/api/v1/nodes/{node['metadata']['name']}", patch,
+                                   "application/merge-patch+json")  # fmt: skip
+            time.sleep(0.05)
+
+
+@pytest.fixture
+def partitioned(fresh):
+    """m1: one A100 80GB in seven 1g.10gb instances (mixed strategy), one of them held by p."""
+    plane, rest = fresh
+    node = gpu_node("m1", 1, {"nvidia.com/mig.capable": "true", "nvidia.com/mig.strategy": "mixed",
+                              "nvidia.com/mig-1g.10gb.count": "7", "nvidia.com/mig-1g.10gb.memory": "9984",
+                              "nvidia.com/mig.config": "all-1g.10gb", "nvidia.com/mig.config.state": "success"})  # fmt: skip
+    for field in ("capacity", "allocatable"):
+        node["status"][field].update({GPU: "0", "nvidia.com/mig-1g.10gb": "7"})
+    rest.create("/api/v1/nodes", node)
+    pod = bare_pod("p", 1)
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/mig-1g.10gb": "1"}}
+    rest.create(PODS, pod)
+    bound(rest, 1)
+    return plane, rest
+
+
+@pytest.mark.parametrize("answer", ["success", "failed"])
+def test_mig_repartition_with_a_fake_mig_manager(partitioned, gpusched, tmp_path, answer):
+    plane, rest = partitioned
+    manager = MigManager(rest, answer)
+    manager.start()
+    try:
+        journal = tmp_path / "mig.json"
+        result = gpusched("mig", "plan", "--kubeconfig", plane.kubeconfig, "--demand", "3g.40gb=1", "--apply",
+                          "--yes", "--journal", journal, "--mig-timeout", "30")  # fmt: skip
+    finally:
+        manager.stopping.set()
+        manager.join(timeout=5)
+    steps = load_journal(journal).steps
+    assert [s.kind for s in steps] == ["cordon", "evict", "label", "mig-state", "uncordon"]
+    name = steps[2].labels["nvidia.com/mig.config"]
+    assert manager.seen == [("m1", name, True)]  # labelled while cordoned and drained
+    assert "p" not in running(rest)  # its instance was on the GPU to change
+    node = rest.get("/api/v1/nodes/m1")
+    assert not node["spec"].get("unschedulable")  # uncordoned either way
+    if answer == "success":
+        assert result.exit_code == 0, result.stdout + result.stderr
+        assert load_journal(journal).finished
+    else:
+        assert result.exit_code == 1
+        assert "stopped: mig-manager reported nvidia.com/mig.config.state=failed on m1" in result.stdout
+        assert [s.state for s in steps] == ["done", "done", "done", "failed", "done"]
