@@ -67,6 +67,7 @@ class Settings:
     mig_timeout: float = 900.0  # how long mig-manager may take to apply a config (it may reboot the node)
     rollback: bool = False
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
 
     @classmethod
     def of(cls, journal: Journal) -> Settings:
@@ -189,10 +190,10 @@ def drift(kube: Kube, journal: Journal, step: Step) -> str | None:
 
 def _wait(probe: Callable[[], str | None], seconds: float, settings: Settings) -> str | None:
     """Poll until `probe` says something; None after `seconds`."""
-    deadline = time.monotonic() + seconds
+    deadline = settings.clock() + seconds
     while True:
         found = probe()
-        if found is not None or time.monotonic() > deadline:
+        if found is not None or settings.clock() > deadline:
             return found
         settings.sleep(POLL)
 
@@ -230,7 +231,7 @@ def _same(kube: Kube, step: Step) -> dict | None:
 
 def _evict(kube: Kube, journal: Journal, step: Step, settings: Settings) -> str:
     """Evict, retrying a budget's 429 with a growing pause until the deadline; then wait until the pod is gone."""
-    deadline = time.monotonic() + settings.pdb_timeout
+    deadline = settings.clock() + settings.pdb_timeout
     pause, tries = 1.0, 0
     pod = _same(kube, step)
     while pod is not None and not pod["metadata"].get("deletionTimestamp"):  # terminating: evicted already
@@ -243,7 +244,7 @@ def _evict(kube: Kube, journal: Journal, step: Step, settings: Settings) -> str:
                 break
             if error.status != 429:
                 raise
-            if time.monotonic() + pause > deadline:
+            if settings.clock() + pause > deadline:
                 raise StepFailed(
                     f"blocked by a PodDisruptionBudget for {settings.pdb_timeout:g} s ({tries} tries): "
                     f"{_budget(error)}; nothing more was evicted"

@@ -8,6 +8,7 @@ that does not parse, a missing context, an unreachable or refusing server) is on
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from ..limits import setting
 if TYPE_CHECKING:  # the client is imported when a kubeconfig is used, not at every CLI start
     from kubernetes import client
 
-__all__ = ["DRA_COLLECTIONS", "RestError", "call", "connect", "fetch", "fetch_dra", "request", "split_name", "timeout"]
+__all__ = ["DRA_COLLECTIONS", "RestError", "call", "connect", "default_kubeconfig", "fetch", "fetch_dra", "request", "split_name", "timeout"]
 
 DEFAULT_TIMEOUT = 30.0  # seconds to wait for each answer; GPUSCHED_API_TIMEOUT overrides it
 
@@ -46,6 +47,15 @@ def _contexts(path: Path) -> tuple[list[str], str]:
     entries = doc.get("contexts") or []
     names = [entry.get("name", "") for entry in entries if isinstance(entry, dict)]
     return names, str(doc.get("current-context") or "")
+
+
+def default_kubeconfig() -> str:
+    """The kubeconfig kubectl reads: the first existing file of $KUBECONFIG (a path list), else ~/.kube/config.
+    Not modelled: kubectl merges every file of $KUBECONFIG; gpusched reads the first one."""
+    for entry in os.environ.get("KUBECONFIG", "").split(os.pathsep):
+        if entry and Path(entry).is_file():
+            return entry
+    return str(Path.home() / ".kube" / "config")
 
 
 def connect(kubeconfig: str | Path, context: str | None = None) -> client.ApiClient:
