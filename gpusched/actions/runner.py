@@ -172,7 +172,12 @@ def drift(kube: Kube, journal: Journal, step: Step) -> str | None:
         if later.state in ("done", "skipped") or later.cleanup:
             continue
         found = by_key.get(later.target)
-        if later.kind in ("evict", "bind") and found is not None and later.uid and found["metadata"]["uid"] != later.uid:
+        if (
+            later.kind in ("evict", "bind")
+            and found is not None
+            and later.uid
+            and found["metadata"]["uid"] != later.uid
+        ):
             return f"{later.target} is another pod now (uid {found['metadata']['uid']}, planned {later.uid})"
         if later.kind == "evict" and found is not None and found["spec"].get("nodeName") != later.node:
             return f"{later.target} runs on {found['spec'].get('nodeName')}, the plan saw it on {later.node}"

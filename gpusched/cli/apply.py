@@ -35,7 +35,9 @@ ContextOpt = Annotated[str | None, typer.Option("--context", help="kubeconfig co
 YesFlag = Annotated[bool, typer.Option("--yes", help="--apply: really do it (default: a dry run that changes nothing)")]
 JournalOpt = Annotated[
     str | None,
-    typer.Option("--journal", help="--apply --yes: the journal file (default: $XDG_STATE_HOME/gpusched/apply-RUN.json)"),
+    typer.Option(
+        "--journal", help="--apply --yes: the journal file (default: $XDG_STATE_HOME/gpusched/apply-RUN.json)"
+    ),
 ]
 PdbTimeoutOpt = Annotated[
     float,
@@ -43,9 +45,7 @@ PdbTimeoutOpt = Annotated[
 ]
 WaitTimeoutOpt = Annotated[
     float,
-    typer.Option(
-        "--wait-timeout", min=0, max=86400, help="seconds a pod may take to go, be replaced or be scheduled"
-    ),
+    typer.Option("--wait-timeout", min=0, max=86400, help="seconds a pod may take to go, be replaced or be scheduled"),
 ]
 
 

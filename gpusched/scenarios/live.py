@@ -19,7 +19,18 @@ from ..limits import setting
 if TYPE_CHECKING:  # the client is imported when a kubeconfig is used, not at every CLI start
     from kubernetes import client
 
-__all__ = ["DRA_COLLECTIONS", "RestError", "call", "connect", "default_kubeconfig", "fetch", "fetch_dra", "request", "split_name", "timeout"]
+__all__ = [
+    "DRA_COLLECTIONS",
+    "RestError",
+    "call",
+    "connect",
+    "default_kubeconfig",
+    "fetch",
+    "fetch_dra",
+    "request",
+    "split_name",
+    "timeout",
+]
 
 DEFAULT_TIMEOUT = 30.0  # seconds to wait for each answer; GPUSCHED_API_TIMEOUT overrides it
 

@@ -164,7 +164,10 @@ def test_a_pod_the_plan_did_not_expect_stops_the_run_before_anything(tmp_path):
     kube = FakeKube({"ns/a": "n1", "ns/new": "n1"})
     planned = journal([Step(kind="evict", target="ns/a", node="n1", uid="uid-a")], {"n1": ["ns/a"]})
     outcome = execute(kube, planned, tmp_path / "j.json", settings(Clock()), lambda n, s: None)
-    assert outcome.drift and outcome.stopped == "the cluster moved on: ns/new now runs on n1, which the plan did not expect"
+    assert (
+        outcome.drift
+        and outcome.stopped == "the cluster moved on: ns/new now runs on n1, which the plan did not expect"
+    )
     assert outcome.replan == "gpusched preempt x" and evictions(kube) == []
 
 

@@ -24,7 +24,10 @@ NS = "apply"
 PODS = f"/api/v1/namespaces/{NS}/pods"
 GPU = "nvidia.com/gpu"
 IMAGE = "registry.k8s.io/pause:3.10"
-CLASSES = {"apply-low": (10, "PreemptLowerPriority"), "apply-high": (1000, "Never")}  # gpusched preempts, not the scheduler
+CLASSES = {
+    "apply-low": (10, "PreemptLowerPriority"),
+    "apply-high": (1000, "Never"),
+}  # gpusched preempts, not the scheduler
 
 
 def gpu_node(name: str, gpus: int, labels: dict[str, str] | None = None) -> dict:
@@ -169,7 +172,9 @@ def test_dry_run_is_the_default_and_changes_nothing(budgeted, gpusched, tmp_path
     result = gpusched("preempt", f"{NS}/urgent", "--kubeconfig", plane.kubeconfig, "--apply")
     assert result.exit_code == 0, result.stderr
     assert f"evict {NS}/low-0 from p1" in result.stdout and f"evict {NS}/low-1 from p1" in result.stdout
-    assert "server: refused now" in result.stdout and "The disruption budget low-budget needs 2 healthy" in result.stdout
+    assert (
+        "server: refused now" in result.stdout and "The disruption budget low-budget needs 2 healthy" in result.stdout
+    )
     assert "dry run: nothing was changed" in result.stdout
     assert not (tmp_path / "state").exists()  # no journal either
     after = rest.get(PODS)["items"]
@@ -272,7 +277,9 @@ def _owners(rest: Rest) -> dict[str, str]:
 
 def _d1_untouched(rest: Rest) -> None:
     node = rest.get("/api/v1/nodes/d1")
-    assert not node["spec"].get("unschedulable") and CORDON_ANNOTATION not in (node["metadata"].get("annotations") or {})
+    assert not node["spec"].get("unschedulable") and CORDON_ANNOTATION not in (
+        node["metadata"].get("annotations") or {}
+    )
 
 
 def test_a_defrag_is_carried_out(fragmented, gpusched, tmp_path):
@@ -338,7 +345,6 @@ def test_a_defrag_stops_when_the_cluster_moved_on(fragmented, gpusched, tmp_path
     assert outcome.drift and "apply/intruder now runs on d3" in (outcome.stopped or "")
     assert _owners(rest) == {"a": "d1", "b": "d1"}  # nothing moved
     _d1_untouched(rest)
-
 
 
 # --- plan --apply ------------------------------------------------------------------------------------------------
@@ -465,3 +471,40 @@ def test_mig_repartition_with_a_fake_mig_manager(partitioned, gpusched, tmp_path
         assert result.exit_code == 1
         assert "stopped: mig-manager reported nvidia.com/mig.config.state=failed on m1" in result.stdout
         assert [s.state for s in steps] == ["done", "done", "done", "failed", "done"]
+
+
+# --- the README's walk-through, and the kubectl plugin -------------------------------------------------------------
+
+
+def test_the_readme_walkthrough(gpusched, tmp_path, monkeypatch, capsys):
+    """cluster up, cluster load preemption, preempt --apply (dry run, then --yes), apply --resume, cluster down;
+    on the way, `kubectl gpusched explain` through the plugin's entry point, reading $KUBECONFIG."""
+    from gpusched.cli import kubectl_main
+
+    folder = tmp_path / "cp"
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    up = gpusched("cluster", "up", "--controller-manager", "--dir", folder)
+    assert up.exit_code == 0, up.stderr
+    try:
+        kubeconfig = folder / "kubeconfig"
+        loaded = gpusched("cluster", "load", "preemption", "--dir", folder)
+        assert loaded.lines[0] == "loaded preemption: 3 nodes, 12 running pods, 3 pending"
+
+        monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'missing'}:{kubeconfig}")  # the first file that exists
+        monkeypatch.setattr("sys.argv", ["kubectl-gpusched", "explain", "default/train-8"])
+        with pytest.raises(SystemExit) as exited:
+            kubectl_main()
+        assert exited.value.code == 1  # Pending
+        assert capsys.readouterr().out.startswith("default/train-8 is Pending")
+
+        dry = gpusched("preempt", "default/train-8", "--kubeconfig", kubeconfig, "--apply")
+        assert dry.exit_code == 0 and "dry run: nothing was changed" in dry.stdout
+        assert dry.stdout.count("server: accepted (dry run)") == 4 and not (tmp_path / "state").exists()
+        done = gpusched("preempt", "default/train-8", "--kubeconfig", kubeconfig, "--apply", "--yes")
+        assert done.exit_code == 0, done.stdout + done.stderr
+        assert "5. wait for default/train-8 to be scheduled: done (scheduled on dgx-a)" in done.stdout
+        (journal,) = (tmp_path / "state" / "gpusched").iterdir()
+        again = gpusched("apply", "--resume", journal, "--yes")
+        assert again.exit_code == 0 and "every step is done already" in again.stderr
+    finally:
+        assert gpusched("cluster", "down", "--dir", folder).exit_code == 0
