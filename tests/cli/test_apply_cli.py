@@ -55,3 +55,26 @@ def test_status_reports_a_journal_offline_with_the_failed_step(gpusched, tmp_pat
 def test_status_of_a_file_that_is_not_a_journal(gpusched, write):
     result = gpusched("apply", "--status", write("j.json", {"version": 1}))
     assert result.exit_code == 2 and "not a gpusched journal" in result.stderr
+
+
+def test_the_kubectl_plugin_reads_kubectls_kubeconfig(monkeypatch, tmp_path):
+    import gpusched.cli as cli
+
+    seen = []
+    monkeypatch.setattr(cli, "main", lambda: seen.append(list(cli.sys.argv)))
+    config = tmp_path / "config"
+    config.write_text("kind: Config\n")
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{config}")
+    for argv in (["explain", "ns/p"], ["explain", "p", "--cluster", "monday"], ["scenarios"]):
+        monkeypatch.setattr(cli.sys, "argv", ["kubectl-gpusched", *argv])
+        cli.kubectl_main()
+    assert seen == [
+        ["kubectl gpusched", "explain", "ns/p", "--kubeconfig", str(config)],
+        ["kubectl gpusched", "explain", "p", "--cluster", "monday"],  # names its cluster: left as it is
+        ["kubectl gpusched", "scenarios"],  # reads no cluster
+    ]
+    monkeypatch.delenv("KUBECONFIG")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(cli.sys, "argv", ["kubectl-gpusched", "explain", "ns/p"])
+    cli.kubectl_main()
+    assert seen[-1][-1] == str(tmp_path / ".kube" / "config")

@@ -295,6 +295,19 @@ def test_a_defrag_is_carried_out(fragmented, gpusched, tmp_path):
     assert load_journal(journal).finished
 
 
+def test_a_defrag_dry_run_cordons_and_moves_nothing(fragmented, gpusched, tmp_path):
+    plane, rest = fragmented
+    before = rest.get("/api/v1/nodes/d1")["metadata"]["resourceVersion"]
+    result = gpusched("defrag", "--for", "4", "--kubeconfig", plane.kubeconfig, "--apply")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert (
+        "1. cordon d1\n   server: accepted (dry run)" in result.stdout
+        and "dry run: nothing was changed" in result.stdout
+    )
+    assert rest.get("/api/v1/nodes/d1")["metadata"]["resourceVersion"] == before
+    assert _owners(rest) == {"a": "d1", "b": "d1"} and not (tmp_path / "state").exists()
+
+
 def test_an_interrupted_defrag_resumes_from_its_journal(fragmented, gpusched, tmp_path):
     from gpusched.actions.plans import defrag_journal
     from gpusched.actions.run import carry_out, open_cluster
@@ -443,6 +456,16 @@ def partitioned(fresh):
     rest.create(PODS, pod)
     bound(rest, 1)
     return plane, rest
+
+
+def test_a_mig_dry_run_labels_nothing(partitioned, gpusched, tmp_path):
+    plane, rest = partitioned
+    before = rest.get("/api/v1/nodes/m1")["metadata"]
+    result = gpusched("mig", "plan", "--kubeconfig", plane.kubeconfig, "--demand", "3g.40gb=1", "--apply")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "label node m1 nvidia.com/mig.config=gpusched-" in result.stdout
+    assert "install the emitted mig-parted file" in result.stdout
+    assert rest.get("/api/v1/nodes/m1")["metadata"] == before and "p" in running(rest)
 
 
 @pytest.mark.parametrize("answer", ["success", "failed"])
