@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..scenarios.live import RestError, request, split_name
+from ..errors import InputError
+from ..scenarios.live import RestError, request, root_cause, split_name
 
 if TYPE_CHECKING:
     from kubernetes import client
 
-__all__ = ["CORDON_ANNOTATION", "Kube", "controller_uid"]
+__all__ = ["CORDON_ANNOTATION", "Kube", "Unreachable", "controller_uid"]
 
 CORDON_ANNOTATION = "gpusched.io/cordoned-by"  # the run that cordoned the node: only that run uncordons it
 MERGE = "application/merge-patch+json"
@@ -37,6 +38,11 @@ def _dry(dry_run: bool) -> str:
     return "?dryRun=All" if dry_run else ""
 
 
+class Unreachable(InputError):
+    """The API server did not answer (a lost connection, a timeout): before a run, bad input (exit 2); during
+    one, the step fails and the journal says where to resume."""
+
+
 class Kube:
     def __init__(self, api: client.ApiClient) -> None:
         self.api = api
@@ -46,7 +52,12 @@ class Kube:
         return str(self.api.configuration.host)
 
     def call(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
-        return request(self.api, method, path, body, content_type)
+        from urllib3.exceptions import HTTPError  # the kubernetes client's transport (the live extra)
+
+        try:
+            return request(self.api, method, path, body, content_type)
+        except HTTPError as error:
+            raise Unreachable(self.server, f"cannot reach the API server: {root_cause(error)}") from None
 
     def pod(self, key: str) -> dict | None:
         """The pod, or None when it is gone."""

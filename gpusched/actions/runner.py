@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from ..errors import InputError
 from ..scenarios.live import RestError
 from .journal import Journal, Step, save_journal
-from .kube import CORDON_ANNOTATION, Kube, controller_uid
+from .kube import CORDON_ANNOTATION, Kube, Unreachable, controller_uid
 
 __all__ = ["MIG_CONFIG", "MIG_STATE", "DryRunLine", "RunOutcome", "StepFailed", "execute", "preflight"]
 
@@ -364,21 +364,30 @@ def _run_step(
     except RestError as error:
         step.state, step.error = "failed", f"the API server answered {error}"
         failure = StepFailed(f"step {number} failed: {step.error}")
+    except Unreachable as error:  # a lost connection: resumable from the journal
+        step.state, step.error = "failed", str(error)
+        failure = StepFailed(f"step {number} failed: {step.error}")
     step.finished = time.time()
     save_journal(journal, path)
     return failure
 
 
-def _undo_on_interrupt(kube: Kube, journal: Journal, path: str | Path, settings: Settings) -> None:
-    """Run the cleanup steps now; a cordon they undid becomes pending again, and so does its uncordon."""
-    for number, step in enumerate(journal.steps, 1):
-        if not step.cleanup or step.state in ("done", "skipped"):
-            continue
-        if _run_step(kube, journal, path, settings, number, step) is None and step.kind == "uncordon":
+def _rearm(journal: Journal) -> None:
+    """A stopped run's uncordon undid its cordon: both become pending again, so a resume cordons first again."""
+    for step in journal.steps:
+        if step.kind == "uncordon" and step.state == "done":
             for undone in journal.steps:
-                if undone.kind == "cordon" and undone.target == step.target:
-                    undone.state, undone.result = "pending", "undone when the run was interrupted"
+                if undone.kind == "cordon" and undone.target == step.target and undone.state == "done":
+                    undone.state, undone.result = "pending", "undone when the run stopped; cordons again on resume"
             step.state, step.result = "pending", f"{step.result}; runs again at the end of a resumed run"
+
+
+def _undo_on_interrupt(kube: Kube, journal: Journal, path: str | Path, settings: Settings) -> None:
+    """Run the cleanup steps now, then re-arm the cordons they undid."""
+    for number, step in enumerate(journal.steps, 1):
+        if step.cleanup and step.state not in ("done", "skipped"):
+            _run_step(kube, journal, path, settings, number, step)
+    _rearm(journal)
     save_journal(journal, path)
 
 
@@ -406,7 +415,11 @@ def execute(
             if step.state in ("done", "skipped") or (stopped is not None and not step.cleanup):
                 continue
             if stopped is None and not step.cleanup:
-                moved = drift(kube, journal, step)
+                try:
+                    moved = drift(kube, journal, step)
+                except Unreachable as error:
+                    stopped = StepFailed(str(error))
+                    continue
                 if moved is not None:
                     stopped = StepFailed(f"the cluster moved on: {moved}", drift=True)
                     continue
@@ -416,6 +429,9 @@ def execute(
     except KeyboardInterrupt:
         _undo_on_interrupt(kube, journal, path, settings)
         raise
+    if stopped is not None:
+        _rearm(journal)
+        save_journal(journal, path)
     return RunOutcome(
         journal=str(path),
         dry_run=False,

@@ -175,7 +175,7 @@ def call(
             return None
         raise InputError(server, f"{method} {path.split('?')[0]}: {error}") from None
     except HTTPError as error:
-        raise InputError(server, f"cannot reach the API server: {_root_cause(error)}") from None
+        raise InputError(server, f"cannot reach the API server: {root_cause(error)}") from None
     except ValueError as error:
         raise InputError(server, f"{method} {path.split('?')[0]}: expected a JSON object, got {error}") from None
 
@@ -184,7 +184,7 @@ def _get(api: client.ApiClient, path: str) -> Any:
     return call(api, "GET", path)
 
 
-def _root_cause(error: BaseException) -> str:
+def root_cause(error: BaseException) -> str:
     """urllib3 wraps the socket error a few times; the innermost says what happened."""
     from urllib3.exceptions import HTTPError
 

@@ -154,8 +154,8 @@ def test_cleanup_runs_after_a_failure_and_uncordons_only_its_own_cordon(tmp_path
              Step(kind="uncordon", target="n1", cleanup=True), Step(kind="uncordon", target="n2", cleanup=True)]  # fmt: skip
     outcome = execute(kube, journal(steps, {"n1": ["ns/a"], "n2": ["ns/b"]}), tmp_path / "j.json",
                       settings(Clock(), pdb_timeout=0), lambda n, s: None)  # fmt: skip
-    assert [s.state for s in outcome.steps] == ["done", "done", "failed", "done", "done"]
-    assert outcome.steps[1].result == "already cordoned by someone else: left as it is, and not uncordoned"
+    assert [s.state for s in outcome.steps] == ["pending", "pending", "failed", "pending", "pending"]  # re-armed
+    assert outcome.steps[4].result.startswith("not cordoned by this run: left as it is")
     assert not kube.nodes["n1"]["spec"]["unschedulable"] and CORDON_ANNOTATION not in kube.nodes["n1"]["metadata"]
     assert kube.nodes["n2"]["spec"]["unschedulable"]  # not ours: left cordoned
 
@@ -225,3 +225,27 @@ def test_defrag_cordons_the_emptied_node_around_evict_and_replacement():
         ("uncordon", "n1", None, True),
     ]  # fmt: skip
     assert planned.steps[2].owner == "rs-web" and planned.watch == {"n1": ["ns/web"], "n2": []}
+
+
+def test_a_lost_connection_fails_the_step_and_the_journal_resumes_it(tmp_path):
+    from gpusched.actions.kube import Unreachable
+
+    class Flaky(FakeKube):
+        lost = True
+
+        def evict(self, key, uid, dry_run=False):
+            if self.lost and not dry_run:
+                raise Unreachable(self.server, "cannot reach the API server: Connection refused")
+            super().evict(key, uid, dry_run)
+
+    kube = Flaky({"ns/a": "n1"})
+    steps = [Step(kind="cordon", target="n1"), Step(kind="evict", target="ns/a", node="n1", uid="uid-a"),
+             Step(kind="uncordon", target="n1", cleanup=True)]  # fmt: skip
+    outcome = execute(kube, journal(steps, {"n1": ["ns/a"]}), tmp_path / "j.json", settings(Clock()), lambda n, s: None)
+    assert outcome.stopped == "step 2 failed: https://fake: cannot reach the API server: Connection refused"
+    assert not kube.nodes["n1"]["spec"]["unschedulable"]  # the cordon is undone all the same, and re-armed
+    assert [s.state for s in outcome.steps] == ["pending", "failed", "pending"]
+    kube.lost = False
+    saved = load_journal(tmp_path / "j.json")
+    resumed = execute(kube, saved, tmp_path / "j.json", settings(Clock()), lambda n, s: None)
+    assert resumed.finished and evictions(kube) == ["ns/a"]
