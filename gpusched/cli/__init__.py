@@ -13,7 +13,7 @@ from typing import Any
 
 from . import common as _common
 
-__all__ = ["app", "main", "COMMAND_MODULES", "load"]
+__all__ = ["app", "main", "kubectl_main", "COMMAND_MODULES", "load"]
 
 # top-level command or group -> the module that registers it
 COMMAND_MODULES: dict[str, str] = {
@@ -31,8 +31,9 @@ COMMAND_MODULES: dict[str, str] = {
     "preempt": "repair",
     "defrag": "repair",
     "bench": "bench",
+    "apply": "apply",
 }
-MODULES = ("core", "bench", "conformance", "dra", "explain", "gpumap", "importer", "mig", "plan", "repair")
+MODULES = ("apply", "core", "bench", "conformance", "dra", "explain", "gpumap", "importer", "mig", "plan", "repair")
 
 
 def load(module: str | None = None) -> Any:
@@ -46,6 +47,24 @@ def main() -> Any:
     """The console script: `--help` or an unknown command loads everything, so Typer can list or refuse it."""
     command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), "")
     return load(COMMAND_MODULES[command] if command in COMMAND_MODULES else None)()
+
+
+# commands that read a live cluster with --kubeconfig; `mig` is a group (`mig plan`)
+LIVE_COMMANDS = ("explain", "k8s", "import", "dra", "preempt", "defrag", "plan", "mig")
+
+
+def kubectl_main() -> Any:
+    """`kubectl gpusched ...` (the kubectl-gpusched plugin): as `gpusched ...` on the cluster kubectl talks to,
+    i.e. --kubeconfig set to the file kubectl reads (its current context) unless the command names a cluster."""
+    from ..scenarios.live import default_kubeconfig
+
+    args = sys.argv[1:]
+    command = next((arg for arg in args if not arg.startswith("-")), "")
+    named = any(arg.split("=")[0] in ("--kubeconfig", "--cluster") for arg in args)
+    if command in LIVE_COMMANDS and not named:
+        sys.argv[1:] = [*args, "--kubeconfig", default_kubeconfig()]
+    sys.argv[0] = "kubectl gpusched"
+    return main()
 
 
 def __getattr__(name: str) -> Any:

@@ -14,6 +14,8 @@ from ..conformance import differential
 from ..conformance.api import Rest
 from ..conformance.build import Binaries, HarnessError, cache_root, ensure_built
 from ..conformance.cluster import STATE_FILE, ControlPlane, start, stop_detached
+from ..conformance.load import LoadReport, load_into
+from ..scenarios import load_scenario
 from .common import SEED_MAX, JsonFlag, app, run, show
 from .progress import progress_bar
 
@@ -80,6 +82,31 @@ def up_command(
     run(_harness(body))
 
 
+@cluster_app.command("load")
+def load_command(
+    scenario: Annotated[str, typer.Argument(help="built-in scenario, scenario file or cluster file")],
+    folder: DirOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create a scenario's nodes, running pods (bound, started) and pending pods in the cluster `up` started."""
+
+    def body() -> int:
+        workdir = _default_dir(folder)
+        if not (workdir / STATE_FILE).exists():
+            raise ValueError(f"{workdir}: no cluster is up here; `gpusched cluster up` first")
+        loaded = load_scenario(scenario)
+        info = ControlPlane.model_validate_json((workdir / STATE_FILE).read_text())
+        rest = Rest(info.kubeconfig)
+        try:
+            report = load_into(rest, loaded)
+        finally:
+            rest.close()
+        show(report, as_json, _render_load)
+        return 0
+
+    run(_harness(body))
+
+
 @cluster_app.command("down")
 def down_command(folder: DirOpt = None, as_json: JsonFlag = False) -> None:
     """Stop the control plane `up` started (only the processes it recorded) and remove its files."""
@@ -132,6 +159,15 @@ def _render_up(console: Console, info: ControlPlane) -> None:
     for process in info.processes:
         console.print(f"  {process.name} pid {process.pid} port {process.port} log {process.log}", markup=False)
     console.print(f"export KUBECONFIG={info.kubeconfig}", markup=False)
+
+
+def _render_load(console: Console, report: LoadReport) -> None:
+    console.print(
+        f"loaded {report.scenario}: {report.nodes} nodes, {report.running} running pods, {report.pending} pending",
+        markup=False,
+    )
+    for note in report.notes:
+        console.print(note, markup=False)
 
 
 def _render_down(console: Console, info: ControlPlane) -> None:

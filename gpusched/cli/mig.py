@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 import yaml
 from rich.console import Console
 
+from ..actions.plans import mig_journal
+from ..actions.run import carry_out, open_cluster
 from ..planner.optimize.mig import InstanceOut, MigPlan, plan_mig
 from ..planner.optimize.mig.layouts import (
     MigGpu,
@@ -19,8 +22,22 @@ from ..planner.optimize.mig.layouts import (
 from ..planner.optimize.mig.migparted import mig_parted_file
 from ..planner.optimize.solver import Infeasible, SolveReport
 from ..scenarios import load_cluster, load_pods
+from .apply import (
+    ApplyFlag,
+    ContextOpt,
+    JournalOpt,
+    KubeconfigOpt,
+    PdbTimeoutOpt,
+    WaitTimeoutOpt,
+    YesFlag,
+    check_apply,
+    finish,
+    live_cluster,
+    options,
+    progress,
+    replan_command,
+)
 from .common import (
-    ClusterArg,
     JsonFlag,
     Seed,
     SolverWorkers,
@@ -41,7 +58,9 @@ app.add_typer(mig_app, name="mig")
 
 @mig_app.command("plan")
 def plan_command(
-    cluster: ClusterArg,
+    cluster: Annotated[
+        str | None, typer.Argument(help="cluster file, scenario, built-in scenario or kubeconfig (or --kubeconfig)")
+    ] = None,
     demand: Annotated[
         str | None, typer.Option("--demand", help="instances wanted per profile: 3g.40gb=4,1g.10gb=10")
     ] = None,
@@ -60,17 +79,29 @@ def plan_command(
             help="write the mig-parted config, headed by the node labels that apply it; - for stdout",
         ),
     ] = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    apply: ApplyFlag = False,
+    yes: YesFlag = False,
+    journal: JournalOpt = None,
+    pdb_timeout: PdbTimeoutOpt = 300.0,
+    wait_timeout: WaitTimeoutOpt = 300.0,
+    mig_timeout: Annotated[
+        float, typer.Option("--mig-timeout", min=0, max=86400, help="--apply: seconds mig-manager may take per node")
+    ] = 900.0,
     as_json: JsonFlag = False,
 ) -> None:
-    """New MIG layouts that serve the demand, reconfiguring the fewest GPUs; busy instances stay where they are."""
+    """New MIG layouts that serve the demand, reconfiguring the fewest GPUs; busy instances stay where they are.
+    --apply repartitions node by node: cordon, evict the pods on the GPUs to change, label, wait, uncordon."""
 
     def body() -> int:
+        check_apply(apply, kubeconfig, context, yes, journal)
         config = solver_config(time_limit, workers, seed)
         if (demand is None) == (pending is None):
             raise ValueError("give exactly one of --demand PROFILE=COUNT,... and --pending PODS")
         target = _emit_target(emit)
         console = emit_target("--emit mig-parted", target, as_json)
-        model = load_cluster(cluster)
+        model = load_cluster(live_cluster(cluster, kubeconfig, context, "--demand"))
         wanted = _demand(inventory(model), demand, pending)
         try:
             plan = plan_mig(model, wanted, config)
@@ -81,12 +112,20 @@ def plan_command(
         emitted = mig_parted_file(plan) if target else None
         if emitted:
             write_output(str(target), emitted.text())
-        if as_json:
+        if as_json and not apply:
             emit_json(plan)
-        else:
+        elif not as_json:
             render_plan(console, plan)
             if target:
                 _render_emitted(console, target, emitted is not None)
+        if apply and plan.labels:
+            assert kubeconfig is not None
+            with open_cluster(kubeconfig, context) as kube:
+                where = (str(Path(kubeconfig).resolve()), context, "mig plan", replan_command())
+                settings = options(pdb_timeout, wait_timeout, mig_timeout=mig_timeout)
+                outcome = carry_out(kube, mig_journal(kube, plan, where, settings), yes, journal, progress(as_json))
+                code = finish(outcome, as_json)
+                return code or (0 if plan.outcome.met else 1)
         return 0 if plan.outcome.met else 1
 
     run(body)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from ..actions.plans import bind_journal, gpusched_jobs
+from ..actions.run import carry_out, open_cluster
 from ..planner.optimize.plan import (
     PlanReport,
     pending_jobs,
@@ -14,7 +17,21 @@ from ..planner.optimize.plan import (
 )
 from ..planner.optimize.solver import SolveReport
 from ..planner.planfile import PlanValidation, check_plan_file, load_plan
-from ..scenarios import load_cluster, load_pending
+from ..scenarios import load_cluster, load_pending, load_scenario
+from .apply import (
+    ApplyFlag,
+    ContextOpt,
+    JournalOpt,
+    KubeconfigOpt,
+    WaitTimeoutOpt,
+    YesFlag,
+    check_apply,
+    finish,
+    live_cluster,
+    options,
+    progress,
+    replan_command,
+)
 from .common import (
     ClusterArg,
     JsonFlag,
@@ -24,6 +41,7 @@ from .common import (
     TimeLimit,
     app,
     new_table,
+    out,
     run,
     show,
     solver_config,
@@ -33,7 +51,9 @@ from .common import sizes as parse_sizes
 
 @app.command("plan")
 def plan_command(
-    cluster: ClusterArg,
+    cluster: Annotated[
+        str | None, typer.Argument(help="cluster file, scenario, built-in scenario or kubeconfig (or --kubeconfig)")
+    ] = None,
     pending: Annotated[
         str | None, typer.Argument(help="pending pods and/or jobs (file or scenario; default: the scenario's own)")
     ] = None,
@@ -41,16 +61,49 @@ def plan_command(
     workers: SolverWorkers = 2,
     seed: Seed = 0,
     sizes: SizesOpt = "",
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    apply: ApplyFlag = False,
+    scheduler_name: Annotated[
+        str, typer.Option("--scheduler-name", help="--apply: bind only the pending pods of this schedulerName")
+    ] = "gpusched",
+    rollback: Annotated[
+        bool, typer.Option("--rollback", help="--apply: delete the bound pods of a gang that could not be completed")
+    ] = False,
+    yes: YesFlag = False,
+    journal: JournalOpt = None,
+    wait_timeout: WaitTimeoutOpt = 300.0,
     as_json: JsonFlag = False,
 ) -> None:
-    """The best placement of pending pods and gangs (CP-SAT, proven optimal or bounded), beside the heuristics."""
+    """The best placement of pending pods and gangs (CP-SAT, proven optimal or bounded), beside the heuristics;
+    --apply binds the planned pods (Binding subresource) as a secondary scheduler named --scheduler-name."""
 
     def body() -> int:
+        check_apply(apply, kubeconfig, context, yes, journal)
+        if rollback and not apply:
+            raise ValueError("--rollback: only with --apply")
         config = solver_config(time_limit, workers, seed)
-        pods, jobs = load_pending(pending or cluster)
-        report = plan(load_cluster(cluster), pending_jobs(pods.pods, jobs.jobs), config, parse_sizes(sizes))
-        show(report, as_json, render_plan)
-        return 1 if report.unplaced else 0
+        source = live_cluster(cluster, kubeconfig, context, "PENDING")
+        if not apply:
+            pods, jobs = load_pending(pending or source)
+            report = plan(load_cluster(source), pending_jobs(pods.pods, jobs.jobs), config, parse_sizes(sizes))
+            show(report, as_json, render_plan)
+            return 1 if report.unplaced else 0
+        if pending:
+            raise ValueError("--apply binds the cluster's own pending pods: drop PENDING")
+        assert kubeconfig is not None
+        scenario = load_scenario(source)
+        with open_cluster(kubeconfig, context) as kube:
+            found, members = gpusched_jobs(kube, scenario.pods.pods if scenario.pods else [], scheduler_name)
+            if not found:
+                raise ValueError(f"no pending GPU pod has schedulerName {scheduler_name!r}: nothing to bind")
+            report = plan(scenario.cluster, found, config, parse_sizes(sizes))
+            if not as_json:
+                render_plan(out, report)
+            target = (str(Path(kubeconfig).resolve()), context, "plan", replan_command())
+            planned = bind_journal(kube, report, members, target, options(0.0, wait_timeout, rollback=rollback))
+            code = finish(carry_out(kube, planned, yes, journal, progress(as_json)), as_json)
+            return code or (1 if report.unplaced else 0)
 
     run(body)
 

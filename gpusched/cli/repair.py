@@ -6,25 +6,43 @@ beats. Exit codes: 0 a plan, 1 no plan (infeasible, or none found in time), 2 ba
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from ..actions.plans import defrag_journal, preempt_journal
+from ..actions.run import carry_out, open_cluster
 from ..limits import MAX_PODS
 from ..planner.explain.target import pick_pending
 from ..planner.optimize.defrag import DefragReport, defrag, parse_shape
 from ..planner.optimize.preempt import Alternative, PreemptReport, preempt
 from ..planner.optimize.solver import SolveReport
 from ..scenarios import load_cluster, load_pending
+from .apply import (
+    ApplyFlag,
+    ContextOpt,
+    JournalOpt,
+    KubeconfigOpt,
+    PdbTimeoutOpt,
+    WaitTimeoutOpt,
+    YesFlag,
+    check_apply,
+    finish,
+    live_cluster,
+    options,
+    progress,
+    replan_command,
+)
 from .common import (
-    ClusterArg,
     JsonFlag,
     Seed,
     SolverWorkers,
     TimeLimit,
     app,
     new_table,
+    out,
     run,
     show,
     solver_config,
@@ -167,8 +185,12 @@ def render_defrag(console: Console, report: DefragReport) -> None:
 
 @app.command("preempt")
 def preempt_command(
-    cluster: ClusterArg,
-    name: Annotated[str, typer.Argument(metavar="POD-OR-JOB", help="the pending pod or job, by name")],
+    cluster: Annotated[
+        str, typer.Argument(help="cluster file, scenario, built-in scenario or kubeconfig; with --kubeconfig: POD")
+    ],
+    name: Annotated[
+        str | None, typer.Argument(metavar="POD-OR-JOB", help="the pending pod or job, by name (namespace/name live)")
+    ] = None,
     source: Annotated[
         str | None,
         typer.Option(
@@ -178,42 +200,83 @@ def preempt_command(
     time_limit: TimeLimit = 10.0,
     workers: SolverWorkers = 2,
     seed: Seed = 0,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    apply: ApplyFlag = False,
+    yes: YesFlag = False,
+    journal: JournalOpt = None,
+    pdb_timeout: PdbTimeoutOpt = 300.0,
+    wait_timeout: WaitTimeoutOpt = 300.0,
     as_json: JsonFlag = False,
 ) -> None:
-    """The fewest, least important evictions that let a pending pod or job run (only lower priorities go)."""
+    """The fewest, least important evictions that let a pending pod or job run (only lower priorities go);
+    --apply evicts them through the Eviction API (PodDisruptionBudgets apply)."""
 
     def body() -> int:
+        check_apply(apply, kubeconfig, context, yes, journal)
         config = solver_config(time_limit, workers, seed)
-        model = load_cluster(cluster)
-        pods, jobs = load_pending(source or cluster)
-        report = preempt(model, pick_pending(pods.pods, jobs.jobs, name, source or cluster), config)
-        show(report, as_json, render_preempt)
-        return 0 if report.feasible else 1
+        where, wanted = (live_cluster(None, kubeconfig, context, "POD"), cluster) if kubeconfig else (cluster, name)
+        if kubeconfig and name is not None:
+            raise ValueError("--kubeconfig is the cluster: give only POD")
+        if wanted is None:
+            raise ValueError("give CLUSTER and POD-OR-JOB")
+        model = load_cluster(where)
+        pods, jobs = load_pending(source or where)
+        report = preempt(model, pick_pending(pods.pods, jobs.jobs, wanted, source or where), config)
+        if not apply or not report.feasible:
+            show(report, as_json, render_preempt)
+            return 0 if report.feasible else 1
+        if not as_json:
+            render_preempt(out, report)
+        assert kubeconfig is not None
+        with open_cluster(kubeconfig, context) as kube:
+            target = (str(Path(kubeconfig).resolve()), context, f"preempt {wanted}", replan_command())
+            planned = preempt_journal(kube, report, wanted, target, options(pdb_timeout, wait_timeout))
+            return finish(carry_out(kube, planned, yes, journal, progress(as_json)), as_json)
 
     run(body)
 
 
 @app.command("defrag")
 def defrag_command(
-    cluster: ClusterArg,
     shape: Annotated[
         str, typer.Option("--for", help="GPUS[xPODS|xmax][@island]: 8@island, 8x2 (two 8-GPU pods), 4xmax@island")
     ],
+    cluster: Annotated[
+        str | None, typer.Argument(help="cluster file, scenario, built-in scenario or kubeconfig (or --kubeconfig)")
+    ] = None,
     max_moves: Annotated[
         int | None, typer.Option("--max-moves", max=MAX_PODS, help="at most this many moves (needed with xmax)")
     ] = None,
     time_limit: TimeLimit = 10.0,
     workers: SolverWorkers = 2,
     seed: Seed = 0,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    apply: ApplyFlag = False,
+    yes: YesFlag = False,
+    journal: JournalOpt = None,
+    pdb_timeout: PdbTimeoutOpt = 300.0,
+    wait_timeout: WaitTimeoutOpt = 300.0,
     as_json: JsonFlag = False,
 ) -> None:
-    """The fewest pod moves that make room for a shape, in an order where every step is valid."""
+    """The fewest pod moves that make room for a shape, in an order where every step is valid; --apply moves them
+    (evict, the owner re-creates, the emptied nodes cordoned meanwhile)."""
 
     def body() -> int:
+        check_apply(apply, kubeconfig, context, yes, journal)
         config = solver_config(time_limit, workers, seed)
         target = parse_shape(shape)
-        report = defrag(load_cluster(cluster), target, max_moves, config)
-        show(report, as_json, render_defrag)
-        return 0 if report.feasible else 1
+        report = defrag(load_cluster(live_cluster(cluster, kubeconfig, context, "--for")), target, max_moves, config)
+        if not apply or not report.feasible:
+            show(report, as_json, render_defrag)
+            return 0 if report.feasible else 1
+        if not as_json:
+            render_defrag(out, report)
+        assert kubeconfig is not None
+        with open_cluster(kubeconfig, context) as kube:
+            where = (str(Path(kubeconfig).resolve()), context, f"defrag --for {shape}", replan_command())
+            planned = defrag_journal(kube, report, where, options(pdb_timeout, wait_timeout))
+            return finish(carry_out(kube, planned, yes, journal, progress(as_json)), as_json)
 
     run(body)

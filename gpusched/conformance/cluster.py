@@ -34,8 +34,13 @@ STATE_FILE = "cluster.json"
 READY_TIMEOUT = 120.0
 STOP_TIMEOUT = 10.0
 ADMIN_CONTEXT, VIEWER_CONTEXT = "gpusched", "viewer"
-# Only what scheduling needs without kubelets: no node lifecycle (it would taint every Node not-ready).
-CONTROLLERS = "resourceclaim-controller,garbage-collector-controller,namespace-controller"
+# Only what scheduling and `--apply` need without kubelets: no node lifecycle (it would taint every Node not-ready).
+# disruption-controller keeps PodDisruptionBudget status, which the Eviction API enforces; replicaset-controller
+# re-creates an evicted pod of a ReplicaSet, as a defrag move expects.
+CONTROLLERS = (
+    "resourceclaim-controller,garbage-collector-controller,namespace-controller,disruption-controller,"
+    "replicaset-controller"
+)
 _OPENSSL_CONFIG = """\
 [req]
 distinguished_name = dn

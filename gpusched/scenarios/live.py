@@ -36,6 +36,7 @@ __all__ = [
     "call",
     "connect",
     "deadline",
+    "default_kubeconfig",
     "exec_timeout",
     "fetch",
     "fetch_dra",
@@ -150,6 +151,15 @@ def _contexts(path: Path) -> tuple[list[str], str]:
     return names, str(doc.get("current-context") or "")
 
 
+def default_kubeconfig() -> str:
+    """The kubeconfig kubectl reads: the first existing file of $KUBECONFIG (a path list), else ~/.kube/config.
+    Not modelled: kubectl merges every file of $KUBECONFIG; gpusched reads the first one."""
+    for entry in os.environ.get("KUBECONFIG", "").split(os.pathsep):
+        if entry and Path(entry).is_file():
+            return entry
+    return str(Path.home() / ".kube" / "config")
+
+
 def connect(kubeconfig: str | Path, context: str | None = None) -> client.ApiClient:
     """An API client for the kubeconfig's context (its current one unless named)."""
     require("kubernetes", "live")
@@ -188,10 +198,11 @@ def split_name(name: str, default_namespace: str = "default") -> tuple[str, str]
 
 
 class RestError(Exception):
-    """The API server answered with an error status: `status` and the server's own message."""
+    """The API server answered with an error status: `status`, the server's own message and its causes (the
+    Status details, e.g. which PodDisruptionBudget refused an eviction)."""
 
-    def __init__(self, status: int, message: str) -> None:
-        self.status, self.message = status, message
+    def __init__(self, status: int, message: str, causes: tuple[str, ...] = ()) -> None:
+        self.status, self.message, self.causes = status, message, causes
         super().__init__(f"{status} {message}")
 
 
@@ -217,7 +228,7 @@ def request(
             response.response.close()
             raise
     if not 200 <= response.status < 300:
-        raise RestError(response.status, _status_message(data, response.reason))
+        raise RestError(response.status, _status_message(data, response.reason), _causes(data))
     return _object(data)
 
 
@@ -259,6 +270,15 @@ def _status_message(data: bytes, reason: str) -> str:
         return str(reason)
 
 
+def _causes(data: bytes) -> tuple[str, ...]:
+    """The messages of the Status' details.causes, when the answer is a Status that has them."""
+    try:
+        causes = json.loads(data)["details"]["causes"]
+        return tuple(str(cause["message"]) for cause in causes if isinstance(cause, dict) and "message" in cause)
+    except (TypeError, ValueError, KeyError):
+        return ()
+
+
 def call(
     api: client.ApiClient, method: str, path: str, body: Any = None, content_type: str = "application/json",
     missing_ok: bool = False,
@@ -274,7 +294,7 @@ def call(
             return None
         raise InputError(server, f"{method} {path.split('?')[0]}: {error}") from None
     except HTTPError as error:
-        raise InputError(server, f"cannot reach the API server: {_root_cause(error)}") from None
+        raise InputError(server, f"cannot reach the API server: {root_cause(error)}") from None
     except Expired as error:
         raise InputError(server, f"{error}: timed out (set GPUSCHED_API_TIMEOUT to wait longer)") from None
     except ValueError as error:
@@ -285,7 +305,7 @@ def _get(api: client.ApiClient, path: str) -> Any:
     return call(api, "GET", path)
 
 
-def _root_cause(error: BaseException) -> str:
+def root_cause(error: BaseException) -> str:
     """urllib3 wraps the socket error a few times; the innermost says what happened."""
     from urllib3.exceptions import HTTPError
 

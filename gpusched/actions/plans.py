@@ -1,0 +1,166 @@
+"""From a proven plan to the journal of steps that carries it out on the live cluster it was computed from.
+
+- preempt: evict the victims (Eviction API), then wait for the pending pod to be scheduled by kube-scheduler.
+- defrag: a moved pod's owner re-creates it and the scheduler places the replacement. To make it land where the
+  plan says without editing anything gpusched did not create, the nodes being emptied are cordoned for the run
+  (annotated with the run's id, so only this run uncordons them, always, also after a failure); each move is one
+  eviction and a wait for the owner's replacement, which must land on the planned node. A pod without an owner is
+  not moved (evicted, it would be gone for good), nor is a move within one node (the device plugin, not gpusched,
+  picks the GPUs) or a move that takes a pod off the cluster for a while (its owner re-creates it at once).
+- mig plan: per node, cordon, evict the pods on the GPUs to reconfigure, label `nvidia.com/mig.config`, wait for
+  mig-manager's `nvidia.com/mig.config.state=success`, uncordon.
+- plan: bind each planned pod whose schedulerName is gpusched's profile, a gang's pods one after the other, with a
+  rollback (delete the gang's bound pods) only when asked for.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from ..models.workload import Pod
+from ..planner.optimize.defrag import DefragReport
+from ..planner.optimize.mig.report import MigPlan
+from ..planner.optimize.plan.report import PendingJob, PlanReport
+from ..planner.optimize.preempt import PreemptReport
+from .journal import Journal, Step, new_run_id
+from .kube import Kube, controller_uid
+from .runner import MIG_CONFIG
+
+__all__ = ["GANG_LABEL", "bind_journal", "gpusched_jobs", "defrag_journal", "mig_journal", "preempt_journal"]
+
+GANG_LABEL = "scheduling.x-k8s.io/pod-group"  # the coscheduling plugin's pod-group label: the pods of one gang
+
+
+def _key(pod: dict) -> str:
+    return f"{pod['metadata'].get('namespace', 'default')}/{pod['metadata']['name']}"
+
+
+def _live(kube: Kube) -> dict[str, dict]:
+    return {_key(pod): pod for pod in kube.pods()}
+
+
+def _watch(pods: dict[str, dict], nodes: set[str]) -> dict[str, list[str]]:
+    """The pods bound to each node the plan uses, not being deleted: any other that appears there is drift."""
+    found: dict[str, list[str]] = {node: [] for node in sorted(nodes)}
+    for key, pod in pods.items():
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node in found and not pod["metadata"].get("deletionTimestamp"):
+            found[node].append(key)
+    return found
+
+
+def _uid(pods: dict[str, dict], key: str) -> str | None:
+    pod = pods.get(key)
+    return None if pod is None else str(pod["metadata"]["uid"])
+
+
+def _journal(kube: Kube, target: tuple[str, str | None, str, str], **fields: Any) -> Journal:
+    kubeconfig, context, command, replan = target
+    return Journal(
+        run=new_run_id(), command=command, replan=replan, kubeconfig=kubeconfig, context=context,
+        server=kube.server, **fields,
+    )  # fmt: skip
+
+
+def preempt_journal(kube: Kube, report: PreemptReport, pending: str, target: tuple[str, str | None, str, str],
+                    options: dict) -> Journal:  # fmt: skip
+    pods = _live(kube)
+    steps = [Step(kind="evict", target=v.pod, uid=_uid(pods, v.pod), node=v.node) for v in report.victims]
+    planned = next((p.node for p in report.placements), None)
+    steps.append(Step(kind="scheduled", target=pending, node=planned))
+    nodes = {v.node for v in report.victims}
+    return _journal(kube, target, steps=steps, watch=_watch(pods, nodes), options=options)
+
+
+def defrag_journal(kube: Kube, report: DefragReport, target: tuple[str, str | None, str, str],
+                   options: dict) -> Journal:  # fmt: skip
+    """The moves as steps; a plan with a move that cannot be carried out gets no steps, and notes saying why."""
+    pods = _live(kube)
+    notes = []
+    for move in report.moves:
+        pod = pods.get(move.pod)
+        if pod is None:
+            notes.append(f"not moved: {move.pod} is gone")
+        elif controller_uid(pod) is None:
+            notes.append(f"not moved: {move.pod} has no owner (evicted, it would be gone for good)")
+        elif move.from_node == move.to_node:
+            notes.append(f"not moved: {move.pod} moves within {move.from_node} (the device plugin picks the GPUs)")
+    if any(step.action != "move" for step in report.steps):
+        notes.append("not carried out: the plan takes a pod off the cluster for a while; its owner re-creates it")
+    if notes:
+        return _journal(kube, target, steps=[], notes=notes, options=options)
+    sources = {m.from_node for m in report.moves}
+    emptied = sorted(sources - {m.to_node for m in report.moves})
+    steps = [Step(kind="cordon", target=node) for node in emptied]
+    for move in report.moves:
+        uid, owner = _uid(pods, move.pod), controller_uid(pods[move.pod])
+        steps.append(Step(kind="evict", target=move.pod, uid=uid, node=move.from_node))
+        steps.append(Step(kind="replacement", target=move.pod, uid=uid, owner=owner, node=move.to_node))
+    steps += [Step(kind="uncordon", target=node, cleanup=True) for node in emptied]
+    shared = sorted(sources - set(emptied))
+    if shared:
+        notes.append(f"not cordoned: {', '.join(shared)} (pods move there too); a replacement may land back there")
+    watch = _watch(pods, sources | {m.to_node for m in report.moves})
+    return _journal(kube, target, steps=steps, watch=watch, notes=notes, options=options)
+
+
+def mig_journal(kube: Kube, plan: MigPlan, target: tuple[str, str | None, str, str], options: dict) -> Journal:
+    pods = _live(kube)
+    holders: dict[str, list[str]] = defaultdict(list)
+    for change in plan.changes:
+        for holder in change.holders:
+            if holder not in holders[change.node]:
+                holders[change.node].append(holder)
+    steps = []
+    for node, name in plan.labels.items():
+        steps.append(Step(kind="cordon", target=node))
+        steps += [Step(kind="evict", target=key, uid=_uid(pods, key), node=node) for key in holders[node]]
+        steps.append(Step(kind="label", target=node, labels={MIG_CONFIG: name}))
+        steps.append(Step(kind="mig-state", target=node))
+        steps.append(Step(kind="uncordon", target=node, cleanup=True))
+    notes = [
+        "mig-manager applies a config by name: install the emitted mig-parted file (mig plan --emit mig-parted) as "
+        "the GPU Operator's MIG config (its ConfigMap, default-mig-parted-config, or the one named by "
+        "migManager.config.name) before applying"
+    ]
+    return _journal(kube, target, steps=steps, watch=_watch(pods, set(plan.labels)), notes=notes, options=options)
+
+
+def bind_journal(kube: Kube, report: PlanReport, members: dict[str, list[str]],
+                 target: tuple[str, str | None, str, str], options: dict) -> Journal:  # fmt: skip
+    """Bind steps per planned job (`members`: job -> its pods, in order); rollback steps for gangs if asked."""
+    pods = _live(kube)
+    planned: dict[str, list[str]] = defaultdict(list)
+    for assignment in report.assignments:
+        planned[assignment.job].append(assignment.node)
+    steps, rollback = [], []
+    for job, nodes in planned.items():
+        for key, node in zip(members[job], nodes, strict=True):
+            steps.append(Step(kind="bind", target=key, uid=_uid(pods, key), node=node, owner=job))
+            if options.get("rollback") and len(nodes) > 1:
+                rollback.append(Step(kind="delete", target=key, uid=_uid(pods, key), owner=job, cleanup=True))
+    notes = [f"not bound: {job} (no room in the plan)" for job in report.unplaced]
+    used = {node for found in planned.values() for node in found}
+    return _journal(kube, target, steps=steps + rollback, watch=_watch(pods, used), notes=notes, options=options)
+
+
+def gpusched_jobs(kube: Kube, pending: list[Pod], scheduler: str) -> tuple[list[PendingJob], dict[str, list[str]]]:
+    """The pending pods whose schedulerName is `scheduler`, as jobs: the pods of one pod-group label form a gang
+    (all-or-nothing), any other pod is a job of one; and each job's pods by name, in the order they are bound."""
+    live = _live(kube)
+    groups: dict[str, list[Pod]] = defaultdict(list)
+    for pod in pending:
+        found = live.get(pod.name)
+        if found is None or (found.get("spec") or {}).get("schedulerName", "default-scheduler") != scheduler:
+            continue
+        group = (found["metadata"].get("labels") or {}).get(GANG_LABEL)
+        groups[f"{found['metadata'].get('namespace', 'default')}/{group}" if group else pod.name].append(pod)
+    jobs, members = [], {}
+    for name, pods in sorted(groups.items()):
+        pods.sort(key=lambda pod: pod.name)
+        if len({(pod.gpus, pod.mig_profile) for pod in pods}) > 1:
+            raise ValueError(f"gang {name}: its pods ask for different GPUs; a gang is planned as identical pods")
+        jobs.append(PendingJob(name, len(pods), pods[0].gpus, pods[0]))
+        members[name] = [pod.name for pod in pods]
+    return jobs, members

@@ -1,0 +1,161 @@
+"""--apply for preempt, defrag, mig plan and plan, and `gpusched apply --resume/--status` over their journals.
+
+Dry run by default: the steps, each request's server-side dry run, nothing written. `--yes` carries them out,
+writing the journal (`--journal`, default under $XDG_STATE_HOME/gpusched) before and after every step. Exit codes:
+0 done (or a dry run that can be carried out), 1 stopped (a budget, a timeout, mig-manager's failure, or the cluster
+moved on: re-plan), 2 bad input or a request the server refuses (nothing changed).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from ..actions.journal import Step, state_dir
+from ..actions.run import journal_status, resume
+from ..actions.runner import RunOutcome
+from .common import JsonFlag, app, err, out, run, show
+
+__all__ = [
+    "ApplyFlag", "ContextOpt", "JournalOpt", "KubeconfigOpt", "PdbTimeoutOpt", "WaitTimeoutOpt", "YesFlag",
+    "check_apply", "finish", "live_cluster", "options", "progress", "replan_command",
+]  # fmt: skip
+
+ApplyFlag = Annotated[
+    bool, typer.Option("--apply", help="carry the plan out on the --kubeconfig cluster (a dry run unless --yes)")
+]
+KubeconfigOpt = Annotated[
+    str | None, typer.Option("--kubeconfig", help="plan from this live cluster (--apply acts on it)")
+]
+ContextOpt = Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: current)")]
+YesFlag = Annotated[bool, typer.Option("--yes", help="--apply: really do it (default: a dry run that changes nothing)")]
+JournalOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--journal", help="--apply --yes: the journal file (default: $XDG_STATE_HOME/gpusched/apply-RUN.json)"
+    ),
+]
+PdbTimeoutOpt = Annotated[
+    float,
+    typer.Option("--pdb-timeout", min=0, max=86400, help="seconds to retry an eviction a PodDisruptionBudget refuses"),
+]
+WaitTimeoutOpt = Annotated[
+    float,
+    typer.Option("--wait-timeout", min=0, max=86400, help="seconds a pod may take to go, be replaced or be scheduled"),
+]
+
+
+def check_apply(apply: bool, kubeconfig: str | None, context: str | None, yes: bool, journal: str | None) -> None:
+    """--yes and --journal belong to --apply, which acts on the --kubeconfig cluster; --context to --kubeconfig."""
+    if not apply:
+        stray = [name for name, value in (("--yes", yes), ("--journal", journal)) if value]
+        if stray:
+            raise ValueError(f"{', '.join(stray)}: only with --apply")
+    elif not kubeconfig:
+        raise ValueError("--apply needs --kubeconfig PATH: the cluster to plan from and act on")
+    if context and not kubeconfig:
+        raise ValueError("--context goes with --kubeconfig")
+
+
+def live_cluster(cluster: str | None, kubeconfig: str | None, context: str | None, what: str) -> str:
+    """The cluster source: CLUSTER, or the --kubeconfig cluster (`PATH#CONTEXT`), never both."""
+    if kubeconfig and cluster:
+        raise ValueError(f"--kubeconfig is the cluster: drop CLUSTER and give only {what}")
+    if not kubeconfig and not cluster:
+        raise ValueError("give CLUSTER (a file, scenario or kubeconfig), or --kubeconfig")
+    return f"{kubeconfig}#{context}" if kubeconfig and context else str(kubeconfig or cluster)
+
+
+def options(pdb_timeout: float, wait_timeout: float, **more: object) -> dict:
+    return {"pdb_timeout": pdb_timeout, "wait_timeout": wait_timeout, **more}
+
+
+def replan_command() -> str:
+    """This command line, less --yes: what plans (and dry-runs) the same again."""
+    args = [arg for arg in sys.argv[1:] if arg != "--yes"]
+    return "gpusched " + " ".join(shlex.quote(arg) for arg in args)
+
+
+def progress(as_json: bool):  # noqa: ANN201 - a callback for the runner
+    """Each step's outcome as it happens (not with --json: the report comes at the end)."""
+
+    def say(number: int, step: Step) -> None:
+        if not as_json:
+            out.print(f"{number}. {step.describe()}: {_state(step)}", markup=False)
+
+    return say
+
+
+def _state(step: Step) -> str:
+    if step.state == "failed":
+        return f"FAILED: {step.error}"
+    return f"{step.state}" + (f" ({step.result})" if step.result else "")
+
+
+def render_outcome(console: Console, outcome: RunOutcome) -> None:
+    for note in outcome.notes:
+        console.print(note, markup=False)
+    if outcome.dry_run:
+        for line in outcome.preview:
+            console.print(f"{line.number}. {line.step}", markup=False)
+            console.print(f"   server: {line.server}", markup=False)
+        if outcome.steps:
+            console.print(
+                f"dry run: nothing was changed. --yes carries it out, journal in --journal or {state_dir()}",
+                markup=False,
+            )
+    if outcome.stopped:
+        console.print(f"stopped: {outcome.stopped}", markup=False)
+    if outcome.drift and outcome.replan:
+        console.print(f"re-plan: {outcome.replan}", markup=False)
+    if outcome.journal and not outcome.dry_run:
+        if outcome.finished:
+            console.print(f"done: {len(outcome.steps)} steps; journal {outcome.journal}", markup=False)
+        else:
+            console.print(f"resume: gpusched apply --resume {shlex.quote(outcome.journal)} --yes", markup=False)
+
+
+def finish(outcome: RunOutcome, as_json: bool) -> int:
+    show(outcome, as_json, render_outcome)
+    if outcome.dry_run:
+        return 0 if outcome.steps and not outcome.stopped else 1
+    return 0 if outcome.finished else 1
+
+
+def render_status(console: Console, outcome: RunOutcome) -> None:
+    for number, step in enumerate(outcome.steps, 1):
+        console.print(f"{number}. {step.describe()}: {_state(step)}", markup=False)
+    render_outcome(console, outcome)
+
+
+@app.command("apply")
+def apply_command(
+    resume_path: Annotated[
+        str | None, typer.Option("--resume", help="carry on with a journal's remaining steps (dry run unless --yes)")
+    ] = None,
+    status: Annotated[str | None, typer.Option("--status", help="report a journal's steps; contacts nothing")] = None,
+    yes: YesFlag = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Resume an --apply run from its journal, or report one; done steps are never done again."""
+
+    def body() -> int:
+        if (resume_path is None) == (status is None):
+            raise ValueError("give exactly one of --resume JOURNAL and --status JOURNAL")
+        if status is not None:
+            if yes:
+                raise ValueError("--yes: only with --resume")
+            outcome = journal_status(status)
+            show(outcome, as_json, render_status)
+            return 0 if outcome.finished else 1
+        assert resume_path is not None
+        outcome = resume(resume_path, yes, progress(as_json))
+        if outcome.finished and not outcome.preview and not as_json:
+            err.print(f"{resume_path}: every step is done already; nothing to do", markup=False)
+        return finish(outcome, as_json)
+
+    run(body)

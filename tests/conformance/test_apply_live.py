@@ -1,0 +1,536 @@
+"""`--apply` on the real control plane: evictions a PodDisruptionBudget blocks and then allows, a forbidden user, a
+defrag carried out and one interrupted and resumed from its journal, a gang bound by `plan --apply`, and MIG
+repartitions answered by a fake mig-manager.
+
+A control plane of its own (the nodes here would change what the other conformance tests see), with the controller
+manager's disruption and replicaset controllers: budgets get a status, and an evicted ReplicaSet pod a replacement.
+The harness plays the kubelet (a thread): bound pods start Running and Ready, terminating pods finish at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from gpusched.actions.journal import load_journal
+from gpusched.actions.kube import CORDON_ANNOTATION
+from gpusched.conformance.api import Rest, RestError
+from gpusched.conformance.build import ensure_built
+from gpusched.conformance.cluster import start
+
+NS = "apply"
+PODS = f"/api/v1/namespaces/{NS}/pods"
+GPU = "nvidia.com/gpu"
+IMAGE = "registry.k8s.io/pause:3.10"
+CLASSES = {
+    "apply-low": (10, "PreemptLowerPriority"),
+    "apply-high": (1000, "Never"),
+}  # gpusched preempts, not the scheduler
+
+
+def gpu_node(name: str, gpus: int, labels: dict[str, str] | None = None) -> dict:
+    """A node as the GPU Operator labels it: GPU Feature Discovery's product, count and memory."""
+    gfd = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.count": str(gpus),
+           "nvidia.com/gpu.memory": "81920", "kubernetes.io/hostname": name}  # fmt: skip
+    capacity = {"cpu": "64", "memory": "512Gi", "pods": "110", GPU: str(gpus)}
+    return {"metadata": {"name": name, "labels": {**gfd, **(labels or {})}},
+            "status": {"capacity": capacity, "allocatable": dict(capacity)}}  # fmt: skip
+
+
+def pod_spec(gpus: int, priority: str = "apply-low", selector: dict | None = None, scheduler: str | None = None):
+    spec: dict = {
+        "containers": [{"name": "main", "image": IMAGE, "resources": {"limits": {GPU: str(gpus)}}}],
+        "priorityClassName": priority,
+        "terminationGracePeriodSeconds": 30,
+    }
+    if selector:
+        spec["nodeSelector"] = selector
+    if scheduler:
+        spec["schedulerName"] = scheduler
+    return spec
+
+
+def bare_pod(name: str, gpus: int, labels: dict | None = None, **options) -> dict:
+    return {"metadata": {"name": name, "namespace": NS, "labels": labels or {}}, "spec": pod_spec(gpus, **options)}
+
+
+def replica_set(name: str, gpus: int, selector: dict) -> dict:
+    labels = {"app": name}
+    template = {"metadata": {"labels": labels}, "spec": pod_spec(gpus, selector=selector)}
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "namespace": NS},
+            "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": template}}  # fmt: skip
+
+
+class Kubelet(threading.Thread):
+    """Bound pods start (Running, Ready, a start time in creation order); terminating pods finish at once."""
+
+    def __init__(self, rest: Rest) -> None:
+        super().__init__(daemon=True)
+        self.rest, self.stopping = rest, threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                self.tick()
+            except (RestError, OSError):
+                pass
+            time.sleep(0.05)
+
+    def tick(self) -> None:
+        for pod in self.rest.get(PODS)["items"]:
+            meta, status = pod["metadata"], pod.get("status") or {}
+            path = f"{PODS}/{meta['name']}"
+            if meta.get("deletionTimestamp"):
+                self.rest.delete(path)
+            elif pod["spec"].get("nodeName") and status.get("phase") != "Running":
+                now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                ready = [{"type": "Ready", "status": "True", "lastTransitionTime": now}]
+                body = {"status": {"phase": "Running", "startTime": now, "conditions": ready}}
+                self.rest.call("PATCH", f"{path}/status", body, "application/merge-patch+json")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    plane = start(ensure_built(), controller_manager=True)
+    rest = Rest(plane.kubeconfig)
+    kubelet = Kubelet(rest)
+    try:
+        rest.create("/api/v1/namespaces", {"metadata": {"name": NS}})
+        for name, (value, policy) in CLASSES.items():
+            rest.create("/apis/scheduling.k8s.io/v1/priorityclasses",
+                        {"metadata": {"name": name}, "value": value, "preemptionPolicy": policy})  # fmt: skip
+        kubelet.start()
+        yield plane, rest
+    finally:
+        kubelet.stopping.set()
+        kubelet.join(timeout=5)
+        rest.close()
+        plane.stop()
+
+
+def clear(rest: Rest) -> None:
+    """Remove every object of the previous test: ReplicaSets first (they would re-create their pods)."""
+    for path in (f"/apis/apps/v1/namespaces/{NS}/replicasets", f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets"):
+        for item in rest.get(path)["items"]:
+            rest.delete(f"{path}/{item['metadata']['name']}")
+    rest.delete(PODS)
+    for node in rest.get("/api/v1/nodes")["items"]:
+        rest.delete(f"/api/v1/nodes/{node['metadata']['name']}")
+    assert rest.wait(lambda: not rest.get(PODS)["items"])
+
+
+@pytest.fixture
+def fresh(cluster, tmp_path, monkeypatch):
+    plane, rest = cluster
+    clear(rest)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    yield plane, rest
+    clear(rest)
+
+
+def running(rest: Rest) -> dict[str, str]:
+    """pod -> node of the namespace's live pods."""
+    return {p["metadata"]["name"]: p["spec"].get("nodeName") for p in rest.get(PODS)["items"]
+            if not p["metadata"].get("deletionTimestamp")}  # fmt: skip
+
+
+def bound(rest: Rest, count: int) -> dict[str, str]:
+    return rest.wait(lambda: (found := running(rest)) and len(found) == count and all(found.values()) and found)
+
+
+# --- preempt --apply ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def budgeted(fresh):
+    """p1 (4 GPUs) runs low-0 and low-1 (2 GPUs each, budget: 2 must stay available); urgent (4 GPUs) waits."""
+    plane, rest = fresh
+    rest.create("/api/v1/nodes", gpu_node("p1", 4))
+    for name in ("low-0", "low-1"):
+        rest.create(PODS, bare_pod(name, 2, {"app": "low"}))
+    bound(rest, 2)
+    budget = {"metadata": {"name": "low-budget", "namespace": NS},
+              "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "low"}}}}  # fmt: skip
+    rest.create(f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets", budget)
+    rest.wait(lambda: rest.get(f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/low-budget")
+              .get("status", {}).get("currentHealthy") == 2)  # fmt: skip
+    rest.create(PODS, bare_pod("urgent", 4, priority="apply-high"))
+    rest.wait(lambda: _unschedulable(rest, "urgent"))
+    return plane, rest
+
+
+def _unschedulable(rest: Rest, name: str) -> bool:
+    conditions = rest.get(f"{PODS}/{name}").get("status", {}).get("conditions") or []
+    return any(c["type"] == "PodScheduled" and c["status"] == "False" for c in conditions)
+
+
+def test_dry_run_is_the_default_and_changes_nothing(budgeted, gpusched, tmp_path):
+    plane, rest = budgeted
+    before = rest.get(PODS)["items"]
+    result = gpusched("preempt", f"{NS}/urgent", "--kubeconfig", plane.kubeconfig, "--apply")
+    assert result.exit_code == 0, result.stderr
+    assert f"evict {NS}/low-0 from p1" in result.stdout and f"evict {NS}/low-1 from p1" in result.stdout
+    assert (
+        "server: refused now" in result.stdout and "The disruption budget low-budget needs 2 healthy" in result.stdout
+    )
+    assert "dry run: nothing was changed" in result.stdout
+    assert not (tmp_path / "state").exists()  # no journal either
+    after = rest.get(PODS)["items"]
+    assert [(p["metadata"]["uid"], p["metadata"]["resourceVersion"]) for p in after] == [
+        (p["metadata"]["uid"], p["metadata"]["resourceVersion"]) for p in before
+    ]
+
+
+def test_a_dry_run_evicts_nothing_even_when_the_budget_allows(budgeted, gpusched, tmp_path):
+    plane, rest = budgeted
+    budget = f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/low-budget"
+    rest.call("PATCH", budget, {"spec": {"minAvailable": 0}}, "application/merge-patch+json")
+    rest.wait(lambda: rest.get(budget).get("status", {}).get("disruptionsAllowed") == 2)
+    result = gpusched("preempt", f"{NS}/urgent", "--kubeconfig", plane.kubeconfig, "--apply")
+    assert result.exit_code == 0 and result.stdout.count("server: accepted (dry run)") == 2
+    time.sleep(0.5)
+    assert sorted(running(rest)) == ["low-0", "low-1", "urgent"] and not (tmp_path / "state").exists()
+
+
+def test_a_budget_blocks_then_allows_the_eviction(budgeted, gpusched, tmp_path):
+    plane, rest = budgeted
+    journal = tmp_path / "preempt.json"
+    args = ("preempt", f"{NS}/urgent", "--kubeconfig", plane.kubeconfig, "--apply", "--yes", "--journal", journal)
+    blocked = gpusched(*args, "--pdb-timeout", "3")
+    assert blocked.exit_code == 1
+    assert "stopped: blocked by a PodDisruptionBudget for 3 s" in blocked.stdout
+    assert "The disruption budget low-budget needs 2 healthy pods and has 2 currently" in blocked.stdout
+    assert sorted(running(rest)) == ["low-0", "low-1", "urgent"]  # nothing evicted
+    steps = load_journal(journal).steps
+    assert [s.state for s in steps] == ["failed", "pending", "pending"] and "low-budget" in steps[0].error
+    status = gpusched("apply", "--status", journal)
+    assert status.exit_code == 1 and "1. evict apply/low-0 from p1" in status.stdout and "FAILED" in status.stdout
+
+    budget = f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/low-budget"
+    rest.call("PATCH", budget, {"spec": {"minAvailable": 0}}, "application/merge-patch+json")
+    resumed = gpusched("apply", "--resume", journal, "--yes")
+    assert resumed.exit_code == 0, resumed.stdout + resumed.stderr
+    assert f"3. wait for {NS}/urgent to be scheduled: done (scheduled on p1)" in resumed.stdout
+    assert running(rest) == {"urgent": "p1"}
+    assert [s.state for s in load_journal(journal).steps] == ["done", "done", "done"]
+
+    again = gpusched("apply", "--resume", journal, "--yes")  # a journal run twice does nothing twice
+    assert again.exit_code == 0 and "every step is done already" in again.stderr
+    assert running(rest) == {"urgent": "p1"}
+
+
+def test_a_user_who_may_not_evict_gets_a_clear_error_and_nothing_changes(budgeted, gpusched, tmp_path):
+    plane, rest = budgeted
+    rules = [{"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["get", "list", "watch"]},
+             {"apiGroups": ["resource.k8s.io"], "resources": ["*"], "verbs": ["get", "list"]}]  # fmt: skip
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    rest.create(f"{rbac}/clusterroles", {"metadata": {"name": "apply-reader"}, "rules": rules})
+    rest.create(f"{rbac}/clusterrolebindings", {
+        "metadata": {"name": "apply-reader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "apply-reader"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "viewer"}],
+    })  # fmt: skip
+    try:
+        rest.call("PATCH", f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/low-budget",
+                  {"spec": {"minAvailable": 0}}, "application/merge-patch+json")  # fmt: skip
+        journal = tmp_path / "forbidden.json"
+        result = gpusched("preempt", f"{NS}/urgent", "--kubeconfig", plane.kubeconfig, "--context", "viewer",
+                          "--apply", "--yes", "--journal", journal)  # fmt: skip
+        assert result.exit_code == 2
+        assert "step 1 (evict apply/low-0 from p1" in result.stderr and "forbidden by the server: 403" in result.stderr
+        assert 'cannot create resource "pods/eviction"' in result.stderr and "nothing was changed" in result.stderr
+        assert not journal.exists()
+        assert sorted(running(rest)) == ["low-0", "low-1", "urgent"]
+    finally:
+        rest.delete(f"{rbac}/clusterrolebindings/apply-reader")
+        rest.delete(f"{rbac}/clusterroles/apply-reader")
+
+
+# --- defrag --apply ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fragmented(fresh):
+    """d1 runs a (ReplicaSet, lane-a) and b (ReplicaSet, lane-b), 1 GPU each; d2 and d3 are full but one GPU each.
+    Room for 4 GPUs: empty d1, a to d2 (its only other lane-a node), b to d3 (lane-b)."""
+    plane, rest = fresh
+    rest.create("/api/v1/nodes", gpu_node("d1", 4, {"lane-a": "yes", "lane-b": "yes"}))
+    for name in ("a", "b"):
+        rest.create(f"/apis/apps/v1/namespaces/{NS}/replicasets", replica_set(name, 1, {f"lane-{name}": "yes"}))
+    bound(rest, 2)
+    rest.create("/api/v1/nodes", gpu_node("d2", 4, {"lane-a": "yes"}))
+    rest.create("/api/v1/nodes", gpu_node("d3", 4, {"lane-b": "yes"}))
+    rest.create(PODS, bare_pod("c", 3, selector={"kubernetes.io/hostname": "d2"}))
+    rest.create(PODS, bare_pod("e", 3, selector={"kubernetes.io/hostname": "d3"}))
+    bound(rest, 4)
+    return plane, rest
+
+
+def _owners(rest: Rest) -> dict[str, str]:
+    """ReplicaSet -> the node its pod runs on."""
+    return {p["metadata"]["ownerReferences"][0]["name"]: p["spec"].get("nodeName")
+            for p in rest.get(PODS)["items"]
+            if p["metadata"].get("ownerReferences") and not p["metadata"].get("deletionTimestamp")}  # fmt: skip
+
+
+def _d1_untouched(rest: Rest) -> None:
+    node = rest.get("/api/v1/nodes/d1")
+    assert not node["spec"].get("unschedulable") and CORDON_ANNOTATION not in (
+        node["metadata"].get("annotations") or {}
+    )
+
+
+def test_a_defrag_is_carried_out(fragmented, gpusched, tmp_path):
+    plane, rest = fragmented
+    journal = tmp_path / "defrag.json"
+    result = gpusched("defrag", "--for", "4", "--kubeconfig", plane.kubeconfig, "--apply", "--yes",
+                      "--journal", journal)  # fmt: skip
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "1. cordon d1: done (cordoned)" in result.stdout
+    assert "uncordon d1 (if gpusched cordoned it): done (uncordoned)" in result.stdout
+    assert rest.wait(lambda: _owners(rest) == {"a": "d2", "b": "d3"})
+    _d1_untouched(rest)
+    assert load_journal(journal).finished
+
+
+def test_a_defrag_dry_run_cordons_and_moves_nothing(fragmented, gpusched, tmp_path):
+    plane, rest = fragmented
+    before = rest.get("/api/v1/nodes/d1")["metadata"]["resourceVersion"]
+    result = gpusched("defrag", "--for", "4", "--kubeconfig", plane.kubeconfig, "--apply")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert (
+        "1. cordon d1\n   server: accepted (dry run)" in result.stdout
+        and "dry run: nothing was changed" in result.stdout
+    )
+    assert rest.get("/api/v1/nodes/d1")["metadata"]["resourceVersion"] == before
+    assert _owners(rest) == {"a": "d1", "b": "d1"} and not (tmp_path / "state").exists()
+
+
+def test_an_interrupted_defrag_resumes_from_its_journal(fragmented, gpusched, tmp_path):
+    from gpusched.actions.plans import defrag_journal
+    from gpusched.actions.run import carry_out, open_cluster
+    from gpusched.planner.optimize.defrag import defrag, parse_shape
+    from gpusched.scenarios import load_cluster
+
+    plane, rest = fragmented
+    journal = tmp_path / "defrag.json"
+    report = defrag(load_cluster(str(plane.kubeconfig)), parse_shape("4"))
+
+    def interrupt(number, step):
+        if step.kind == "replacement":  # Ctrl-C after the first move
+            raise KeyboardInterrupt
+
+    with open_cluster(str(plane.kubeconfig), None) as kube:
+        planned = defrag_journal(kube, report, (str(plane.kubeconfig), None, "defrag --for 4", "gpusched defrag"), {})
+        with pytest.raises(KeyboardInterrupt):
+            carry_out(kube, planned, True, str(journal), interrupt)
+    _d1_untouched(rest)  # the cordon is undone on the way out
+    states = [(s.kind, s.state) for s in load_journal(journal).steps]
+    assert states == [("cordon", "pending"), ("evict", "done"), ("replacement", "done"), ("evict", "pending"),
+                      ("replacement", "pending"), ("uncordon", "pending")]  # fmt: skip
+    moved = [s.target for s in load_journal(journal).steps if s.kind == "evict" and s.state == "done"]
+
+    status = gpusched("apply", "--status", journal)
+    assert status.exit_code == 1 and "4. evict" in status.stdout and ": pending" in status.stdout
+    resumed = gpusched("apply", "--resume", journal, "--yes")
+    assert resumed.exit_code == 0, resumed.stdout + resumed.stderr
+    assert "2. evict" not in resumed.stdout  # done before: not done again
+    assert rest.wait(lambda: _owners(rest) == {"a": "d2", "b": "d3"})
+    _d1_untouched(rest)
+    assert moved and load_journal(journal).finished
+
+
+def test_a_defrag_stops_when_the_cluster_moved_on(fragmented, gpusched, tmp_path):
+    from gpusched.actions.plans import defrag_journal
+    from gpusched.actions.run import carry_out, open_cluster
+    from gpusched.planner.optimize.defrag import defrag, parse_shape
+    from gpusched.scenarios import load_cluster
+
+    plane, rest = fragmented
+    report = defrag(load_cluster(str(plane.kubeconfig)), parse_shape("4"))
+    with open_cluster(str(plane.kubeconfig), None) as kube:
+        planned = defrag_journal(kube, report, (str(plane.kubeconfig), None, "defrag --for 4", "gpusched defrag"), {})
+        rest.create(PODS, bare_pod("intruder", 1, selector={"kubernetes.io/hostname": "d3"}))
+        rest.wait(lambda: running(rest).get("intruder") == "d3")
+        outcome = carry_out(kube, planned, True, str(tmp_path / "j.json"), lambda n, s: None)
+    assert outcome.drift and "apply/intruder now runs on d3" in (outcome.stopped or "")
+    assert _owners(rest) == {"a": "d1", "b": "d1"}  # nothing moved
+    _d1_untouched(rest)
+
+
+# --- plan --apply ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def gang(fresh):
+    """g1 and g2 (4 GPUs each); train-0 and train-1 (4 GPUs each, one pod group) for gpusched's profile, and solo
+    for another scheduler: gpusched leaves it alone."""
+    plane, rest = fresh
+    for name in ("g1", "g2"):
+        rest.create("/api/v1/nodes", gpu_node(name, 4))
+    for name in ("train-0", "train-1"):
+        rest.create(PODS, bare_pod(name, 4, {"scheduling.x-k8s.io/pod-group": "train"}, scheduler="gpusched"))
+    rest.create(PODS, bare_pod("solo", 1, scheduler="someone-else"))
+    return plane, rest
+
+
+def test_plan_apply_binds_a_gang(gang, gpusched, tmp_path):
+    plane, rest = gang
+    dry = gpusched("plan", "--kubeconfig", plane.kubeconfig, "--apply")
+    assert dry.exit_code == 0, dry.stdout + dry.stderr
+    assert f"bind {NS}/train-0 to g" in dry.stdout and "server: accepted (dry run)" in dry.stdout
+    assert running(rest) == {"train-0": None, "train-1": None, "solo": None}  # the dry run bound nothing
+    done = gpusched("plan", "--kubeconfig", plane.kubeconfig, "--apply", "--yes", "--journal", tmp_path / "j.json")
+    assert done.exit_code == 0, done.stdout + done.stderr
+    placed = running(rest)
+    assert {placed["train-0"], placed["train-1"]} == {"g1", "g2"} and placed["solo"] is None
+
+
+def test_plan_apply_rolls_back_an_incomplete_gang(gang, tmp_path):
+    from gpusched.actions.plans import bind_journal, gpusched_jobs
+    from gpusched.actions.run import carry_out, open_cluster
+    from gpusched.planner.optimize.plan import plan
+    from gpusched.scenarios import load_scenario
+
+    plane, rest = gang
+    scenario = load_scenario(str(plane.kubeconfig))
+    with open_cluster(str(plane.kubeconfig), None) as kube:
+        jobs, members = gpusched_jobs(kube, scenario.pods.pods, "gpusched")
+        report = plan(scenario.cluster, jobs)
+        planned = bind_journal(kube, report, members, (str(plane.kubeconfig), None, "plan", "gpusched plan"),
+                               {"rollback": True})  # fmt: skip
+        first = planned.steps[0].node
+
+        def someone_else_binds_train_1(number, step):
+            if number == 1:  # after gpusched bound train-0: another scheduler takes train-1
+                body = {"metadata": {"name": "train-1"}, "target": {"kind": "Node", "name": first}}
+                rest.create(f"{PODS}/train-1/binding", body)
+
+        outcome = carry_out(kube, planned, True, str(tmp_path / "j.json"), someone_else_binds_train_1)
+    assert outcome.drift and "apply/train-1 is bound to" in (outcome.stopped or "")
+    kinds = [(s.kind, s.target, s.state) for s in outcome.steps]
+    assert kinds == [("bind", f"{NS}/train-0", "done"), ("bind", f"{NS}/train-1", "pending"),
+                     ("delete", f"{NS}/train-0", "done"), ("delete", f"{NS}/train-1", "skipped")]  # fmt: skip
+    assert rest.wait(lambda: "train-0" not in running(rest))  # gpusched's half of the gang is rolled back
+    assert running(rest)["train-1"] == first  # the pod gpusched did not bind is left alone
+
+
+# --- mig plan --apply --------------------------------------------------------------------------------------------
+
+
+class MigManager(threading.Thread):
+    """The GPU Operator's mig-manager, faked: a node whose nvidia.com/mig.config.state is pending gets `answer`."""
+
+    def __init__(self, rest: Rest, answer: str) -> None:
+        super().__init__(daemon=True)
+        self.rest, self.answer, self.stopping, self.seen = rest, answer, threading.Event(), []
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            for node in self.rest.get("/api/v1/nodes")["items"]:
+                labels = node["metadata"].get("labels") or {}
+                if labels.get("nvidia.com/mig.config.state") == "pending":
+                    self.seen.append((node["metadata"]["name"], labels.get("nvidia.com/mig.config"),
+                                      bool(node["spec"].get("unschedulable"))))  # fmt: skip
+                    time.sleep(0.3)  # reconfiguring
+                    patch = {"metadata": {"labels": {"nvidia.com/mig.config.state": self.answer}}}
+                    self.rest.call("PATCH", f"/api/v1/nodes/{node['metadata']['name']}", patch,
+                                   "application/merge-patch+json")  # fmt: skip
+            time.sleep(0.05)
+
+
+@pytest.fixture
+def partitioned(fresh):
+    """m1: one A100 80GB in seven 1g.10gb instances (mixed strategy), one of them held by p."""
+    plane, rest = fresh
+    node = gpu_node("m1", 1, {"nvidia.com/mig.capable": "true", "nvidia.com/mig.strategy": "mixed",
+                              "nvidia.com/mig-1g.10gb.count": "7", "nvidia.com/mig-1g.10gb.memory": "9984",
+                              "nvidia.com/mig.config": "all-1g.10gb", "nvidia.com/mig.config.state": "success"})  # fmt: skip
+    for field in ("capacity", "allocatable"):
+        node["status"][field].update({GPU: "0", "nvidia.com/mig-1g.10gb": "7"})
+    rest.create("/api/v1/nodes", node)
+    pod = bare_pod("p", 1)
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/mig-1g.10gb": "1"}}
+    rest.create(PODS, pod)
+    bound(rest, 1)
+    return plane, rest
+
+
+def test_a_mig_dry_run_labels_nothing(partitioned, gpusched, tmp_path):
+    plane, rest = partitioned
+    before = rest.get("/api/v1/nodes/m1")["metadata"]
+    result = gpusched("mig", "plan", "--kubeconfig", plane.kubeconfig, "--demand", "3g.40gb=1", "--apply")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "label node m1 nvidia.com/mig.config=gpusched-" in result.stdout
+    assert "install the emitted mig-parted file" in result.stdout
+    assert rest.get("/api/v1/nodes/m1")["metadata"] == before and "p" in running(rest)
+
+
+@pytest.mark.parametrize("answer", ["success", "failed"])
+def test_mig_repartition_with_a_fake_mig_manager(partitioned, gpusched, tmp_path, answer):
+    plane, rest = partitioned
+    manager = MigManager(rest, answer)
+    manager.start()
+    try:
+        journal = tmp_path / "mig.json"
+        result = gpusched("mig", "plan", "--kubeconfig", plane.kubeconfig, "--demand", "3g.40gb=1", "--apply",
+                          "--yes", "--journal", journal, "--mig-timeout", "30")  # fmt: skip
+    finally:
+        manager.stopping.set()
+        manager.join(timeout=5)
+    steps = load_journal(journal).steps
+    assert [s.kind for s in steps] == ["cordon", "evict", "label", "mig-state", "uncordon"]
+    name = steps[2].labels["nvidia.com/mig.config"]
+    assert manager.seen == [("m1", name, True)]  # labelled while cordoned and drained
+    assert "p" not in running(rest)  # its instance was on the GPU to change
+    node = rest.get("/api/v1/nodes/m1")
+    assert not node["spec"].get("unschedulable")  # uncordoned either way
+    if answer == "success":
+        assert result.exit_code == 0, result.stdout + result.stderr
+        assert load_journal(journal).finished
+    else:
+        assert result.exit_code == 1
+        assert "stopped: mig-manager reported nvidia.com/mig.config.state=failed on m1" in result.stdout
+        # the uncordon ran; it and the cordon are re-armed for a resume
+        assert [s.state for s in steps] == ["pending", "done", "done", "failed", "pending"]
+
+
+# --- the README's walk-through, and the kubectl plugin -------------------------------------------------------------
+
+
+def test_the_readme_walkthrough(gpusched, tmp_path, monkeypatch, capsys):
+    """cluster up, cluster load preemption, preempt --apply (dry run, then --yes), apply --resume, cluster down;
+    on the way, `kubectl gpusched explain` through the plugin's entry point, reading $KUBECONFIG."""
+    from gpusched.cli import kubectl_main
+
+    folder = tmp_path / "cp"
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    up = gpusched("cluster", "up", "--controller-manager", "--dir", folder)
+    assert up.exit_code == 0, up.stderr
+    try:
+        kubeconfig = folder / "kubeconfig"
+        loaded = gpusched("cluster", "load", "preemption", "--dir", folder)
+        assert loaded.lines[0] == "loaded preemption: 3 nodes, 12 running pods, 3 pending"
+
+        monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'missing'}:{kubeconfig}")  # the first file that exists
+        monkeypatch.setattr("sys.argv", ["kubectl-gpusched", "explain", "default/train-8"])
+        with pytest.raises(SystemExit) as exited:
+            kubectl_main()
+        assert exited.value.code == 1  # Pending
+        assert capsys.readouterr().out.startswith("default/train-8 is Pending")
+
+        dry = gpusched("preempt", "default/train-8", "--kubeconfig", kubeconfig, "--apply")
+        assert dry.exit_code == 0 and "dry run: nothing was changed" in dry.stdout
+        assert dry.stdout.count("server: accepted (dry run)") == 4 and not (tmp_path / "state").exists()
+        done = gpusched("preempt", "default/train-8", "--kubeconfig", kubeconfig, "--apply", "--yes")
+        assert done.exit_code == 0, done.stdout + done.stderr
+        planned = next(line for line in done.lines if line.startswith("default/train-8 -> ")).split()[2]
+        assert planned in ("dgx-a", "dgx-b")  # the two DGX nodes tie: four 1-GPU notebooks each
+        assert f"5. wait for default/train-8 to be scheduled: done (scheduled on {planned})" in done.stdout
+        (journal,) = (tmp_path / "state" / "gpusched").iterdir()
+        again = gpusched("apply", "--resume", journal, "--yes")
+        assert again.exit_code == 0 and "every step is done already" in again.stderr
+    finally:
+        assert gpusched("cluster", "down", "--dir", folder).exit_code == 0
