@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import combinations
 
 from ...models.workload import GpuNeeds
 from ..scheduler.plugins.gpudevices import GpuChoice
@@ -82,19 +83,46 @@ class NodeClass:
 
 def canonical_free(node: NodeState) -> tuple[list[list[int]], list[int], list[tuple[int, int]]]:
     """The node's free capacity in canonical order, so identical nodes line up position by position:
-    whole-GPU islands by free count (descending) with their free GPU indices; time-sliced GPUs by
-    (free replicas, free memory) descending; free MIG instances as (gpu, start) by profile then position."""
+    whole-GPU islands by free count (descending) with their free GPU indices; time-sliced GPUs island by island
+    (islands by their GPUs' states, descending), each by (free replicas, free memory) descending; free MIG
+    instances as (gpu, start) by profile then position."""
     islands: dict[int, list[int]] = {}
     for gpu in node.whole_gpus():
         if not node.time_sliced and gpu.free_replicas > 0:
             islands.setdefault(gpu.island, []).append(gpu.index)
     whole = [islands[k] for k in sorted(islands, key=lambda k: (-len(islands[k]), k))]
-    shared = sorted(
-        (gpu.index for gpu in node.whole_gpus() if node.time_sliced),
-        key=lambda i: (-node.gpus[i].free_replicas, -(node.gpus[i].memory_gib - node.gpus[i].declared_gib), i),
-    )
+    shared = [index for _, island in _sliced_islands(node) for index in island]
     mig = sorted(((gpu.index, slot.start) for gpu, slot in node.free_mig()), key=lambda m: (_profile_at(node, m), m))
     return whole, shared, mig
+
+
+def _sliced_state(node: NodeState, index: int) -> tuple[int, float]:
+    gpu = node.gpus[index]
+    return gpu.free_replicas, gpu.memory_gib - gpu.declared_gib
+
+
+def _sliced_islands(node: NodeState) -> list[tuple[tuple[tuple[int, float], ...], list[int]]]:
+    """A time-sliced node's GPUs by NVLink island, canonical: (the island's GPU states, its GPU indices)."""
+    if not node.time_sliced:
+        return []
+    islands: dict[int, list[int]] = {}
+    for gpu in node.whole_gpus():
+        islands.setdefault(gpu.island, []).append(gpu.index)
+    found = []
+    for members in islands.values():
+        members.sort(key=lambda i: (tuple(-x for x in _sliced_state(node, i)), i))
+        found.append((tuple(_sliced_state(node, i) for i in members), members))
+    found.sort(key=lambda item: (tuple(tuple(-x for x in state) for state in item[0]), item[1]))
+    return found
+
+
+def _sliced_room(node: NodeState) -> tuple[tuple[int, float, int], ...]:
+    """(free replicas, free GiB, canonical island) per canonical time-sliced GPU."""
+    return tuple(
+        (replicas, gib, number)
+        for number, (states, _) in enumerate(_sliced_islands(node))
+        for replicas, gib in states
+    )
 
 
 def _profile_at(node: NodeState, where: tuple[int, int]) -> str:
@@ -109,11 +137,10 @@ def _class_key(node: NodeState, label_keys: frozenset[str]) -> tuple:
         exclude={"name": True, "labels": True, "gpu": {"busy", "mig", "islands", "nvlink_gbps", "pcie_gbps"}}
     )
     labels = tuple(sorted((key, node.spec.labels.get(key)) for key in label_keys))
-    whole, shared, mig = canonical_free(node)
-    sliced = tuple((node.gpus[i].free_replicas, node.gpus[i].memory_gib - node.gpus[i].declared_gib) for i in shared)
+    whole, _, mig = canonical_free(node)
     profiles = tuple(_profile_at(node, m) for m in mig)
     used = (node.cpu_requested, node.memory_requested)
-    return (spec, labels, tuple(len(island) for island in whole), sliced, profiles, used)
+    return (spec, labels, tuple(len(island) for island in whole), _sliced_room(node), profiles, used)
 
 
 def node_classes(nodes: list[NodeState], label_keys: frozenset[str] = frozenset()) -> list[NodeClass]:
@@ -137,18 +164,18 @@ class _Room:
     """A class's free capacity, as counts, for the arrangement search."""
 
     islands: tuple[int, ...]  # free whole GPUs per canonical island
-    sliced: tuple[tuple[int, float], ...]  # (free replicas, free GiB) per canonical time-sliced GPU
+    sliced: tuple[tuple[int, float, int], ...]  # (free replicas, free GiB, island) per canonical time-sliced GPU
     mig: tuple[str, ...]  # profile of each free instance, canonical order
     cpu: int | None
     memory: int | None
 
 
 def room_of(node: NodeState) -> _Room:
-    whole, shared, mig = canonical_free(node)
+    whole, _, mig = canonical_free(node)
     cpu, memory = node.spec.cpu_milli, node.spec.memory_bytes
     return _Room(
         islands=tuple(len(island) for island in whole),
-        sliced=tuple((node.gpus[i].free_replicas, node.gpus[i].memory_gib - node.gpus[i].declared_gib) for i in shared),
+        sliced=_sliced_room(node),
         mig=tuple(_profile_at(node, m) for m in mig),
         cpu=None if cpu is None else max(0, cpu - node.cpu_requested),  # over-used by running pods: none left
         memory=None if memory is None else max(0, memory - node.memory_requested),
@@ -163,13 +190,15 @@ def arrange(room: _Room, shapes: tuple[PodShape, ...]) -> Arrangement | None:
     if room.memory is not None and sum(s.memory for s in shapes) > room.memory:
         return None
     mig_items = _arrange_mig(room.mig, [s for s in shapes if s.mig_profile])
-    sliced_items = _arrange_sliced(room.sliced, [s for s in shapes if s.shared_gib is not None])
+    sliced = _arrange_sliced(room.sliced, [s for s in shapes if s.shared_gib is not None])
     whole = _arrange_whole(room.islands, [s for s in shapes if s.mig_profile is None and s.shared_gib is None])
-    if mig_items is None or sliced_items is None or whole is None:
+    if mig_items is None or sliced is None or whole is None:
         return None
-    whole_items, splits = whole
+    (whole_items, whole_splits), (sliced_items, sliced_splits) = whole, sliced
     used = sum(s.gpus for s in shapes if s.mig_profile is None and s.shared_gib is None)
-    return Arrangement(tuple(whole_items + sliced_items + mig_items), splits, sum(room.islands) - used)
+    return Arrangement(
+        tuple(whole_items + sliced_items + mig_items), whole_splits + sliced_splits, sum(room.islands) - used
+    )
 
 
 def _arrange_mig(free: tuple[str, ...], shapes: list[PodShape]) -> list[Item] | None:
@@ -184,47 +213,58 @@ def _arrange_mig(free: tuple[str, ...], shapes: list[PodShape]) -> list[Item] | 
     return items
 
 
-def _arrange_sliced(gpus: tuple[tuple[int, float], ...], shapes: list[PodShape]) -> list[Item] | None:
-    """Each shared pod takes one replica (and its declared memory) on each of `gpus` distinct GPUs."""
-    state = [list(gpu) for gpu in gpus]
+def _arrange_sliced(
+    gpus: tuple[tuple[int, float, int], ...], shapes: list[PodShape]
+) -> tuple[list[Item], int] | None:
+    """Exact: each shared pod takes one replica (and its declared memory) on each of `gpus` distinct GPUs; an
+    NVLink pod's GPUs lie in one island (as the filter demands); fewest pods spanning islands."""
+    state = [[replicas, gib] for replicas, gib, _ in gpus]
+    island = [number for _, _, number in gpus]
     order = sorted(range(len(shapes)), key=lambda i: (-shapes[i].gpus, -(shapes[i].shared_gib or 0)))
     placed: dict[int, tuple[int, ...]] = {}
+    best: list = [None]
 
-    def search(k: int) -> bool:
+    def search(k: int, splits: int) -> None:
+        if best[0] is not None and splits >= best[0][1]:
+            return
         if k == len(order):
-            return True
+            best[0] = (dict(placed), splits)
+            return
         shape = shapes[order[k]]
         need = shape.shared_gib or 0.0
         fitting = [j for j, (replicas, gib) in enumerate(state) if replicas > 0 and gib >= need]
-        for combo in _distinct_combos(fitting, shape.gpus, state):
+        for combo in _distinct_combos(fitting, shape.gpus, state, island):
+            spans = len({island[j] for j in combo}) > 1
+            if spans and shape.nvlink:
+                continue
             for j in combo:
                 state[j][0] -= 1
                 state[j][1] -= need
             placed[order[k]] = combo
-            if search(k + 1):
-                return True
+            search(k + 1, splits + spans)
             for j in combo:
                 state[j][0] += 1
                 state[j][1] += need
-        return False
+        placed.pop(order[k], None)
 
-    if not search(0):
+    search(0, 0)
+    if best[0] is None:
         return None
-    return [Item(shape, placed[i]) for i, shape in enumerate(shapes)]
+    chosen, splits = best[0]
+    return [Item(shape, chosen[i], len({island[j] for j in chosen[i]}) > 1) for i, shape in enumerate(shapes)], splits
 
 
-def _distinct_combos(candidates: list[int], size: int, state: list[list]) -> list[tuple[int, ...]]:
-    """Combinations of GPUs, skipping ones that differ only by swapping GPUs in the same state."""
-    from itertools import combinations
-
+def _distinct_combos(candidates: list[int], size: int, state: list[list], island: list[int]) -> list[tuple[int, ...]]:
+    """Combinations of GPUs, skipping ones that differ only by swapping GPUs in the same state and island;
+    those within one island first."""
     seen: set[tuple] = set()
     combos = []
     for combo in combinations(candidates, size):
-        signature = tuple(sorted(tuple(state[j]) for j in combo))
+        signature = tuple(sorted((island[j], *state[j]) for j in combo))
         if signature not in seen:
             seen.add(signature)
             combos.append(combo)
-    return combos
+    return sorted(combos, key=lambda combo: len({island[j] for j in combo}))
 
 
 def _arrange_whole(islands: tuple[int, ...], shapes: list[PodShape]) -> tuple[list[Item], int] | None:
