@@ -119,9 +119,7 @@ def _sliced_islands(node: NodeState) -> list[tuple[tuple[tuple[int, float], ...]
 def _sliced_room(node: NodeState) -> tuple[tuple[int, float, int], ...]:
     """(free replicas, free GiB, canonical island) per canonical time-sliced GPU."""
     return tuple(
-        (replicas, gib, number)
-        for number, (states, _) in enumerate(_sliced_islands(node))
-        for replicas, gib in states
+        (replicas, gib, number) for number, (states, _) in enumerate(_sliced_islands(node)) for replicas, gib in states
     )
 
 
@@ -213,9 +211,7 @@ def _arrange_mig(free: tuple[str, ...], shapes: list[PodShape]) -> list[Item] | 
     return items
 
 
-def _arrange_sliced(
-    gpus: tuple[tuple[int, float, int], ...], shapes: list[PodShape]
-) -> tuple[list[Item], int] | None:
+def _arrange_sliced(gpus: tuple[tuple[int, float, int], ...], shapes: list[PodShape]) -> tuple[list[Item], int] | None:
     """Exact: each shared pod takes one replica (and its declared memory) on each of `gpus` distinct GPUs; an
     NVLink pod's GPUs lie in one island (as the filter demands); fewest pods spanning islands."""
     state = [[replicas, gib] for replicas, gib, _ in gpus]

@@ -231,3 +231,123 @@ def test_labels_split_node_classes_only_when_a_pending_pod_selects_on_them():
     assert plan(cluster, pending_jobs([Pod(name="p")], [])).node_classes == 1
     selective = plan(cluster, pending_jobs([Pod(name="p", node_selector={"pool": "b"})], []))
     assert selective.node_classes == 2 and selective.assignments[0].node in {"n2", "n3"}
+
+
+# --- crashes on accepted input (issue 16): regressions and the properties that would have found them ------------
+
+
+def _sliced(islands: list[list[int]], busy: list[dict] | None = None) -> Cluster:
+    gpu = {"model": "A100-PCIE-80GB", "count": 4, "memory_gib": 80, "replicas": 2, "islands": islands}
+    return Cluster.model_validate({"nodes": [{"name": "n", "gpu": gpu | {"busy": busy or []}}]})
+
+
+def test_a_time_sliced_nvlink_pod_stays_in_one_island_and_a_spanning_shared_pod_is_split():
+    cluster = _sliced([[0, 2], [1, 3]], [{"gpu": 0, "pod": "x", "memory_gib": 5}])
+    pods = [Pod(name="a", gpus=2, nvlink=True, shared=True, memory_gib=10), Pod(name="b", gpus=4, shared=True)]
+    report = plan(cluster, pending_jobs(pods, []))
+    placed = {a.pod: a for a in report.assignments}
+    assert set(placed["a"].gpus) in ({0, 2}, {1, 3}) and not placed["a"].split
+    assert placed["b"].split and report.metrics.islands_split == 1  # four GPUs over two islands
+    assert _levels(report)[3] == 1
+
+
+BUILT_IN_TAINTS = [
+    "node.kubernetes.io/unschedulable",
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+    "node.kubernetes.io/memory-pressure",
+    "node.kubernetes.io/disk-pressure",
+    "node.kubernetes.io/pid-pressure",
+    "node.kubernetes.io/network-unavailable",
+    "node.cloudprovider.kubernetes.io/uninitialized",
+]
+
+
+def test_a_pod_tolerating_the_cordon_is_planned_placed_and_preempts_on_a_cordoned_node():
+    from gpusched.planner.optimize.preempt import preempt
+    from gpusched.planner.place import place
+
+    tolerates = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]
+    node = {"name": "n", "unschedulable": True, "gpu": {"model": "A100-PCIE-80GB", "count": 4, "memory_gib": 80}}
+    cluster = Cluster.model_validate({"nodes": [node]})
+    pod = Pod(name="a", gpus=2, tolerations=tolerates)
+    assert [a.node for a in plan(cluster, pending_jobs([pod], [])).assignments] == ["n"]
+    assert place(cluster, [pod]).results[0].node == "n"
+    assert plan(cluster, pending_jobs([Pod(name="b", gpus=2)], [])).unplaced == ["b"]
+    busy = [{"gpu": g, "pod": "low"} for g in range(4)]
+    full = Cluster.model_validate({"nodes": [node | {"gpu": node["gpu"] | {"busy": busy}}], "running": {"low": {}}})
+    report = preempt(full, Pod(name="p", gpus=2, priority=5, tolerations=tolerates))
+    assert report.solve.status == "OPTIMAL"
+
+
+@st.composite
+def tainted(draw):
+    """One node, maybe cordoned, with some built-in taints; pods tolerating some of them, by key or by Exists."""
+    keys = draw(st.lists(st.sampled_from(BUILT_IN_TAINTS[1:]), max_size=3, unique=True))
+    taints = [
+        {"key": k, "effect": draw(st.sampled_from(["NoSchedule", "NoExecute", "PreferNoSchedule"]))} for k in keys
+    ]
+    node = {
+        "name": "n",
+        "unschedulable": draw(st.booleans()),
+        "taints": taints,
+        "gpu": {"model": "A100-SXM4-80GB", "count": 4, "memory_gib": 80},
+    }
+    pods = []
+    for i in range(draw(st.integers(1, 3))):
+        tolerations = [
+            {"key": k, "operator": "Exists"} | ({"effect": draw(st.sampled_from(["NoSchedule", "NoExecute"]))})
+            for k in draw(st.lists(st.sampled_from(BUILT_IN_TAINTS), max_size=4, unique=True))
+        ]
+        if draw(st.booleans()) and draw(st.booleans()):
+            tolerations.append({"operator": "Exists"})  # tolerates everything
+        pods.append(Pod(name=f"p{i}", gpus=1, tolerations=tolerations))
+    return Cluster.model_validate({"nodes": [node]}), pods
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tainted())
+def test_the_filter_and_the_validator_agree_on_taints_and_cordons(case):
+    from gpusched.planner.place import place
+
+    cluster, pods = case
+    report = plan(cluster, pending_jobs(pods, []))  # raises if the validator refuses what the filters let through
+    placed = {result.pod for result in place(cluster, pods).results if not result.pending}
+    assert {a.pod for a in report.assignments} == placed  # one pod per GPU, room for all: the filter decides
+    for pod in pods:
+        refused = violations(cluster, [Assignment(pod.name, pod, "n", (0,), (), 1)])
+        assert (not refused) == (pod.name in placed)
+
+
+@st.composite
+def sliced_cases(draw):
+    """A time-sliced node with NVLink islands, some replicas busy, and shared pods, some needing NVLink."""
+    count = draw(st.integers(2, 4))
+    order = draw(st.permutations(list(range(count))))
+    cut = draw(st.integers(1, count))
+    islands = [sorted(order[:cut]), sorted(order[cut:])] if cut < count else [sorted(order)]
+    busy = [{"gpu": g, "pod": f"x{g}", "memory_gib": 10} for g in range(count) if draw(st.booleans())]
+    gpu = {"model": "A100-PCIE-80GB", "count": count, "memory_gib": 40, "replicas": 2, "islands": islands}
+    cluster = Cluster.model_validate({"nodes": [{"name": "n", "gpu": gpu | {"busy": busy}}]})
+    pods = [
+        Pod(
+            name=f"p{i}",
+            gpus=draw(st.integers(1, count)),
+            shared=True,
+            nvlink=draw(st.booleans()),
+            memory_gib=draw(st.sampled_from([10, 20, 30])),
+        )
+        for i in range(draw(st.integers(1, 4)))
+    ]
+    return cluster, pods
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sliced_cases())
+def test_time_sliced_nvlink_plans_validate_and_split_means_spanning_islands(case):
+    cluster, pods = case
+    report = plan(cluster, pending_jobs(pods, []), heuristics=False)  # validated inside; raises if not
+    island_of = cluster.nodes[0].gpu.island_of()
+    for a in report.assignments:
+        assert a.split == (len({island_of[g] for g in a.gpus}) > 1)
+    assert report.metrics.islands_split == _levels(report)[3]
