@@ -54,6 +54,11 @@ class PodShape:
             memory=needs.memory_bytes,
         )
 
+    @property
+    def gpu_view(self) -> PodShape:
+        """What the node's GPUs see of the pod: patterns are built over these, cpu and memory counted apart."""
+        return PodShape(self.gpus, self.nvlink, self.shared_gib, self.mig_profile, 0, 0)
+
 
 @dataclass(frozen=True)
 class Item:
@@ -128,23 +133,28 @@ def _profile_at(node: NodeState, where: tuple[int, int]) -> str:
     return next(slot.profile for slot in node.gpus[gpu].mig if slot.start == start)
 
 
-def _class_key(node: NodeState, label_keys: frozenset[str]) -> tuple:
+def _class_key(node: NodeState, label_keys: frozenset[str], host: bool) -> tuple:
     """Everything a filter reads, and of the labels only those some pending pod selects on (a hostname label
-    would otherwise make every node a class of its own)."""
-    spec = node.spec.model_dump_json(
-        exclude={"name": True, "labels": True, "gpu": {"busy", "mig", "islands", "nvlink_gbps", "pcie_gbps"}}
-    )
+    would otherwise make every node a class of its own); cpu and memory only where they may bind (`host`)."""
+    exclude: dict = {"name": True, "labels": True, "gpu": {"busy", "mig", "islands", "nvlink_gbps", "pcie_gbps"}}
+    if not host:
+        exclude |= {"cpu": True, "memory": True}
+    spec = node.spec.model_dump_json(exclude=exclude)
     labels = tuple(sorted((key, node.spec.labels.get(key)) for key in label_keys))
     whole, _, mig = canonical_free(node)
     profiles = tuple(_profile_at(node, m) for m in mig)
-    used = (node.cpu_requested, node.memory_requested)
+    used = (node.cpu_requested, node.memory_requested) if host else ()
     return (spec, labels, tuple(len(island) for island in whole), _sliced_room(node), profiles, used)
 
 
-def node_classes(nodes: list[NodeState], label_keys: frozenset[str] = frozenset()) -> list[NodeClass]:
+def node_classes(
+    nodes: list[NodeState], label_keys: frozenset[str] = frozenset(), binding: frozenset[str] = frozenset()
+) -> list[NodeClass]:
+    """Interchangeable nodes. A node named in `binding` (its cpu or memory may run out) is a class of its own,
+    since the model counts its cpu and memory node by node; the others are grouped on what their GPUs see."""
     classes: dict[tuple, NodeClass] = {}
     for node in nodes:
-        key = _class_key(node, label_keys)
+        key = _class_key(node, label_keys, node.name in binding) + ((node.name,) if node.name in binding else ())
         classes.setdefault(key, NodeClass(key)).nodes.append(node)
     return list(classes.values())
 
@@ -318,8 +328,11 @@ def _spans(islands: tuple[int, ...], slots: tuple[int, ...]) -> bool:
     return len({next(i for i, b in enumerate(bounds) if p < b) for p in slots}) > 1
 
 
-def patterns(room: _Room, shapes: list[PodShape]) -> list[tuple[tuple[PodShape, ...], Arrangement]]:
-    """Every multiset of these shapes that fits together in the room (the empty one included)."""
+def patterns(
+    room: _Room, shapes: list[PodShape], pending: dict[PodShape, int] | None = None
+) -> list[tuple[tuple[PodShape, ...], Arrangement]]:
+    """Every multiset of these shapes that fits together in the room (the empty one included), each shape at most
+    as often as `pending` has pods of it: the patterns follow the backlog, not the room on the node."""
     found: list[tuple[tuple[PodShape, ...], Arrangement]] = []
 
     def extend(start: int, chosen: list[PodShape]) -> None:
@@ -330,6 +343,8 @@ def patterns(room: _Room, shapes: list[PodShape]) -> list[tuple[tuple[PodShape, 
         if len(found) > MAX_PATTERNS:
             raise ValueError(f"more than {MAX_PATTERNS} ways to fill one kind of node: too many distinct pod shapes")
         for i in range(start, len(shapes)):
+            if pending is not None and chosen.count(shapes[i]) >= pending.get(shapes[i], 0):
+                continue
             chosen.append(shapes[i])
             extend(i, chosen)
             chosen.pop()

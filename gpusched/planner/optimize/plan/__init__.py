@@ -14,7 +14,7 @@ from ..classes import NodeClass, node_classes
 from ..solver import Infeasible, SolverConfig, solve_lexicographic
 from .baselines import greedy
 from .extract import extract, plan_metrics
-from .model import build, job_types
+from .model import binding_nodes, build, job_types
 from .report import HeuristicResult, Metrics, PendingJob, PlanJob, PlannedPod, PlanReport, pending_jobs, weight_of
 from .validate import check_plan
 
@@ -64,7 +64,8 @@ def plan(
     """The optimal plan for the batch, validated, beside kube-scheduler-style placement under each policy."""
     config = config or SolverConfig()
     state = ClusterState.from_cluster(cluster)
-    classes = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector))
+    binding = binding_nodes(state.nodes, jobs)
+    classes = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector), binding)
     tags: list[str | None] = [None] * len(classes)
     confined = [job.pods * job.gpus for job in jobs if job.confined]
     if confined:
@@ -72,7 +73,7 @@ def plan(
         classes, tags = _by_domain(classes, cluster.domain_of(), racks, min(confined))
     types = job_types(jobs, classes, tags)
     largest = max((job.gpus for job in jobs if not job.needs.mig_profile and not job.needs.shared), default=1) or 1
-    built, levels = build(classes, types, largest, tags)
+    built, levels = build(classes, types, largest, tags, binding)
     solver, report = solve_lexicographic(built.model, levels, config)
     if report.levels[0].objective is None:
         raise Infeasible(f"no plan found within the time limit of {config.time_limit:g} s; give more time")
@@ -96,6 +97,8 @@ def plan(
         largest_size=largest,
         node_classes=len(classes),
         pod_shapes=len({t.shape for t in types}),
+        gpu_shapes=len({t.shape.gpu_view for t in types}),
+        binding_nodes=len(binding),
         patterns=sum(len(found) for found in built.class_patterns),
         assignments=assignments,
         unplaced=unplaced,

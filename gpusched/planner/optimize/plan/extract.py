@@ -11,7 +11,7 @@ from ....models.cluster import Cluster
 from ...frag import FragRow, fragmentation
 from ...state import ClusterState, NodeState
 from ..classes import NodeClass, PodShape, canonical_free
-from .model import JobType, PlanModel, SupplyGroup
+from .model import JobType, PlanModel
 from .report import Metrics, PendingJob, PlannedPod, weight_of
 
 __all__ = ["extract", "plan_metrics", "stranded"]
@@ -29,21 +29,11 @@ def _gpus_of(node: NodeState, shape: PodShape, slots: tuple[int, ...]) -> tuple[
     return [flat[s] for s in slots], []
 
 
-def _quota(solver: cp_model.CpSolver, built: PlanModel, group: SupplyGroup, c: int, slots: list[Slot]) -> list[Slot]:
-    """The group's share of a class's slots: all of them, unless groups of the same shape share the class."""
-    shares = built.supply.get(group, {})
-    if c not in shares:
-        return slots
-    share = solver.value(shares[c])
-    taken, slots[:] = slots[:share], slots[share:]
-    return taken
-
-
 def extract(
     solver: cp_model.CpSolver, built: PlanModel, classes: list[NodeClass], types: list[JobType]
 ) -> tuple[list[PlannedPod], list[str]]:
     """Pattern counts -> concrete nodes and GPUs -> concrete pods of concrete jobs."""
-    slots: dict[tuple[int, PodShape], list[Slot]] = defaultdict(list)
+    slots: dict[tuple[int, PodShape], list[Slot]] = defaultdict(list)  # (class, GPU shape) -> free places
     for c, found in enumerate(built.class_patterns):
         nodes = iter(classes[c].nodes)
         for k, (_, arrangement) in enumerate(found):
@@ -55,7 +45,10 @@ def extract(
     assignments: list[PlannedPod] = []
     unplaced: list[str] = []
     for group, members in built.groups.items():
-        quotas = {c: _quota(solver, built, group, c, slots[(c, group.shape)]) for c in group.classes}
+        quotas = {}
+        for c, share in built.supply[group].items():
+            free = slots[(c, group.shape.gpu_view)]
+            quotas[c], free[:] = free[: solver.value(share)], free[solver.value(share) :]
         if group.confined is None:
             pods = []
             for j in members:

@@ -1,5 +1,10 @@
 """plan's model: per node class, how many nodes take each pattern (classes.py), and per job type how many jobs
-are placed, so that the model's size follows the classes of node and shapes of pod, not their numbers.
+are placed, so that the model's size follows the classes of node and the shapes pending, not their numbers.
+
+Patterns are built over what the GPUs see of a pod (its GPU shape), each shape at most as often as it is pending;
+pods that differ only in cpu or memory share a GPU shape. Where cpu or memory may run out on a node (`binding`),
+that node is a class of its own with a capacity row over the pods of each shape it takes; elsewhere they cannot
+run out, whatever the GPUs take, so they are left out exactly.
 
 Objective, lexicographic: (1) priority-weighted GPUs placed, (2) jobs placed, (3) fewest stranded GPUs for the
 largest pod size pending, (4) fewest pods split across NVLink islands.
@@ -13,10 +18,11 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from ...place import needs_key
+from ...state import NodeState
 from ..classes import Arrangement, NodeClass, PodShape, compatible, patterns, room_of
 from .report import PendingJob, weight_of
 
-__all__ = ["JobType", "PlanModel", "SupplyGroup", "build", "job_types"]
+__all__ = ["JobType", "PlanModel", "SupplyGroup", "binding_nodes", "build", "job_types"]
 
 Pattern = tuple[tuple[PodShape, ...], Arrangement]  # the pods a node takes together, and how they sit
 
@@ -69,11 +75,29 @@ class PlanModel:
     model: cp_model.CpModel
     counts: list[list[cp_model.IntVar]]  # per class, per pattern: nodes taking it
     groups: dict[SupplyGroup, list[int]]  # -> its job types
-    supply: dict[SupplyGroup, dict[int, cp_model.IntVar]]  # -> per class, its pods there, where groups share a class
+    supply: dict[SupplyGroup, dict[int, cp_model.IntVar]]  # -> per class, its pods there
     placed: list[cp_model.IntVar]  # per job type: jobs placed
     placed_in: dict[int, dict[str, cp_model.IntVar]]  # confined job type -> per NVLink domain, its jobs there
     tags: list[str | None]  # per class: its NVLink domain, where a pending job is confined to one
     class_patterns: list[list[Pattern]]
+
+
+def binding_nodes(nodes: list[NodeState], jobs: list[PendingJob]) -> frozenset[str]:
+    """Nodes whose cpu or memory the pending pods might exhaust: the most they could ask for there (every free GPU
+    unit taken at the hungriest ratio of request to units, and never more than all that is pending) exceeds what
+    is free. On the others no placement the GPUs allow runs out of either."""
+    if not jobs:
+        return frozenset()
+    found = set()
+    for resource in ("cpu_milli", "memory_bytes"):
+        ratio = max(getattr(job.needs, resource) / job.gpus for job in jobs)
+        total = sum(getattr(job.needs, resource) * job.pods for job in jobs)
+        for node in nodes:
+            room = getattr(room_of(node), "cpu" if resource == "cpu_milli" else "memory")
+            units = sum(gpu.free_replicas for gpu in node.whole_gpus()) + len(node.free_mig())
+            if room is not None and min(units * ratio, total) > room:
+                found.add(node.name)
+    return frozenset(found)
 
 
 def _link_supply(
@@ -83,37 +107,40 @@ def _link_supply(
     class_patterns: list[list[Pattern]],
     counts: list[list[cp_model.IntVar]],
     placed: list[cp_model.IntVar],
+    binding: frozenset[str],
 ) -> tuple[dict[SupplyGroup, list[int]], dict[SupplyGroup, dict[int, cp_model.IntVar]]]:
-    """Pods of each shape placed = pods of that shape the chosen patterns offer.
+    """Pods of each GPU shape that a class's chosen patterns offer = pods the groups of that GPU shape put there;
+    a group's pods over its classes = its jobs placed times their pods; cpu and memory on the binding nodes.
 
-    Job types of one shape that may use the same node classes form a group, and a group needs no per-class
-    split; only when groups of one shape overlap on a class does a variable say how the class is shared. A job
-    type confined to one NVLink domain is a group of its own and always gets the per-class split.
+    Job types of one shape that may use the same node classes form a group; a job type confined to one NVLink
+    domain is a group of its own.
     """
     groups: dict[SupplyGroup, list[int]] = defaultdict(list)
     for j, t in enumerate(types):
         groups[SupplyGroup(t.shape, tuple(t.classes), j if t.confined else None)].append(j)
     supply: dict[SupplyGroup, dict[int, cp_model.IntVar]] = {}
-    for shape in {t.shape for t in types}:
-        shape_groups = {group: members for group, members in groups.items() if group.shape == shape}
-        offered = {
-            c: sum(
-                counts[c][k] * pattern.count(shape)
-                for k, (pattern, _) in enumerate(class_patterns[c])
-                if shape in pattern
-            )
-            for c in {c for group in shape_groups for c in group.classes}
-        }
-        if len(shape_groups) == 1 and next(iter(shape_groups)).confined is None:
-            ((group, members),) = shape_groups.items()
-            model.add(sum(types[j].sample.pods * placed[j] for j in members) == sum(offered.values()))
+    drawing: dict[tuple[int, PodShape], list[cp_model.IntVar]] = defaultdict(list)  # (class, GPU shape) -> shares
+    for group, members in groups.items():
+        pending = sum(types[j].sample.pods * len(types[j].jobs) for j in members)
+        shares = supply[group] = {}
+        for c in group.classes:
+            shares[c] = model.new_int_var(0, pending, "z")
+            drawing[(c, group.shape.gpu_view)].append(shares[c])
+        model.add(sum(shares.values()) == sum(types[j].sample.pods * placed[j] for j in members))
+    for (c, shape), shares in drawing.items():
+        offered = sum(
+            counts[c][k] * pattern.count(shape) for k, (pattern, _) in enumerate(class_patterns[c]) if shape in pattern
+        )
+        model.add(sum(shares) == offered)
+    for c, node_class in enumerate(classes):
+        node = node_class.representative
+        if node.name not in binding:
             continue
-        for group, members in shape_groups.items():
-            shares = supply[group] = {c: model.new_int_var(0, len(classes[c].nodes) * 64, "z") for c in group.classes}
-            model.add(sum(shares.values()) == sum(types[j].sample.pods * placed[j] for j in members))
-        for c, total in offered.items():
-            shared = [shares[c] for group, shares in supply.items() if group.shape == shape and c in shares]
-            model.add(sum(shared) == total)
+        room = room_of(node)
+        for resource, free in (("cpu", room.cpu), ("memory", room.memory)):
+            asked = [(getattr(g.shape, resource), shares[c]) for g, shares in supply.items() if c in shares]
+            if free is not None and any(ask for ask, _ in asked):
+                model.add(sum(ask * share for ask, share in asked) <= free)
     return groups, supply
 
 
@@ -142,16 +169,25 @@ def _confine(
 
 
 def build(
-    classes: list[NodeClass], types: list[JobType], largest: int, tags: list[str | None]
+    classes: list[NodeClass],
+    types: list[JobType],
+    largest: int,
+    tags: list[str | None],
+    binding: frozenset[str] = frozenset(),
 ) -> tuple[PlanModel, list]:
     """The model and its objective levels."""
     model = cp_model.CpModel()
     shapes_by_class: dict[int, list[PodShape]] = defaultdict(list)
+    pending: dict[tuple[int, PodShape], int] = defaultdict(int)  # pods of each GPU shape that may go to a class
     for t in types:
         for c in t.classes:
-            if t.shape not in shapes_by_class[c]:
-                shapes_by_class[c].append(t.shape)
-    class_patterns = [patterns(room_of(c.representative), shapes_by_class[i]) for i, c in enumerate(classes)]
+            if t.shape.gpu_view not in shapes_by_class[c]:
+                shapes_by_class[c].append(t.shape.gpu_view)
+            pending[(c, t.shape.gpu_view)] += t.sample.pods * len(t.jobs)
+    class_patterns = [
+        patterns(room_of(c.representative), shapes_by_class[i], {s: pending[(i, s)] for s in shapes_by_class[i]})
+        for i, c in enumerate(classes)
+    ]
     counts = []
     for c, found in enumerate(class_patterns):
         size = len(classes[c].nodes)
@@ -159,7 +195,7 @@ def build(
         model.add(sum(row) == size)
         counts.append(row)
     placed = [model.new_int_var(0, len(t.jobs), f"n{j}") for j, t in enumerate(types)]
-    groups, supply = _link_supply(model, classes, types, class_patterns, counts, placed)
+    groups, supply = _link_supply(model, classes, types, class_patterns, counts, placed, binding)
     placed_in = _confine(model, types, tags, groups, supply, placed)
     levels = [
         (

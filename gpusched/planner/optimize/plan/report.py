@@ -116,6 +116,8 @@ class PlanReport(BaseModel):
     largest_size: int
     node_classes: int
     pod_shapes: int
+    gpu_shapes: int = Field(0, description="pod shapes as the GPUs see them (no cpu or memory): patterns use these")
+    binding_nodes: int = Field(0, description="nodes whose cpu or memory may run out: classes of their own")
     patterns: int
     assignments: list[PlannedPod]
     unplaced: list[str]  # jobs left out

@@ -143,9 +143,9 @@ def tiny(draw):
         count = draw(st.integers(1, 4))
         split = draw(st.integers(1, count))
         islands = [list(range(count))[i : i + split] for i in range(0, count, split)]
-        nodes.append(
-            {"name": f"n{n}", "gpu": {"model": "A100-SXM4-80GB", "count": count, "memory_gib": 80, "islands": islands}}
-        )
+        node = {"name": f"n{n}", "gpu": {"model": "A100-SXM4-80GB", "count": count, "memory_gib": 80, "islands": islands}}
+        cpu = draw(st.sampled_from([None, None, "3", "6"]))  # cpu that may run out: the node's own capacity row
+        nodes.append(node | ({"cpu": cpu} if cpu else {}))
     cluster = Cluster.model_validate({"nodes": nodes})
     jobs = []
     for j in range(draw(st.integers(1, 4))):
@@ -154,7 +154,11 @@ def tiny(draw):
                 f"j{j}",
                 draw(st.integers(1, 2)),
                 draw(st.integers(1, 3)),
-                GpuNeeds(nvlink=draw(st.booleans()), priority=draw(st.sampled_from([0, 0, 3]))),
+                GpuNeeds(
+                    nvlink=draw(st.booleans()),
+                    priority=draw(st.sampled_from([0, 0, 3])),
+                    cpu=draw(st.sampled_from([None, "1", "2"])),
+                ),
             )
         )
     return cluster, jobs
