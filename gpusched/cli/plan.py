@@ -93,9 +93,18 @@ def render_solve(console: Console, solve: SolveReport) -> None:
 def render_plan(console: Console, report: PlanReport) -> None:
     render_solve(console, report.solve)
     console.print(
-        f"model: {report.node_classes} node classes, {report.pod_shapes} pod shapes, {report.patterns} patterns",
+        f"model: {report.node_classes} node classes ({report.binding_nodes} with cpu or memory counted node by node), "
+        f"{report.pod_shapes} pod shapes ({report.gpu_shapes} as the GPUs see them), {report.patterns} patterns; "
+        f"built in {report.build_seconds:.2f} s",
         markup=False,
     )
+    start = report.warm_start
+    if start is not None:
+        console.print(
+            f"started from: {start.policy} ({start.mode}), {start.metrics.weighted_gpus} weighted GPUs, "
+            f"{start.metrics.jobs_placed} jobs{'' if start.hinted else ' (floor only: its plan is no pattern)'}",
+            markup=False,
+        )
     for a in report.assignments:
         where = f"MIG {', '.join(f'GPU {g}@{s}' for g, s in a.mig)}" if a.mig else f"GPUs {a.gpus}"
         console.print(f"{a.pod} -> {a.node} {where}{' (spans islands)' if a.split else ''}", markup=False)
@@ -111,7 +120,9 @@ def render_plan(console: Console, report: PlanReport) -> None:
         "held by partial jobs",
         "stranded " + "/".join(map(str, sizes)),
     )
-    rows = [("optimum", "gang", report.metrics)] + [(h.policy, h.mode, h.metrics) for h in report.heuristics]
+    rows = [("optimum" if report.solve.optimal else "best found", "gang", report.metrics)] + [
+        (h.policy, h.mode, h.metrics) for h in report.heuristics
+    ]
     for name, mode, m in rows:
         stranded = "/".join(str(m.stranded[size]) for size in sizes)
         compare.add_row(

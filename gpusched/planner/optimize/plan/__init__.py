@@ -8,14 +8,26 @@ kube-scheduler-style placement under each policy (baselines.py).
 
 from __future__ import annotations
 
+import time
+
 from ....models.cluster import Cluster
 from ...state import ClusterState, NodeState
 from ..classes import NodeClass, node_classes
 from ..solver import Infeasible, SolverConfig, solve_lexicographic
-from .baselines import greedy
+from .baselines import greedy, greedy_plan
 from .extract import extract, plan_metrics
-from .model import binding_nodes, build, job_types
-from .report import HeuristicResult, Metrics, PendingJob, PlanJob, PlannedPod, PlanReport, pending_jobs, weight_of
+from .model import binding_nodes, build, hint, job_types
+from .report import (
+    HeuristicResult,
+    Metrics,
+    PendingJob,
+    PlanJob,
+    PlannedPod,
+    PlanReport,
+    WarmStart,
+    pending_jobs,
+    weight_of,
+)
 from .validate import check_plan
 
 __all__ = [
@@ -25,6 +37,7 @@ __all__ = [
     "PlanJob",
     "PlanReport",
     "PlannedPod",
+    "WarmStart",
     "check_plan",
     "greedy",
     "pending_jobs",
@@ -54,6 +67,21 @@ def _by_domain(
     return list(split.values()), [tag for _, tag in split]
 
 
+POLICIES = ("binpack", "spread", "topology")  # the heuristics plan is compared with, and starts from
+
+
+def _warm_start(
+    cluster: Cluster, jobs: list[PendingJob], sizes: tuple[int, ...]
+) -> tuple[list[HeuristicResult], list[PlannedPod]]:
+    """The gang-mode heuristics (complete jobs only, so each is a feasible plan), and the best one's pods."""
+    found = []
+    for policy in POLICIES:
+        metrics, pods = greedy_plan(cluster, jobs, policy, "gang", sizes)
+        found.append((HeuristicResult(policy=policy, mode="gang", metrics=metrics), pods))
+    best = max(found, key=lambda item: (item[0].metrics.weighted_gpus, item[0].metrics.jobs_placed))
+    return [result for result, _ in found], [*best[1]]
+
+
 def plan(
     cluster: Cluster,
     jobs: list[PendingJob],
@@ -61,8 +89,16 @@ def plan(
     sizes: tuple[int, ...] = (1, 2, 4, 8),
     heuristics: bool = True,
 ) -> PlanReport:
-    """The optimal plan for the batch, validated, beside kube-scheduler-style placement under each policy."""
+    """The optimal plan for the batch, validated, beside kube-scheduler-style placement under each policy.
+
+    The solve starts from the best gang-mode heuristic (hinted, and its objective a floor), so the plan is never
+    worse than it; the time limit covers building the model and the heuristics too."""
     config = config or SolverConfig()
+    began = time.perf_counter()
+    largest = max((job.gpus for job in jobs if not job.needs.mig_profile and not job.needs.shared), default=1) or 1
+    all_sizes = tuple(sorted(set(sizes) | {largest}))
+    gang, start = _warm_start(cluster, jobs, all_sizes)
+    best = max(gang, key=lambda h: (h.metrics.weighted_gpus, h.metrics.jobs_placed))
     state = ClusterState.from_cluster(cluster)
     binding = binding_nodes(state.nodes, jobs)
     classes = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector), binding)
@@ -72,21 +108,28 @@ def plan(
         racks = {name for domain in cluster.nvlink_domains for name in domain.nodes}
         classes, tags = _by_domain(classes, cluster.domain_of(), racks, min(confined))
     types = job_types(jobs, classes, tags)
-    largest = max((job.gpus for job in jobs if not job.needs.mig_profile and not job.needs.shared), default=1) or 1
     built, levels = build(classes, types, largest, tags, binding)
-    solver, report = solve_lexicographic(built.model, levels, config)
+    hinted = hint(built, classes, types, start)
+    built.model.add(levels[0][2] >= best.metrics.weighted_gpus)  # the heuristic's plan is feasible: a valid floor
+    built_seconds = time.perf_counter() - began
+    left = config.model_copy(update={"time_limit": max(config.time_limit - built_seconds, 0.05)})
+    solver, report = solve_lexicographic(built.model, levels, left)
+    report = report.model_copy(update={"time_limit": config.time_limit})
     if report.levels[0].objective is None:
         raise Infeasible(f"no plan found within the time limit of {config.time_limit:g} s; give more time")
     assignments, unplaced = extract(solver, built, classes, types)
     problems = check_plan(cluster, jobs, assignments)
     if problems:
         raise RuntimeError("internal error: the optimal plan failed validation: " + "; ".join(problems[:5]))
-    all_sizes = tuple(sorted(set(sizes) | {largest}))
+    by_policy = {h.policy: h for h in gang}
     compared = (
         [
-            HeuristicResult(policy=policy, mode=mode, metrics=greedy(cluster, jobs, policy, mode, all_sizes))
-            for policy in ("binpack", "spread", "topology")
-            for mode in ("pod", "gang")
+            result
+            for policy in POLICIES
+            for result in (
+                HeuristicResult(policy=policy, mode="pod", metrics=greedy(cluster, jobs, policy, "pod", all_sizes)),
+                by_policy[policy],
+            )
         ]
         if heuristics
         else []
@@ -100,6 +143,8 @@ def plan(
         gpu_shapes=len({t.shape.gpu_view for t in types}),
         binding_nodes=len(binding),
         patterns=sum(len(found) for found in built.class_patterns),
+        build_seconds=built_seconds,
+        warm_start=WarmStart(policy=best.policy, mode=best.mode, hinted=hinted, metrics=best.metrics),
         assignments=assignments,
         unplaced=unplaced,
         metrics=plan_metrics(cluster, jobs, assignments, all_sizes),

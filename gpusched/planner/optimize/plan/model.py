@@ -12,7 +12,7 @@ largest pod size pending, (4) fewest pods split across NVLink islands.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -20,9 +20,9 @@ from ortools.sat.python import cp_model
 from ...place import needs_key
 from ...state import NodeState
 from ..classes import Arrangement, NodeClass, PodShape, compatible, patterns, room_of
-from .report import PendingJob, weight_of
+from .report import PendingJob, PlannedPod, weight_of
 
-__all__ = ["JobType", "PlanModel", "SupplyGroup", "binding_nodes", "build", "job_types"]
+__all__ = ["JobType", "PlanModel", "SupplyGroup", "binding_nodes", "build", "hint", "job_types"]
 
 Pattern = tuple[tuple[PodShape, ...], Arrangement]  # the pods a node takes together, and how they sit
 
@@ -220,3 +220,45 @@ def build(
         ),
     ]
     return PlanModel(model, counts, groups, supply, placed, placed_in, tags, class_patterns), levels
+
+
+def hint(built: PlanModel, classes: list[NodeClass], types: list[JobType], pods: list[PlannedPod]) -> bool:
+    """Hint the model with a feasible plan (a heuristic's complete jobs), every variable given its value, so the
+    solve starts from it. False, and no hint, if the plan has a node whose pods are no pattern of its class."""
+    type_of = {job.name: j for j, t in enumerate(types) for job in t.jobs}
+    class_of = {node.name: c for c, node_class in enumerate(classes) for node in node_class.nodes}
+    on_node: dict[str, Counter] = defaultdict(Counter)
+    jobs: dict[int, set[str]] = defaultdict(set)
+    shares: Counter = Counter()  # (group, class) -> pods
+    domains: Counter = Counter()  # (confined type, domain) -> pods
+    group_of = {j: group for group, members in built.groups.items() for j in members}
+    for pod in pods:
+        j = type_of[pod.job]
+        on_node[pod.node][types[j].shape.gpu_view] += 1
+        jobs[j].add(pod.job)
+        c = class_of[pod.node]
+        shares[(group_of[j], c)] += 1
+        if types[j].confined:
+            domains[(j, built.tags[c])] += 1
+    used: list[Counter] = [Counter() for _ in classes]
+    for c, node_class in enumerate(classes):
+        index = {frozenset(Counter(pattern).items()): k for k, (pattern, _) in enumerate(built.class_patterns[c])}
+        for node in node_class.nodes:
+            k = index.get(frozenset(on_node[node.name].items()))
+            if k is None:
+                return False
+            used[c][k] += 1
+    model = built.model
+    model.clear_hints()
+    for c, row in enumerate(built.counts):
+        for k, variable in enumerate(row):
+            model.add_hint(variable, used[c][k])
+    for j, variable in enumerate(built.placed):
+        model.add_hint(variable, len(jobs[j]))
+    for group, by_class in built.supply.items():
+        for c, variable in by_class.items():
+            model.add_hint(variable, shares[(group, c)])
+    for j, by_domain in built.placed_in.items():
+        for domain, variable in by_domain.items():
+            model.add_hint(variable, domains[(j, domain)] // types[j].sample.pods)
+    return True

@@ -143,7 +143,10 @@ def tiny(draw):
         count = draw(st.integers(1, 4))
         split = draw(st.integers(1, count))
         islands = [list(range(count))[i : i + split] for i in range(0, count, split)]
-        node = {"name": f"n{n}", "gpu": {"model": "A100-SXM4-80GB", "count": count, "memory_gib": 80, "islands": islands}}
+        node = {
+            "name": f"n{n}",
+            "gpu": {"model": "A100-SXM4-80GB", "count": count, "memory_gib": 80, "islands": islands},
+        }
         cpu = draw(st.sampled_from([None, None, "3", "6"]))  # cpu that may run out: the node's own capacity row
         nodes.append(node | ({"cpu": cpu} if cpu else {}))
     cluster = Cluster.model_validate({"nodes": nodes})
