@@ -13,7 +13,7 @@ import time
 from ....models.cluster import Cluster
 from ...state import ClusterState, NodeState
 from ..classes import NodeClass, node_classes
-from ..solver import Infeasible, SolverConfig, solve_lexicographic
+from ..solver import LevelReport, SolverConfig, SolveReport, solve_lexicographic
 from .baselines import greedy, greedy_plan
 from .extract import extract, plan_metrics
 from .model import binding_nodes, build, hint, job_types
@@ -71,15 +71,42 @@ POLICIES = ("binpack", "spread", "topology")  # the heuristics plan is compared 
 
 
 def _warm_start(
-    cluster: Cluster, jobs: list[PendingJob], sizes: tuple[int, ...]
+    cluster: Cluster, jobs: list[PendingJob], sizes: tuple[int, ...], budget: float | None
 ) -> tuple[list[HeuristicResult], list[PlannedPod]]:
-    """The gang-mode heuristics (complete jobs only, so each is a feasible plan), and the best one's pods."""
+    """The gang-mode heuristics (complete jobs only, so each is a feasible plan), and the best one's pods. With a
+    `budget` (seconds) the ones after the first run only while it lasts; None runs them all."""
     found = []
+    began = time.perf_counter()
     for policy in POLICIES:
+        if found and budget is not None and time.perf_counter() - began > budget:
+            break
         metrics, pods = greedy_plan(cluster, jobs, policy, "gang", sizes)
         found.append((HeuristicResult(policy=policy, mode="gang", metrics=metrics), pods))
-    best = max(found, key=lambda item: (item[0].metrics.weighted_gpus, item[0].metrics.jobs_placed))
+    best = max(found, key=lambda item: _rank(item[0].metrics))
     return [result for result, _ in found], [*best[1]]
+
+
+def _rank(metrics: Metrics) -> tuple[int, int]:
+    """The first two objective levels, which decide whether one plan beats another."""
+    return metrics.weighted_gpus, metrics.jobs_placed
+
+
+def _fallback(report: SolveReport, best: HeuristicResult) -> SolveReport:
+    """The report when the solve found nothing better than the heuristic it started from, whose plan is then the
+    answer: FEASIBLE, the heuristic's values, the solver's bound on the first level where it has one."""
+    first = report.levels[0] if report.levels else None
+    bound = first.best_bound if first is not None else None
+    objective = float(best.metrics.weighted_gpus)
+    level = LevelReport(
+        name=first.name if first is not None else "priority-weighted GPUs placed",
+        sense="maximize",
+        status="FEASIBLE",
+        objective=objective,
+        best_bound=bound,
+        gap=None if bound is None else abs(bound - objective) / max(1.0, objective),
+        seconds=first.seconds if first is not None else 0.0,
+    )
+    return report.model_copy(update={"status": "FEASIBLE", "levels": [level]})
 
 
 def plan(
@@ -97,8 +124,8 @@ def plan(
     began = time.perf_counter()
     largest = max((job.gpus for job in jobs if not job.needs.mig_profile and not job.needs.shared), default=1) or 1
     all_sizes = tuple(sorted(set(sizes) | {largest}))
-    gang, start = _warm_start(cluster, jobs, all_sizes)
-    best = max(gang, key=lambda h: (h.metrics.weighted_gpus, h.metrics.jobs_placed))
+    gang, start = _warm_start(cluster, jobs, all_sizes, None if heuristics else config.time_limit / 4)
+    best = max(gang, key=lambda h: _rank(h.metrics))
     state = ClusterState.from_cluster(cluster)
     binding = binding_nodes(state.nodes, jobs)
     classes = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector), binding)
@@ -115,9 +142,13 @@ def plan(
     left = config.model_copy(update={"time_limit": max(config.time_limit - built_seconds, 0.05)})
     solver, report = solve_lexicographic(built.model, levels, left)
     report = report.model_copy(update={"time_limit": config.time_limit})
-    if report.levels[0].objective is None:
-        raise Infeasible(f"no plan found within the time limit of {config.time_limit:g} s; give more time")
-    assignments, unplaced = extract(solver, built, classes, types)
+    found = [level.objective for level in report.levels[:2]]
+    if None in found or len(found) < 2 or (round(found[0] or 0), round(found[1] or 0)) < _rank(best.metrics):
+        report = _fallback(report, best)  # the solve, out of time, has nothing better than where it started
+        assignments = start
+        unplaced = [job.name for job in jobs if job.name not in {a.job for a in start}]
+    else:
+        assignments, unplaced = extract(solver, built, classes, types)
     problems = check_plan(cluster, jobs, assignments)
     if problems:
         raise RuntimeError("internal error: the optimal plan failed validation: " + "; ".join(problems[:5]))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ....models.cluster import Cluster
 from ...place import Placer
-from ...scheduler.framework import Diagnosis
 from ...scheduler.plugins.gpudevices import GpuChoice
 from ...state import ClusterState
 from .extract import stranded
@@ -36,8 +35,8 @@ def greedy_plan(
             if job.confined and bound:
                 first = domain_of[bound[0][1].node.name]
                 within = {node for node, domain in domain_of.items() if domain == first}
-            option = placer.best(job.needs, job.gpus, within)
-            if isinstance(option, Diagnosis):
+            option = placer.choose(job.needs, job.gpus, within)
+            if option is None:
                 break
             placer.bind(name, job.needs, option)
             bound.append((name, option))

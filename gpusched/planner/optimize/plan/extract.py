@@ -42,6 +42,16 @@ def extract(
                 for item in arrangement.items:
                     gpus, mig = _gpus_of(node, item.shape, item.slots)
                     slots[(c, item.shape)].append((node, gpus, mig, item.split))
+    pooled: dict = {}  # group -> its places on its family's classes
+    for family, members in built.families.items():
+        shape, places = family[0], []
+        for c, share in built.family_supply[family].items():
+            free = slots[(c, shape)]
+            places += free[: solver.value(share)]
+            free[:] = free[solver.value(share) :]
+        for group in members:
+            count = solver.value(built.pooled[group])
+            pooled[group], places = places[:count], places[count:]
     assignments: list[PlannedPod] = []
     unplaced: list[str] = []
     for group, members in built.groups.items():
@@ -55,7 +65,8 @@ def extract(
                 chosen = types[j].jobs[: solver.value(built.placed[j])]
                 unplaced += [job.name for job in types[j].jobs[len(chosen) :]]
                 pods += [(job, name) for job in chosen for name in job.pod_names()]
-            portions = [(pods, [slot for c in group.classes for slot in quotas[c]])]
+            own = [slot for c in group.classes if c in quotas for slot in quotas[c]]
+            portions = [(pods, own + pooled.get(group, []))]
         else:  # each domain's jobs take that domain's slots
             waiting = list(types[group.confined].jobs)
             portions = []

@@ -70,12 +70,18 @@ class SupplyGroup:
     confined: int | None  # the job type confined to one NVLink domain (a group of its own), or None
 
 
+Family = tuple[PodShape, tuple[int, ...]]  # a GPU shape and the pooled classes its groups may use
+
+
 @dataclass
 class PlanModel:
     model: cp_model.CpModel
     counts: list[list[cp_model.IntVar]]  # per class, per pattern: nodes taking it
     groups: dict[SupplyGroup, list[int]]  # -> its job types
-    supply: dict[SupplyGroup, dict[int, cp_model.IntVar]]  # -> per class, its pods there
+    supply: dict[SupplyGroup, dict[int, cp_model.IntVar]]  # -> per class of its own (binding, or confined), its pods
+    pooled: dict[SupplyGroup, cp_model.IntVar]  # -> its pods on the pooled classes of its family
+    families: dict[Family, list[SupplyGroup]]
+    family_supply: dict[Family, dict[int, cp_model.IntVar]]  # -> per pooled class, the family's pods there
     placed: list[cp_model.IntVar]  # per job type: jobs placed
     placed_in: dict[int, dict[str, cp_model.IntVar]]  # confined job type -> per NVLink domain, its jobs there
     tags: list[str | None]  # per class: its NVLink domain, where a pending job is confined to one
@@ -100,6 +106,15 @@ def binding_nodes(nodes: list[NodeState], jobs: list[PendingJob]) -> frozenset[s
     return frozenset(found)
 
 
+@dataclass
+class _Supply:
+    groups: dict[SupplyGroup, list[int]]
+    supply: dict[SupplyGroup, dict[int, cp_model.IntVar]]
+    pooled: dict[SupplyGroup, cp_model.IntVar]
+    families: dict[Family, list[SupplyGroup]]
+    family_supply: dict[Family, dict[int, cp_model.IntVar]]
+
+
 def _link_supply(
     model: cp_model.CpModel,
     classes: list[NodeClass],
@@ -108,40 +123,56 @@ def _link_supply(
     counts: list[list[cp_model.IntVar]],
     placed: list[cp_model.IntVar],
     binding: frozenset[str],
-) -> tuple[dict[SupplyGroup, list[int]], dict[SupplyGroup, dict[int, cp_model.IntVar]]]:
-    """Pods of each GPU shape that a class's chosen patterns offer = pods the groups of that GPU shape put there;
-    a group's pods over its classes = its jobs placed times their pods; cpu and memory on the binding nodes.
+) -> _Supply:
+    """Pods of each GPU shape that a class's chosen patterns offer = pods drawn from it; a group's pods = its jobs
+    placed times their pods; cpu and memory rows on the binding nodes.
 
     Job types of one shape that may use the same node classes form a group; a job type confined to one NVLink
-    domain is a group of its own.
+    domain is a group of its own. On a binding node each group's pods are counted (its cpu row needs them); on
+    the other classes (pooled) groups of one GPU shape that may use the same ones form a family, and only the
+    family's pods per class are counted: which of its groups takes which of those places changes nothing.
     """
     groups: dict[SupplyGroup, list[int]] = defaultdict(list)
     for j, t in enumerate(types):
         groups[SupplyGroup(t.shape, tuple(t.classes), j if t.confined else None)].append(j)
-    supply: dict[SupplyGroup, dict[int, cp_model.IntVar]] = {}
-    drawing: dict[tuple[int, PodShape], list[cp_model.IntVar]] = defaultdict(list)  # (class, GPU shape) -> shares
+    found = _Supply(groups, {}, {}, defaultdict(list), {})
+    drawing: dict[tuple[int, PodShape], list[cp_model.IntVar]] = defaultdict(list)  # (class, GPU shape) -> draws
+    pending: dict[SupplyGroup, int] = {}
     for group, members in groups.items():
-        pending = sum(types[j].sample.pods * len(types[j].jobs) for j in members)
-        shares = supply[group] = {}
-        for c in group.classes:
-            shares[c] = model.new_int_var(0, pending, "z")
-            drawing[(c, group.shape.gpu_view)].append(shares[c])
-        model.add(sum(shares.values()) == sum(types[j].sample.pods * placed[j] for j in members))
-    for (c, shape), shares in drawing.items():
+        pending[group] = sum(types[j].sample.pods * len(types[j].jobs) for j in members)
+        own = [c for c in group.classes if group.confined is not None or classes[c].representative.name in binding]
+        shares = found.supply[group] = {c: model.new_int_var(0, pending[group], "z") for c in own}
+        for c, share in shares.items():
+            drawing[(c, group.shape.gpu_view)].append(share)
+        rest = tuple(c for c in group.classes if c not in shares)
+        total = sum(shares.values())
+        if rest:
+            found.families[(group.shape.gpu_view, rest)].append(group)
+            found.pooled[group] = model.new_int_var(0, pending[group], "p")
+            total += found.pooled[group]
+        model.add(total == sum(types[j].sample.pods * placed[j] for j in members))
+    for family, members in found.families.items():
+        shape, pooled = family
+        most = sum(pending[group] for group in members)
+        shares = found.family_supply[family] = {c: model.new_int_var(0, most, "f") for c in pooled}
+        for c, share in shares.items():
+            drawing[(c, shape)].append(share)
+        model.add(sum(found.pooled[group] for group in members) == sum(shares.values()))
+    for (c, shape), draws in drawing.items():
         offered = sum(
             counts[c][k] * pattern.count(shape) for k, (pattern, _) in enumerate(class_patterns[c]) if shape in pattern
         )
-        model.add(sum(shares) == offered)
+        model.add(sum(draws) == offered)
     for c, node_class in enumerate(classes):
         node = node_class.representative
         if node.name not in binding:
             continue
         room = room_of(node)
         for resource, free in (("cpu", room.cpu), ("memory", room.memory)):
-            asked = [(getattr(g.shape, resource), shares[c]) for g, shares in supply.items() if c in shares]
+            asked = [(getattr(g.shape, resource), shares[c]) for g, shares in found.supply.items() if c in shares]
             if free is not None and any(ask for ask, _ in asked):
                 model.add(sum(ask * share for ask, share in asked) <= free)
-    return groups, supply
+    return found
 
 
 def _confine(
@@ -195,8 +226,8 @@ def build(
         model.add(sum(row) == size)
         counts.append(row)
     placed = [model.new_int_var(0, len(t.jobs), f"n{j}") for j, t in enumerate(types)]
-    groups, supply = _link_supply(model, classes, types, class_patterns, counts, placed, binding)
-    placed_in = _confine(model, types, tags, groups, supply, placed)
+    linked = _link_supply(model, classes, types, class_patterns, counts, placed, binding)
+    placed_in = _confine(model, types, tags, linked.groups, linked.supply, placed)
     levels = [
         (
             "priority-weighted GPUs placed",
@@ -219,7 +250,20 @@ def build(
             sum(counts[c][k] * a.splits for c, found in enumerate(class_patterns) for k, (_, a) in enumerate(found)),
         ),
     ]
-    return PlanModel(model, counts, groups, supply, placed, placed_in, tags, class_patterns), levels
+    built = PlanModel(
+        model,
+        counts,
+        linked.groups,
+        linked.supply,
+        linked.pooled,
+        dict(linked.families),
+        linked.family_supply,
+        placed,
+        placed_in,
+        tags,
+        class_patterns,
+    )
+    return built, levels
 
 
 def hint(built: PlanModel, classes: list[NodeClass], types: list[JobType], pods: list[PlannedPod]) -> bool:
@@ -258,6 +302,11 @@ def hint(built: PlanModel, classes: list[NodeClass], types: list[JobType], pods:
     for group, by_class in built.supply.items():
         for c, variable in by_class.items():
             model.add_hint(variable, shares[(group, c)])
+    for family, members in built.families.items():
+        for c, variable in built.family_supply[family].items():
+            model.add_hint(variable, sum(shares[(group, c)] for group in members))
+        for group in members:
+            model.add_hint(built.pooled[group], sum(shares[(group, c)] for c in family[1]))
     for j, by_domain in built.placed_in.items():
         for domain, variable in by_domain.items():
             model.add_hint(variable, domains[(j, domain)] // types[j].sample.pods)
