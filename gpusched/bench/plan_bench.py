@@ -64,12 +64,13 @@ def _shaped(jobs: list[Job], shapes: int, seed: int) -> list[Job]:
 
 
 def _distinct(cluster: Cluster, seed: int) -> Cluster:
-    """Every node a different allocatable cpu (16-128 cores, no two alike) and memory."""
+    """Every node a different allocatable cpu (32-256 cores, as GPU servers have; no two alike) and memory
+    (256 GiB-2 TiB): where a node has fewer cores than its free GPUs could ask for, cpu binds."""
     rng = random.Random(seed)
     nodes = []
     for index, node in enumerate(cluster.nodes):
-        cpu = rng.randrange(16, 128) * 1000 + index % 1000
-        memory = (rng.randrange(128, 1024) << 30) + (index << 20)
+        cpu = rng.randrange(32, 256) * 1000 + index % 1000
+        memory = (rng.randrange(256, 2048) << 30) + (index << 20)
         nodes.append(node.model_copy(update={"cpu": f"{cpu}m", "memory": str(memory)}))
     return cluster.model_copy(update={"nodes": nodes})
 

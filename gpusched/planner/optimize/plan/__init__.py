@@ -134,7 +134,7 @@ def plan(
     if confined:
         racks = {name for domain in cluster.nvlink_domains for name in domain.nodes}
         classes, tags = _by_domain(classes, cluster.domain_of(), racks, min(confined))
-    types = job_types(jobs, classes, tags)
+    types = job_types(jobs, classes, tags, binding)
     built, levels = build(classes, types, largest, tags, binding)
     hinted = hint(built, classes, types, start)
     built.model.add(levels[0][2] >= best.metrics.weighted_gpus)  # the heuristic's plan is feasible: a valid floor
@@ -146,7 +146,8 @@ def plan(
     if None in found or len(found) < 2 or (round(found[0] or 0), round(found[1] or 0)) < _rank(best.metrics):
         report = _fallback(report, best)  # the solve, out of time, has nothing better than where it started
         assignments = start
-        unplaced = [job.name for job in jobs if job.name not in {a.job for a in start}]
+        placed = {a.job for a in start}
+        unplaced = [job.name for job in jobs if job.name not in placed]
     else:
         assignments, unplaced = extract(solver, built, classes, types)
     problems = check_plan(cluster, jobs, assignments)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from ...place import needs_key
+from ...scheduler.plugins.noderesources import host_reasons
 from ...state import NodeState
 from ..classes import Arrangement, NodeClass, PodShape, compatible, patterns, room_of
 from .report import PendingJob, PlannedPod, weight_of
@@ -42,19 +43,33 @@ class JobType:
         return self.jobs[0]
 
 
-def job_types(jobs: list[PendingJob], classes: list[NodeClass], tags: list[str | None]) -> list[JobType]:
+def job_types(
+    jobs: list[PendingJob], classes: list[NodeClass], tags: list[str | None], binding: frozenset[str] = frozenset()
+) -> list[JobType]:
+    """Interchangeable jobs, each type with the classes it may use. Jobs that differ only in cpu and memory share
+    one verdict per class from the filters and the GPUs; on the binding nodes cpu and memory are then checked
+    (HostResourcesFit's rule); elsewhere they cannot refuse a pod the GPUs take."""
     lowest = min((job.needs.priority for job in jobs), default=0)
     grouped: dict[tuple, list[PendingJob]] = defaultdict(list)
     for job in jobs:
         key = (job.pods, job.gpus, job.needs.priority, needs_key(job.needs), job.confined)
         grouped[key].append(job)
+    verdicts: dict[tuple, list[int]] = {}  # the classes whose GPUs and node filters take the pod
     types = []
     for members in grouped.values():
         sample = members[0]
+        probe = sample.needs.model_copy(update={"cpu": None, "memory": None})
+        key = (needs_key(probe), sample.gpus)
+        if key not in verdicts:
+            verdicts[key] = [i for i, c in enumerate(classes) if compatible(probe, sample.gpus, c.representative)]
         usable = [
             i
-            for i, c in enumerate(classes)
-            if compatible(sample.needs, sample.gpus, c.representative) and not (sample.confined and tags[i] is None)
+            for i in verdicts[key]
+            if not (sample.confined and tags[i] is None)
+            and (
+                classes[i].representative.name not in binding
+                or not host_reasons(sample.needs, classes[i].representative)
+            )
         ]
         shape = PodShape.of(sample.needs, sample.gpus)
         types.append(JobType(members, shape, weight_of(sample.needs.priority, lowest), usable, sample.confined))
