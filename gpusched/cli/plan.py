@@ -92,17 +92,18 @@ def render_solve(console: Console, solve: SolveReport) -> None:
 
 def render_plan(console: Console, report: PlanReport) -> None:
     render_solve(console, report.solve)
+    binding = f", {report.binding_nodes} nodes with cpu or memory rows" if report.binding_nodes else ""
+    seen = f" ({report.gpu_shapes} as the GPUs see them)" if report.gpu_shapes != report.pod_shapes else ""
     console.print(
-        f"model: {report.node_classes} node classes ({report.binding_nodes} with cpu or memory counted node by node), "
-        f"{report.pod_shapes} pod shapes ({report.gpu_shapes} as the GPUs see them), {report.patterns} patterns; "
-        f"built in {report.build_seconds:.2f} s",
+        f"model: {report.node_classes} node classes, {report.pod_shapes} pod shapes{seen}, "
+        f"{report.patterns} patterns{binding}",
         markup=False,
     )
     start = report.warm_start
     if start is not None:
         console.print(
-            f"started from: {start.policy} ({start.mode}), {start.metrics.weighted_gpus} weighted GPUs, "
-            f"{start.metrics.jobs_placed} jobs{'' if start.hinted else ' (floor only: its plan is no pattern)'}",
+            f"started from {start.policy} ({start.mode}): {start.metrics.weighted_gpus} weighted GPUs, "
+            f"{start.metrics.jobs_placed} jobs{'' if start.hinted else ' (its objective a floor, not hinted)'}",
             markup=False,
         )
     for a in report.assignments:

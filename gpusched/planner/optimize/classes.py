@@ -7,6 +7,7 @@ pattern — and its size depends on how many classes of node and shapes of pod t
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import combinations
@@ -229,9 +230,11 @@ def _arrange_sliced(gpus: tuple[tuple[int, float, int], ...], shapes: list[PodSh
     order = sorted(range(len(shapes)), key=lambda i: (-shapes[i].gpus, -(shapes[i].shared_gib or 0)))
     placed: dict[int, tuple[int, ...]] = {}
     best: list = [None]
+    widest = max(Counter(island).values(), default=0)
+    least = sum(shape.gpus > widest for shape in shapes)  # pods wider than every island: split whatever happens
 
     def search(k: int, splits: int) -> None:
-        if best[0] is not None and splits >= best[0][1]:
+        if best[0] is not None and (splits >= best[0][1] or best[0][1] == least):
             return
         if k == len(order):
             best[0] = (dict(placed), splits)
@@ -261,12 +264,20 @@ def _arrange_sliced(gpus: tuple[tuple[int, float, int], ...], shapes: list[PodSh
 
 
 def _distinct_combos(candidates: list[int], size: int, state: list[list], island: list[int]) -> list[tuple[int, ...]]:
-    """Combinations of GPUs, skipping ones that differ only by swapping GPUs in the same state and island;
-    those within one island first."""
+    """Combinations of GPUs, one per class of symmetric ones: two combinations are the same up to swapping GPUs
+    of equal state within an island and whole islands of equal state. Those within one island come first."""
+    members: dict[int, list[int]] = {}
+    for j, number in enumerate(island):
+        members.setdefault(number, []).append(j)
     seen: set[tuple] = set()
     combos = []
     for combo in combinations(candidates, size):
-        signature = tuple(sorted((island[j], *state[j]) for j in combo))
+        taken: dict[int, list[tuple]] = {}
+        for j in combo:
+            taken.setdefault(island[j], []).append(tuple(state[j]))
+        signature = tuple(
+            sorted((tuple(sorted(tuple(state[g]) for g in members[k])), tuple(sorted(v))) for k, v in taken.items())
+        )
         if signature not in seen:
             seen.add(signature)
             combos.append(combo)

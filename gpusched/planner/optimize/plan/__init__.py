@@ -142,17 +142,20 @@ def plan(
     left = config.model_copy(update={"time_limit": max(config.time_limit - built_seconds, 0.05)})
     solver, report = solve_lexicographic(built.model, levels, left)
     report = report.model_copy(update={"time_limit": config.time_limit})
-    found = [level.objective for level in report.levels[:2]]
-    if None in found or len(found) < 2 or (round(found[0] or 0), round(found[1] or 0)) < _rank(best.metrics):
+    assignments: list[PlannedPod] = []
+    unplaced = [job.name for job in jobs]
+    if report.levels[0].objective is not None:
+        assignments, unplaced = extract(solver, built, classes, types)
+        problems = check_plan(cluster, jobs, assignments)
+        if problems:
+            raise RuntimeError("internal error: the optimal plan failed validation: " + "; ".join(problems[:5]))
+    metrics = plan_metrics(cluster, jobs, assignments, all_sizes)
+    if report.levels[0].objective is None or _rank(metrics) < _rank(best.metrics):
         report = _fallback(report, best)  # the solve, out of time, has nothing better than where it started
         assignments = start
         placed = {a.job for a in start}
         unplaced = [job.name for job in jobs if job.name not in placed]
-    else:
-        assignments, unplaced = extract(solver, built, classes, types)
-    problems = check_plan(cluster, jobs, assignments)
-    if problems:
-        raise RuntimeError("internal error: the optimal plan failed validation: " + "; ".join(problems[:5]))
+        metrics = best.metrics.model_copy(update={"islands_split": sum(a.split for a in start)})
     by_policy = {h.policy: h for h in gang}
     compared = (
         [
@@ -179,6 +182,6 @@ def plan(
         warm_start=WarmStart(policy=best.policy, mode=best.mode, hinted=hinted, metrics=best.metrics),
         assignments=assignments,
         unplaced=unplaced,
-        metrics=plan_metrics(cluster, jobs, assignments, all_sizes),
+        metrics=metrics,
         heuristics=compared,
     )
