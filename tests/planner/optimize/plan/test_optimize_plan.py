@@ -358,3 +358,80 @@ def test_time_sliced_nvlink_plans_validate_and_split_means_spanning_islands(case
     for a in report.assignments:
         assert a.split == (len({island_of[g] for g in a.gpus}) > 1)
     assert report.metrics.islands_split == _levels(report)[3]
+
+
+# --- the model follows what is pending; the solve starts from the best heuristic (issue 16) ---------------------
+
+
+def test_nine_pods_of_different_cpu_on_one_node_are_nine_shapes_and_one_gpu_shape():
+    """Once "more than 20000 ways to fill one kind of node"; now patterns repeat a shape at most as often as it
+    is pending, over what the GPUs see."""
+    node = {"name": "n", "cpu": "64", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}}
+    cluster = Cluster.model_validate({"nodes": [node]})
+    report = plan(cluster, pending_jobs([Pod(name=f"p{i}", gpus=1, cpu=str(i + 1)) for i in range(9)], []))
+    assert report.solve.optimal and report.pod_shapes == 9 and report.gpu_shapes == 1 and report.patterns == 9
+    assert len(report.assignments) == 8 and report.binding_nodes == 0  # 9 pods ask 45 cores of 64: cpu never binds
+
+
+def test_cpu_that_runs_out_gets_its_own_capacity_row():
+    nodes = [
+        {"name": "tight", "cpu": "20", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}},
+        {"name": "roomy", "cpu": "200", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}},
+    ]
+    pods = [Pod(name=f"p{i}", gpus=1, cpu=str(i + 1)) for i in range(20)]
+    report = plan(Cluster.model_validate({"nodes": nodes}), pending_jobs(pods, []))
+    assert report.solve.optimal and report.binding_nodes == 1
+    assert _levels(report)[1] == 13  # 8 on roomy, and 1+2+3+4+5 = 15 cores of tight's 20 (a sixth would need 21)
+
+
+def test_the_solve_starts_from_the_best_gang_heuristic_and_never_ends_below_it():
+    s = load_scenario("backlog")
+    report = plan(s.cluster, pending_jobs(s.pods.pods if s.pods else [], s.jobs.jobs if s.jobs else []))
+    start = report.warm_start
+    gang = [h for h in report.heuristics if h.mode == "gang"]
+    assert start is not None and start.hinted and start.mode == "gang"
+    assert start.metrics.weighted_gpus == max(h.metrics.weighted_gpus for h in gang)
+    assert all(report.metrics.weighted_gpus >= h.metrics.weighted_gpus for h in report.heuristics)
+
+
+def test_out_of_time_the_answer_is_feasible_and_no_worse_than_where_it_started(gpusched):
+    report = gpusched("plan", "monday", "--time-limit", "0.01", "--json").json()
+    start = report["warm_start"]
+    assert report["solve"]["status"] in ("FEASIBLE", "OPTIMAL") and start["mode"] == "gang"
+    assert report["metrics"]["weighted_gpus"] >= start["metrics"]["weighted_gpus"]
+    text = gpusched("plan", "monday", "--time-limit", "0.01").lines
+    assert any(line.startswith("started from ") for line in text)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny(), st.sampled_from([0.01, 0.05, 5.0]))
+def test_never_worse_than_any_heuristic_printed_beside_it_whatever_the_time_limit(case, limit):
+    cluster, jobs = case
+    report = plan(cluster, jobs, SolverConfig(time_limit=limit, workers=1))
+    assert report.solve.status in ("OPTIMAL", "FEASIBLE")
+    mine = (report.metrics.weighted_gpus, report.metrics.jobs_placed)
+    assert all(mine >= (h.metrics.weighted_gpus, h.metrics.jobs_placed) for h in report.heuristics if h.mode == "gang")
+    assert all(report.metrics.weighted_gpus >= h.metrics.weighted_gpus for h in report.heuristics)
+
+
+def test_bench_plan_with_many_shapes_and_distinct_nodes(gpusched):
+    args = [
+        "bench",
+        "plan",
+        "--nodes",
+        "60",
+        "--jobs",
+        "40",
+        "--shapes",
+        "25",
+        "--distinct-nodes",
+        "--time-limit",
+        "20",
+    ]
+    report = gpusched(*args, "--json").json()
+    assert report["distinct_nodes"] and report["pod_shapes"] <= 25 and report["gpu_shapes"] < report["pod_shapes"]
+    assert report["status"] in ("OPTIMAL", "FEASIBLE") and report["weighted_gpus"] >= report["warm_start_weighted_gpus"]
+    assert report["build_seconds"] <= report["seconds"] and report["gap"] is not None
+    text = gpusched(*args).lines
+    assert text[0].startswith("plan 40 jobs on 60 nodes") and "every node a different cpu and memory" in text[0]
+    assert text[1].startswith("model: ") and text[2].startswith("started from ")
