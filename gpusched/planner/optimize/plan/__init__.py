@@ -75,7 +75,7 @@ def _warm_start(
 ) -> tuple[list[HeuristicResult], list[PlannedPod]]:
     """The gang-mode heuristics (complete jobs only, so each is a feasible plan), and the best one's pods. With a
     `budget` (seconds) the ones after the first run only while it lasts; None runs them all."""
-    found = []
+    found: list[tuple[HeuristicResult, list[PlannedPod]]] = []
     began = time.perf_counter()
     for policy in POLICIES:
         if found and budget is not None and time.perf_counter() - began > budget:
@@ -95,8 +95,10 @@ def _fallback(report: SolveReport, best: HeuristicResult) -> SolveReport:
     """The report when the solve found nothing better than the heuristic it started from, whose plan is then the
     answer: FEASIBLE, the heuristic's values, the solver's bound on the first level where it has one."""
     first = report.levels[0] if report.levels else None
-    bound = first.best_bound if first is not None else None
     objective = float(best.metrics.weighted_gpus)
+    bound = first.best_bound if first is not None else None
+    if bound is not None and bound < objective:
+        bound = None  # not an upper bound: the search stopped before it proved one
     level = LevelReport(
         name=first.name if first is not None else "priority-weighted GPUs placed",
         sense="maximize",

@@ -11,7 +11,7 @@ from ....models.cluster import Cluster
 from ...frag import FragRow, fragmentation
 from ...state import ClusterState, NodeState
 from ..classes import NodeClass, PodShape, canonical_free
-from .model import JobType, PlanModel
+from .model import JobType, PlanModel, SupplyGroup
 from .report import Metrics, PendingJob, PlannedPod, weight_of
 
 __all__ = ["extract", "plan_metrics", "stranded"]
@@ -42,14 +42,14 @@ def extract(
                 for item in arrangement.items:
                     gpus, mig = _gpus_of(node, item.shape, item.slots)
                     slots[(c, item.shape)].append((node, gpus, mig, item.split))
-    pooled: dict = {}  # group -> its places on its family's classes
-    for family, members in built.families.items():
+    pooled: dict[SupplyGroup, list[Slot]] = {}  # group -> its places on its family's classes
+    for family, kin in built.families.items():
         shape, places = family[0], []
         for c, share in built.family_supply[family].items():
             free = slots[(c, shape)]
             places += free[: solver.value(share)]
             free[:] = free[solver.value(share) :]
-        for group in members:
+        for group in kin:
             count = solver.value(built.pooled[group])
             pooled[group], places = places[:count], places[count:]
     assignments: list[PlannedPod] = []

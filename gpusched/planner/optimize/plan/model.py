@@ -59,12 +59,12 @@ def job_types(
     for members in grouped.values():
         sample = members[0]
         probe = sample.needs.model_copy(update={"cpu": None, "memory": None})
-        key = (needs_key(probe), sample.gpus)
-        if key not in verdicts:
-            verdicts[key] = [i for i, c in enumerate(classes) if compatible(probe, sample.gpus, c.representative)]
+        seen = (needs_key(probe), sample.gpus)
+        if seen not in verdicts:
+            verdicts[seen] = [i for i, c in enumerate(classes) if compatible(probe, sample.gpus, c.representative)]
         usable = [
             i
-            for i in verdicts[key]
+            for i in verdicts[seen]
             if not (sample.confined and tags[i] is None)
             and (
                 classes[i].representative.name not in binding
@@ -160,19 +160,19 @@ def _link_supply(
         for c, share in shares.items():
             drawing[(c, group.shape.gpu_view)].append(share)
         rest = tuple(c for c in group.classes if c not in shares)
-        total = sum(shares.values())
+        drawn: list[cp_model.IntVar] = list(shares.values())
         if rest:
             found.families[(group.shape.gpu_view, rest)].append(group)
             found.pooled[group] = model.new_int_var(0, pending[group], "p")
-            total += found.pooled[group]
-        model.add(total == sum(types[j].sample.pods * placed[j] for j in members))
-    for family, members in found.families.items():
+            drawn.append(found.pooled[group])
+        model.add(sum(drawn) == sum(types[j].sample.pods * placed[j] for j in members))
+    for family, kin in found.families.items():
         shape, pooled = family
-        most = sum(pending[group] for group in members)
-        shares = found.family_supply[family] = {c: model.new_int_var(0, most, "f") for c in pooled}
-        for c, share in shares.items():
+        most = sum(pending[group] for group in kin)
+        spread = found.family_supply[family] = {c: model.new_int_var(0, most, "f") for c in pooled}
+        for c, share in spread.items():
             drawing[(c, shape)].append(share)
-        model.add(sum(found.pooled[group] for group in members) == sum(shares.values()))
+        model.add(sum(found.pooled[group] for group in kin) == sum(spread.values()))
     for (c, shape), draws in drawing.items():
         offered = sum(
             counts[c][k] * pattern.count(shape) for k, (pattern, _) in enumerate(class_patterns[c]) if shape in pattern
