@@ -1,11 +1,18 @@
-"""How `plan` scales: generated clusters (half their GPUs busy) and generated backlogs of jobs."""
+"""How `plan` scales: generated clusters (half their GPUs busy) and generated backlogs of jobs.
+
+`shapes` gives the backlog that many distinct pod shapes (GPUs, cpu and memory per pod), and `distinct_nodes`
+gives every node a different allocatable cpu and memory (some too little for what its GPUs could take), as real
+clusters have: the two things that once made the class model explode.
+"""
 
 from __future__ import annotations
 
+import random
 import time
 
 from pydantic import BaseModel
 
+from ..models.cluster import Cluster
 from ..models.workload import Job
 from ..planner.optimize.plan import pending_jobs, plan
 from ..planner.optimize.solver import SolverConfig
@@ -19,37 +26,101 @@ class PlanBench(BaseModel):
     gpus: int
     busy_fraction: float
     jobs: int
+    distinct_nodes: bool = False
     status: str
-    seconds: float  # classes, patterns, model, solve, disaggregation, validation
+    gap: float | None  # of the first objective level (priority-weighted GPUs); 0 when proven
+    seconds: float  # heuristics, classes, patterns, model, solve, disaggregation, validation
+    build_seconds: float  # everything before the solve: heuristics (the warm start), classes, patterns, model
     solve_seconds: float
+    time_limit: float
     node_classes: int
+    binding_nodes: int  # nodes whose cpu or memory may run out: classes of their own, with capacity rows
     pod_shapes: int
+    gpu_shapes: int
     patterns: int
     jobs_placed: int
+    weighted_gpus: int
+    warm_start: str  # the heuristic the solve started from
+    warm_start_jobs: int
+    warm_start_weighted_gpus: int
+
+
+def _shaped(jobs: list[Job], shapes: int, seed: int) -> list[Job]:
+    """The jobs re-cut to `shapes` distinct pod shapes: GPUs per pod as generated, cpu and memory per pod drawn
+    from `shapes` distinct pairs (1-8 cores and 8-64 GiB per GPU)."""
+    rng = random.Random(seed)
+    table = []
+    for index in range(shapes):
+        gpus = rng.choice((1, 1, 2, 4, 8))
+        cpu = gpus * (1000 + (index * 7919) % 7000)  # distinct per index: 1-8 cores per GPU
+        table.append((gpus, cpu, f"{gpus * 8 + index % 56 * gpus}Gi"))
+    cut = []
+    for job in jobs:
+        gpus, cpu, memory = rng.choice(table)
+        cut.append(
+            job.model_copy(update={"gpus_per_pod": gpus, "nvlink": gpus > 1, "cpu": f"{cpu}m", "memory": memory})
+        )
+    return cut
+
+
+def _distinct(cluster: Cluster, seed: int) -> Cluster:
+    """Every node a different allocatable cpu (32-256 cores, as GPU servers have; no two alike) and memory
+    (256 GiB-2 TiB): where a node has fewer cores than its free GPUs could ask for, cpu binds."""
+    rng = random.Random(seed)
+    nodes = []
+    for index, node in enumerate(cluster.nodes):
+        cpu = rng.randrange(32, 256) * 1000 + index % 1000
+        memory = (rng.randrange(256, 2048) << 30) + (index << 20)
+        nodes.append(node.model_copy(update={"cpu": f"{cpu}m", "memory": str(memory)}))
+    return cluster.model_copy(update={"nodes": nodes})
 
 
 def bench_plan(
-    nodes: int, jobs: int, busy: float = 0.5, seed: int = 42, time_limit: float = 60.0, domain_jobs: int = 0
+    nodes: int,
+    jobs: int,
+    busy: float = 0.5,
+    seed: int = 42,
+    time_limit: float = 60.0,
+    domain_jobs: int = 0,
+    shapes: int | None = None,
+    distinct_nodes: bool = False,
 ) -> PlanBench:
     """`domain_jobs` adds that many 4x8-GPU jobs confined to one NVLink domain (each plain node is one)."""
     cluster = synthetic_cluster(nodes, seed, busy)
+    if distinct_nodes:
+        cluster = Cluster.model_validate(_distinct(cluster, seed).model_dump())
     confined = [
         Job(name=f"domain-{i}", pods=4, gpus_per_pod=8, duration=3600, nvlink_domain=True) for i in range(domain_jobs)
     ]
-    backlog = pending_jobs([], [*synthetic_jobs(jobs, seed), *confined])
+    generated = synthetic_jobs(jobs, seed)
+    if shapes is not None:
+        generated = _shaped(generated, shapes, seed)
+    backlog = pending_jobs([], [*generated, *confined])
     began = time.perf_counter()
     report = plan(cluster, backlog, SolverConfig(time_limit=time_limit, seed=seed), heuristics=False)
     seconds = time.perf_counter() - began
+    start = report.warm_start
+    assert start is not None  # plan always starts from a heuristic
     return PlanBench(
         nodes=nodes,
         gpus=sum(node.gpu.count for node in cluster.nodes if node.gpu),
         busy_fraction=busy,
         jobs=jobs + domain_jobs,
+        distinct_nodes=distinct_nodes,
         status=report.solve.status,
+        gap=report.solve.levels[0].gap,
         seconds=round(seconds, 3),
+        build_seconds=round(report.build_seconds, 3),
         solve_seconds=round(report.solve.seconds, 3),
+        time_limit=time_limit,
         node_classes=report.node_classes,
+        binding_nodes=report.binding_nodes,
         pod_shapes=report.pod_shapes,
+        gpu_shapes=report.gpu_shapes,
         patterns=report.patterns,
         jobs_placed=report.metrics.jobs_placed,
+        weighted_gpus=report.metrics.weighted_gpus,
+        warm_start=f"{start.policy} ({start.mode})",
+        warm_start_jobs=start.metrics.jobs_placed,
+        warm_start_weighted_gpus=start.metrics.weighted_gpus,
     )

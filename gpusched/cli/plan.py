@@ -145,10 +145,20 @@ def render_solve(console: Console, solve: SolveReport) -> None:
 
 def render_plan(console: Console, report: PlanReport) -> None:
     render_solve(console, report.solve)
+    binding = f", {report.binding_nodes} nodes with cpu or memory rows" if report.binding_nodes else ""
+    seen = f" ({report.gpu_shapes} as the GPUs see them)" if report.gpu_shapes != report.pod_shapes else ""
     console.print(
-        f"model: {report.node_classes} node classes, {report.pod_shapes} pod shapes, {report.patterns} patterns",
+        f"model: {report.node_classes} node classes, {report.pod_shapes} pod shapes{seen}, "
+        f"{report.patterns} patterns{binding}",
         markup=False,
     )
+    start = report.warm_start
+    if start is not None:
+        console.print(
+            f"started from {start.policy} ({start.mode}): {start.metrics.weighted_gpus} weighted GPUs, "
+            f"{start.metrics.jobs_placed} jobs{'' if start.hinted else ' (its objective a floor, not hinted)'}",
+            markup=False,
+        )
     for a in report.assignments:
         where = f"MIG {', '.join(f'GPU {g}@{s}' for g, s in a.mig)}" if a.mig else f"GPUs {a.gpus}"
         console.print(f"{a.pod} -> {a.node} {where}{' (spans islands)' if a.split else ''}", markup=False)
@@ -164,7 +174,9 @@ def render_plan(console: Console, report: PlanReport) -> None:
         "held by partial jobs",
         "stranded " + "/".join(map(str, sizes)),
     )
-    rows = [("optimum", "gang", report.metrics)] + [(h.policy, h.mode, h.metrics) for h in report.heuristics]
+    rows = [("optimum" if report.solve.optimal else "best found", "gang", report.metrics)] + [
+        (h.policy, h.mode, h.metrics) for h in report.heuristics
+    ]
     for name, mode, m in rows:
         stranded = "/".join(str(m.stranded[size]) for size in sizes)
         compare.add_row(

@@ -256,8 +256,9 @@ class Cluster(Strict):
             for instance in node.gpu.mig:
                 if instance.holder is not None:
                     placed.setdefault((instance.holder, node.name), ([], []))[1].append((instance.gpu, instance.start))
+        unlisted = GpuNeeds()  # one default for every unlisted pod: building one per pod costs seconds at scale
         return [
-            RunningPod(name, node, tuple(gpus), tuple(mig), self.running.get(name, GpuNeeds()))
+            RunningPod(name, node, tuple(gpus), tuple(mig), self.running.get(name, unlisted))
             for (name, node), (gpus, mig) in placed.items()
         ]
 

@@ -11,6 +11,8 @@ __all__ = [
     "Taint",
     "Toleration",
     "untolerated",
+    "CORDON_TAINT",
+    "cordon_blocks",
     "selector_matches",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
@@ -57,6 +59,15 @@ def untolerated(taints: list[Taint], tolerations: list[Toleration]) -> Taint | N
         if not any(t.tolerates(taint) for t in tolerations):
             return taint
     return None
+
+
+CORDON_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")  # what a cordon stands for
+
+
+def cordon_blocks(unschedulable: bool, tolerations: list[Toleration]) -> bool:
+    """A cordoned node refuses a pod unless the pod tolerates the cordon's taint (the NodeUnschedulable filter);
+    the one rule the filter and the validator share."""
+    return unschedulable and not any(t.tolerates(CORDON_TAINT) for t in tolerations)
 
 
 def selector_matches(selector: dict[str, str], labels: dict[str, str]) -> bool:

@@ -19,7 +19,8 @@ from .frag import DEFAULT_SIZES, FragReport, fragmentation
 from .policies import Policy, rank
 from .scheduler.framework import Diagnosis, Status
 from .scheduler.plugins.gpudevices import GpuChoice
-from .scheduler.views import View, evaluate
+from .scheduler.plugins.noderesources import HostResourcesFit
+from .scheduler.views import MODEL_VIEWS, View, evaluate
 from .state import ClusterState, NodeState
 from .validate import Assignment, violations
 
@@ -75,7 +76,16 @@ class _ShapeCache:
     verdicts: dict[str, Status | GpuChoice] = field(default_factory=dict)
     heap: list[tuple[tuple, int, str]] = field(default_factory=list)  # (rank, token, node)
     tokens: dict[str, int] = field(default_factory=dict)  # node -> token of its current verdict
-    diagnosis: Diagnosis | None = None  # reused while no node changes
+    diagnoses: dict[str, Diagnosis] = field(default_factory=dict)  # per full shape, reused while no node changes
+
+
+_HOST = HostResourcesFit()
+_BEFORE_HOST = {plugin.name for plugin in MODEL_VIEWS["gpu"][0]} - {_HOST.name}  # filters that run before it
+
+
+def _gpu_part(pod: GpuNeeds) -> GpuNeeds:
+    """The pod without its cpu and memory requests: what GpuDevices and the node filters see of it."""
+    return pod if pod.cpu is None and pod.memory is None else pod.model_copy(update={"cpu": None, "memory": None})
 
 
 class Placer:
@@ -91,49 +101,80 @@ class Placer:
         self._changes: list[str] = []  # node names in order of change
         self._cache: dict[str, _ShapeCache] = {}
         self._token = 0
+        # In the GPU view, ranked by GPUs alone, cpu and memory only filter (HostResourcesFit, whose verdict
+        # does not change the GPUs chosen): pods that differ only there share one cache, checked node by node.
+        self._host_apart = view == "gpu" and gpu_weight is None
 
     def _refresh(self, pod: GpuNeeds, gpus: int) -> _ShapeCache:
-        cache = self._cache.setdefault(_shape(pod, gpus), _ShapeCache())
+        probe = _gpu_part(pod) if self._host_apart else pod
+        cache = self._cache.setdefault(_shape(probe, gpus), _ShapeCache())
         if cache.verdicts:
             stale = set(self._changes[cache.seen :])
         else:
             stale = {node.name for node in self.state.nodes}
         for name in stale:
-            verdict = evaluate(pod, gpus, self.state.node(name), self.view)
+            verdict = evaluate(probe, gpus, self.state.node(name), self.view)
             cache.verdicts[name] = verdict
             self._token += 1
             cache.tokens[name] = self._token
             if isinstance(verdict, GpuChoice):
                 heapq.heappush(cache.heap, (rank(verdict, pod, gpus, self.policy, self.gpu_weight), self._token, name))
         if stale:
-            cache.diagnosis = None
+            cache.diagnoses.clear()
         cache.seen = len(self._changes)
         return cache
 
+    def _verdict(self, pod: GpuNeeds, verdict: Status | GpuChoice, name: str) -> Status | GpuChoice:
+        """The full pipeline's verdict from the cached one: HostResourcesFit runs after the node filters and
+        before GpuDevices, so it decides wherever the node filters passed."""
+        if not self._host_apart or (isinstance(verdict, Status) and verdict.plugin in _BEFORE_HOST):
+            return verdict
+        host = _HOST.filter(pod, self.state.node(name))
+        return verdict if host.ok else host
+
     def best(self, pod: GpuNeeds, gpus: int, within: set[str] | None = None) -> GpuChoice | Diagnosis:
         """The best node for the pod, or why none fits; `within` confines the choice to those nodes."""
+        found = self.choose(pod, gpus, within)
+        if found is not None:
+            return found
+        cache = self._refresh(pod, gpus)
+        if within is not None:
+            statuses = {n: self._verdict(pod, v, n) for n, v in cache.verdicts.items() if n in within}
+            return Diagnosis(len(statuses), {n: v for n, v in statuses.items() if isinstance(v, Status)})
+        key = _shape(pod, gpus)
+        if key not in cache.diagnoses:
+            verdicts = {n: self._verdict(pod, v, n) for n, v in cache.verdicts.items()}
+            cache.diagnoses[key] = Diagnosis(
+                len(verdicts), {n: v for n, v in verdicts.items() if isinstance(v, Status)}
+            )
+        return cache.diagnoses[key]
+
+    def choose(self, pod: GpuNeeds, gpus: int, within: set[str] | None = None) -> GpuChoice | None:
+        """The best node for the pod, or None, without the diagnosis (which costs a verdict from every node)."""
         cache = self._refresh(pod, gpus)
         if within is not None:
             ranked = [
                 (rank(verdict, pod, gpus, self.policy, self.gpu_weight), cache.tokens[name], verdict)
-                for name, verdict in cache.verdicts.items()
-                if name in within and isinstance(verdict, GpuChoice)
+                for name, cached in cache.verdicts.items()
+                if name in within and isinstance(verdict := self._verdict(pod, cached, name), GpuChoice)
             ]
-            if ranked:
-                return min(ranked, key=lambda entry: entry[:2])[2]
-            statuses = {n: v for n, v in cache.verdicts.items() if n in within and isinstance(v, Status)}
-            return Diagnosis(len(statuses), statuses)
+            return min(ranked, key=lambda entry: entry[:2])[2] if ranked else None
         heap = cache.heap
-        while heap and cache.tokens[heap[0][2]] != heap[0][1]:
-            heapq.heappop(heap)
-        if heap:
-            found = cache.verdicts[heap[0][2]]
-            assert isinstance(found, GpuChoice)
-            return found
-        if cache.diagnosis is None:
-            statuses = {n: v for n, v in cache.verdicts.items() if isinstance(v, Status)}
-            cache.diagnosis = Diagnosis(len(cache.verdicts), statuses)
-        return cache.diagnosis
+        passed: list[tuple[tuple, int, str]] = []  # fit the GPUs, not the cpu or memory: back in the heap after
+        found: GpuChoice | None = None
+        while heap:
+            _, token, name = heap[0]
+            if cache.tokens[name] != token:
+                heapq.heappop(heap)
+                continue
+            verdict = self._verdict(pod, cache.verdicts[name], name)
+            if isinstance(verdict, GpuChoice):
+                found = verdict
+                break
+            passed.append(heapq.heappop(heap))
+        for entry in passed:
+            heapq.heappush(heap, entry)
+        return found
 
     def bind(self, name: str, pod: GpuNeeds, option: GpuChoice) -> None:
         option.node.occupy(name, pod, option.gpus, option.mig)

@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from ..models.cluster import Cluster, Node
-from ..models.scheduling import untolerated
+from ..models.scheduling import cordon_blocks, selector_matches, untolerated
 from ..models.workload import GpuNeeds
 
 __all__ = ["Assignment", "violations"]
@@ -52,12 +52,12 @@ def violations(cluster: Cluster, assignments: list[Assignment], hardware: bool =
 def _pod_problems(node: Node, a: Assignment, hardware: bool) -> list[str]:
     needs = a.needs
     found = []
-    if node.unschedulable:
+    if cordon_blocks(node.unschedulable, needs.tolerations):
         found.append("node is cordoned")
     taint = untolerated(node.taints, needs.tolerations)
     if taint:
         found.append(f"taint {taint.key} not tolerated")
-    if any(node.labels.get(k) != v for k, v in needs.node_selector.items()):
+    if not selector_matches(needs.node_selector, node.labels):
         found.append("node selector does not match")
     block = node.gpu
     if block is None:

@@ -390,15 +390,23 @@ def bench_plan_command(
     domain_jobs: Annotated[
         int, typer.Option(min=0, max=MAX_PODS, help="add 4x8-GPU jobs confined to one NVLink domain")
     ] = 0,
+    shapes: Annotated[
+        int | None,
+        typer.Option(min=1, max=MAX_PODS, help="re-cut the jobs to this many distinct pod shapes (GPUs, cpu, memory)"),
+    ] = None,
+    distinct_nodes: Annotated[
+        bool, typer.Option("--distinct-nodes", help="every node a different allocatable cpu and memory")
+    ] = False,
     seed: Seed = 42,
     time_limit: TimeLimit = 60.0,
     as_json: JsonFlag = False,
 ) -> None:
-    """Time `plan` on a generated cluster and backlog: classes, patterns, solve, disaggregation, validation."""
+    """Time `plan` on a generated cluster and backlog: heuristics, classes, patterns, solve, disaggregation,
+    validation; with the status, the gap and the heuristic the solve started from."""
 
     def body() -> int:
         solver_config(time_limit, 1, seed)
-        result = bench_plan(nodes, jobs, busy, seed, time_limit, domain_jobs)
+        result = bench_plan(nodes, jobs, busy, seed, time_limit, domain_jobs, shapes, distinct_nodes)
         show(result, as_json, render_plan_bench)
         return 0
 

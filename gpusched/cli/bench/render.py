@@ -186,11 +186,23 @@ def render_mig_bench(console: Console, result: MigBench) -> None:
 
 
 def render_plan_bench(console: Console, result: PlanBench) -> None:
+    gap = "-" if result.gap is None else f"{100 * result.gap:.2f}%"
     console.print(
-        f"plan {result.jobs} jobs on {result.nodes} nodes ({result.gpus} GPUs, {result.busy_fraction:.0%} busy): "
-        f"{result.status}, {result.jobs_placed} jobs placed, {result.seconds:.2f} s in all "
-        f"({result.solve_seconds:.2f} s solving; {result.node_classes} node classes, {result.pod_shapes} pod shapes, "
-        f"{result.patterns} patterns)",
+        f"plan {result.jobs} jobs on {result.nodes} nodes ({result.gpus} GPUs, {result.busy_fraction:.0%} busy"
+        f"{', every node a different cpu and memory' if result.distinct_nodes else ''}): "
+        f"{result.status} (gap {gap}), {result.jobs_placed} jobs placed, {result.weighted_gpus} weighted GPUs; "
+        f"{result.seconds:.2f} s in all, limit {result.time_limit:g} s ({result.build_seconds:.2f} s building, "
+        f"{result.solve_seconds:.2f} s solving)",
+        markup=False,
+    )
+    console.print(
+        f"model: {result.node_classes} node classes ({result.binding_nodes} nodes with cpu or memory rows), "
+        f"{result.pod_shapes} pod shapes ({result.gpu_shapes} as the GPUs see them), {result.patterns} patterns",
+        markup=False,
+    )
+    console.print(
+        f"started from {result.warm_start}: {result.warm_start_jobs} jobs, "
+        f"{result.warm_start_weighted_gpus} weighted GPUs",
         markup=False,
     )
 

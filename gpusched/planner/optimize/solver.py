@@ -6,6 +6,7 @@ solve with the last solution. A level is OPTIMAL only when CP-SAT proved it; oth
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 
@@ -86,13 +87,14 @@ def solve_lexicographic(
         if status == cp_model.INFEASIBLE:
             raise Infeasible(f"{name}: {status_name}")
         if status == cp_model.UNKNOWN:
+            bound = solver.best_objective_bound  # what the search proved without a solution (infinite if nothing)
             reports.append(
                 LevelReport(
                     name=name,
                     sense=sense,
                     status=status_name,
                     objective=None,
-                    best_bound=None,
+                    best_bound=_integral(bound) if math.isfinite(bound) else None,
                     gap=None,
                     seconds=elapsed,
                 )

@@ -94,7 +94,7 @@ def defrag(
     if counts is None:
         return out_of_time(report, solve, config)
     plan = extract(world, classes, counts)
-    steps = order_moves(plan.moves)
+    steps = order_moves(plan.moves, world)
     validate(world, plan, steps)
     return report.model_copy(
         update={

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....models.cluster import RunningPod
-from ..disrupt import spread_over_classes
+from ..disrupt import Budgets, spread_over_classes
 from .model import DefragNodeClass, MoveOption, caps_after, pack
 from .report import Move, Step, TargetPlacement
 from .world import World
@@ -105,31 +105,101 @@ def extract(world: World, classes: list[DefragNodeClass], counts: list[list[int]
     return DefragPlan(moves, targets)
 
 
-def order_moves(moves: list[Move]) -> list[Step]:
-    """Steps in which a pod lands only on free GPUs; when every remaining move waits on another, evict one first."""
+@dataclass
+class _Ledger:
+    """What the ordering tracks besides GPUs: each node's free cpu and memory (None: unlimited), each pod's
+    requests, and the disruption budgets each pod counts against."""
+
+    free: dict[str, list[int | None]]
+    requests: dict[str, tuple[int, int]]
+    budgets: dict[str, tuple[int, ...]]
+
+    @classmethod
+    def of(cls, world: World | None, moves: list[Move]) -> _Ledger:
+        if world is None:
+            return cls({}, {}, {})
+        budgets = Budgets.of(world.cluster)
+        free: dict[str, list[int | None]] = {}
+        for name in {m.to_node for m in moves} | {m.from_node for m in moves}:
+            node = world.nodes[name]
+            cpu, memory = node.spec.cpu_milli, node.spec.memory_bytes
+            free[name] = [
+                None if cpu is None else cpu - node.cpu_requested,
+                None if memory is None else memory - node.memory_requested,
+            ]
+        pods = {m.pod: world.movers[m.pod] for m in moves}
+        requests = {name: (pod.needs.cpu_milli, pod.needs.memory_bytes) for name, pod in pods.items()}
+        return cls(free, requests, {name: budgets.selecting(pod) for name, pod in pods.items()})
+
+    def fits(self, move: Move, still_there: bool) -> bool:
+        """Room for the pod's cpu and memory on its destination, its own requests given back first if it moves
+        within one node (a pod asking none always fits, as kube-scheduler lets it through)."""
+        for resource, asked in enumerate(self.requests.get(move.pod, (0, 0))):
+            room = self.free.get(move.to_node, [None, None])[resource]
+            if room is None or not asked:
+                continue
+            if still_there and move.from_node == move.to_node:
+                room += asked
+            if asked > room:
+                return False
+        return True
+
+    def shift(self, pod: str, node: str, sign: int) -> None:
+        for resource, asked in enumerate(self.requests.get(pod, (0, 0))):
+            room = self.free.get(node, [None, None])[resource]
+            if room is not None:
+                self.free[node][resource] = room + sign * asked
+
+
+def order_moves(moves: list[Move], world: World | None = None) -> list[Step]:
+    """Steps in which a pod lands only on free GPUs and where its cpu and memory fit; when every remaining move
+    waits on another, evict one first. While a pod is down, moves of pods under the same disruption budget wait
+    if another move can go, and the pod evicted is one whose budgets the fewest other moves share."""
+    ledger = _Ledger.of(world, moves)
     held = {(m.from_node, g): m.pod for m in moves for g in m.from_gpus}
     waiting = list(moves)
     evicted: set[str] = set()
     steps: list[Step] = []
+
+    def ready(m: Move) -> bool:
+        gpus_free = all(held.get((m.to_node, g), m.pod) == m.pod for g in m.to_gpus)
+        return gpus_free and ledger.fits(m, m.pod not in evicted)
+
+    def overlaps(m: Move) -> int:
+        """Pods down now that share a disruption budget with this one."""
+        return sum(bool(set(ledger.budgets.get(m.pod, ())) & set(ledger.budgets.get(p, ()))) for p in evicted)
+
     while waiting:
-        ready = next((m for m in waiting if all(held.get((m.to_node, g), m.pod) == m.pod for g in m.to_gpus)), None)
-        if ready is None:
-            blocker = next(m for m in waiting if m.pod not in evicted)
+        candidates = [m for m in waiting if ready(m)]
+        if not candidates:
+            blockers = [m for m in waiting if m.pod not in evicted]
+            if not blockers:
+                raise RuntimeError("internal error: the moves cannot be ordered: every pod is down and none fits")
+            shared = {
+                m.pod: sum(
+                    bool(set(ledger.budgets.get(m.pod, ())) & set(ledger.budgets.get(o.pod, ())))
+                    for o in waiting
+                    if o is not m
+                )
+                for m in blockers
+            }
+            blocker = min(blockers, key=lambda m: shared[m.pod])
             steps.append(Step(action="evict", pod=blocker.pod, node=blocker.from_node, gpus=blocker.from_gpus))
             _leave(held, blocker, evicted)
+            ledger.shift(blocker.pod, blocker.from_node, +1)
             continue
-        if ready.pod not in evicted:
-            _leave(held, ready, evicted)
+        chosen = min(candidates, key=lambda m: (m.pod not in evicted, overlaps(m)))  # bring a pod back up first
+        recreate = chosen.pod in evicted
+        if not recreate:
+            _leave(held, chosen, evicted)
+            ledger.shift(chosen.pod, chosen.from_node, +1)
+        evicted.discard(chosen.pod)
+        ledger.shift(chosen.pod, chosen.to_node, -1)
         steps.append(
-            Step(
-                action="create" if any(s.pod == ready.pod for s in steps) else "move",
-                pod=ready.pod,
-                node=ready.to_node,
-                gpus=ready.to_gpus,
-            )
+            Step(action="create" if recreate else "move", pod=chosen.pod, node=chosen.to_node, gpus=chosen.to_gpus)
         )
-        held.update({(ready.to_node, g): ready.pod for g in ready.to_gpus})
-        waiting.remove(ready)
+        held.update({(chosen.to_node, g): chosen.pod for g in chosen.to_gpus})
+        waiting.remove(chosen)
     return steps
 
 

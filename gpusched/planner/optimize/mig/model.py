@@ -159,19 +159,33 @@ def build(classes: list[GpuClass], gpus: list[MigGpu], demand: dict[str, int]) -
 
 
 def _single_strategy(model: cp_model.CpModel, classes: list[GpuClass], counts: list[list[cp_model.IntVar]]) -> None:
-    """On a single-strategy node one profile is chosen, and every layout there uses only it."""
+    """A single-strategy node the plan changes ends with one profile on all its MIG GPUs: one profile is chosen,
+    and every layout there, kept or new, uses only it. A node left entirely as it is may keep the mix the
+    input gave it (the validator's rule), so keeping everything stays a solution."""
     chosen: dict[str, dict[str, cp_model.IntVar]] = {}
+    changed: dict[str, cp_model.IntVar] = {}
     for gpu_class, row in zip(classes, counts, strict=True):
         node = gpu_class.single_node
         if node is None:
             continue
-        for option, variable in zip(gpu_class.options, row, strict=True):
-            if option.profile is None or option.profile == MIXED:
+        if node not in changed:
+            changed[node] = model.new_bool_var(f"changed_{node}")
+        size = len(gpu_class.members)
+        for k, (option, variable) in enumerate(zip(gpu_class.options, row, strict=True)):
+            kept = k == 0  # _options puts keeping first
+            if not kept:
+                model.add(variable <= size * changed[node])
+            if option.profile is None:
+                continue
+            if option.profile == MIXED:
+                model.add(variable <= size * (1 - changed[node]))
                 continue
             picks = chosen.setdefault(node, {})
             if option.profile not in picks:
                 picks[option.profile] = model.new_bool_var(f"single_{node}_{option.profile}")
-            model.add(variable <= len(gpu_class.members) * picks[option.profile])
+            model.add(
+                variable <= size * (picks[option.profile] + (1 - changed[node]) if kept else picks[option.profile])
+            )
     for picks in chosen.values():
         model.add(sum(picks.values()) <= 1)
 

@@ -4,21 +4,28 @@ from __future__ import annotations
 
 from ....models.cluster import Cluster
 from ...place import Placer
-from ...scheduler.framework import Diagnosis
 from ...scheduler.plugins.gpudevices import GpuChoice
 from ...state import ClusterState
 from .extract import stranded
-from .report import Metrics, PendingJob, weight_of
+from .report import Metrics, PendingJob, PlannedPod, weight_of
 
-__all__ = ["greedy"]
+__all__ = ["greedy", "greedy_plan"]
 
 
 def greedy(cluster: Cluster, jobs: list[PendingJob], policy: str, mode: str, sizes: tuple[int, ...]) -> Metrics:
     """kube-scheduler-style placement, job by job: pod mode keeps partial jobs' pods, gang mode gives them back."""
+    return greedy_plan(cluster, jobs, policy, mode, sizes)[0]
+
+
+def greedy_plan(
+    cluster: Cluster, jobs: list[PendingJob], policy: str, mode: str, sizes: tuple[int, ...]
+) -> tuple[Metrics, list[PlannedPod]]:
+    """greedy's metrics, and the pods of the jobs it placed completely (in gang mode a plan plan can start from)."""
     state = ClusterState.from_cluster(cluster)
     placer = Placer(state, "gpu", policy)  # type: ignore[arg-type]
     lowest = min((job.needs.priority for job in jobs), default=0)
     complete: list[PendingJob] = []
+    placements: list[PlannedPod] = []
     partial_gpus = 0
     domain_of = cluster.domain_of()
     for job in jobs:
@@ -28,22 +35,34 @@ def greedy(cluster: Cluster, jobs: list[PendingJob], policy: str, mode: str, siz
             if job.confined and bound:
                 first = domain_of[bound[0][1].node.name]
                 within = {node for node, domain in domain_of.items() if domain == first}
-            option = placer.best(job.needs, job.gpus, within)
-            if isinstance(option, Diagnosis):
+            option = placer.choose(job.needs, job.gpus, within)
+            if option is None:
                 break
             placer.bind(name, job.needs, option)
             bound.append((name, option))
         if len(bound) == job.pods:
             complete.append(job)
+            placements += [
+                PlannedPod(
+                    pod=name,
+                    job=job.name,
+                    node=option.node.name,
+                    gpus=list(option.gpus),
+                    mig=list(option.mig),
+                    split=option.spans > 0,
+                )
+                for name, option in bound
+            ]
         elif mode == "gang":
             for name, option in bound:
                 placer.release(name, job.needs, option.node)
         else:
             partial_gpus += len(bound) * job.gpus
-    return Metrics(
+    metrics = Metrics(
         weighted_gpus=sum(weight_of(j.needs.priority, lowest) * j.pods * j.gpus for j in complete),
         gpus_placed=sum(j.pods * j.gpus for j in complete),
         jobs_placed=len(complete),
         gpus_held_by_partial_jobs=partial_gpus,
         stranded=stranded(state, sizes),
     )
+    return metrics, placements

@@ -29,21 +29,11 @@ def _gpus_of(node: NodeState, shape: PodShape, slots: tuple[int, ...]) -> tuple[
     return [flat[s] for s in slots], []
 
 
-def _quota(solver: cp_model.CpSolver, built: PlanModel, group: SupplyGroup, c: int, slots: list[Slot]) -> list[Slot]:
-    """The group's share of a class's slots: all of them, unless groups of the same shape share the class."""
-    shares = built.supply.get(group, {})
-    if c not in shares:
-        return slots
-    share = solver.value(shares[c])
-    taken, slots[:] = slots[:share], slots[share:]
-    return taken
-
-
 def extract(
     solver: cp_model.CpSolver, built: PlanModel, classes: list[NodeClass], types: list[JobType]
 ) -> tuple[list[PlannedPod], list[str]]:
     """Pattern counts -> concrete nodes and GPUs -> concrete pods of concrete jobs."""
-    slots: dict[tuple[int, PodShape], list[Slot]] = defaultdict(list)
+    slots: dict[tuple[int, PodShape], list[Slot]] = defaultdict(list)  # (class, GPU shape) -> free places
     for c, found in enumerate(built.class_patterns):
         nodes = iter(classes[c].nodes)
         for k, (_, arrangement) in enumerate(found):
@@ -52,17 +42,31 @@ def extract(
                 for item in arrangement.items:
                     gpus, mig = _gpus_of(node, item.shape, item.slots)
                     slots[(c, item.shape)].append((node, gpus, mig, item.split))
+    pooled: dict[SupplyGroup, list[Slot]] = {}  # group -> its places on its family's classes
+    for family, kin in built.families.items():
+        shape, places = family[0], []
+        for c, share in built.family_supply[family].items():
+            free = slots[(c, shape)]
+            places += free[: solver.value(share)]
+            free[:] = free[solver.value(share) :]
+        for group in kin:
+            count = solver.value(built.pooled[group])
+            pooled[group], places = places[:count], places[count:]
     assignments: list[PlannedPod] = []
     unplaced: list[str] = []
     for group, members in built.groups.items():
-        quotas = {c: _quota(solver, built, group, c, slots[(c, group.shape)]) for c in group.classes}
+        quotas = {}
+        for c, share in built.supply[group].items():
+            free = slots[(c, group.shape.gpu_view)]
+            quotas[c], free[:] = free[: solver.value(share)], free[solver.value(share) :]
         if group.confined is None:
             pods = []
             for j in members:
                 chosen = types[j].jobs[: solver.value(built.placed[j])]
                 unplaced += [job.name for job in types[j].jobs[len(chosen) :]]
                 pods += [(job, name) for job in chosen for name in job.pod_names()]
-            portions = [(pods, [slot for c in group.classes for slot in quotas[c]])]
+            own = [slot for c in group.classes if c in quotas for slot in quotas[c]]
+            portions = [(pods, own + pooled.get(group, []))]
         else:  # each domain's jobs take that domain's slots
             waiting = list(types[group.confined].jobs)
             portions = []

@@ -1,5 +1,10 @@
 """plan's model: per node class, how many nodes take each pattern (classes.py), and per job type how many jobs
-are placed, so that the model's size follows the classes of node and shapes of pod, not their numbers.
+are placed, so that the model's size follows the classes of node and the shapes pending, not their numbers.
+
+Patterns are built over what the GPUs see of a pod (its GPU shape), each shape at most as often as it is pending;
+pods that differ only in cpu or memory share a GPU shape. Where cpu or memory may run out on a node (`binding`),
+that node is a class of its own with a capacity row over the pods of each shape it takes; elsewhere they cannot
+run out, whatever the GPUs take, so they are left out exactly.
 
 Objective, lexicographic: (1) priority-weighted GPUs placed, (2) jobs placed, (3) fewest stranded GPUs for the
 largest pod size pending, (4) fewest pods split across NVLink islands.
@@ -7,16 +12,18 @@ largest pod size pending, (4) fewest pods split across NVLink islands.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
 from ...place import needs_key
+from ...scheduler.plugins.noderesources import host_reasons
+from ...state import NodeState
 from ..classes import Arrangement, NodeClass, PodShape, compatible, patterns, room_of
-from .report import PendingJob, weight_of
+from .report import PendingJob, PlannedPod, weight_of
 
-__all__ = ["JobType", "PlanModel", "SupplyGroup", "build", "job_types"]
+__all__ = ["JobType", "PlanModel", "SupplyGroup", "binding_nodes", "build", "hint", "job_types"]
 
 Pattern = tuple[tuple[PodShape, ...], Arrangement]  # the pods a node takes together, and how they sit
 
@@ -36,19 +43,33 @@ class JobType:
         return self.jobs[0]
 
 
-def job_types(jobs: list[PendingJob], classes: list[NodeClass], tags: list[str | None]) -> list[JobType]:
+def job_types(
+    jobs: list[PendingJob], classes: list[NodeClass], tags: list[str | None], binding: frozenset[str] = frozenset()
+) -> list[JobType]:
+    """Interchangeable jobs, each type with the classes it may use. Jobs that differ only in cpu and memory share
+    one verdict per class from the filters and the GPUs; on the binding nodes cpu and memory are then checked
+    (HostResourcesFit's rule); elsewhere they cannot refuse a pod the GPUs take."""
     lowest = min((job.needs.priority for job in jobs), default=0)
     grouped: dict[tuple, list[PendingJob]] = defaultdict(list)
     for job in jobs:
         key = (job.pods, job.gpus, job.needs.priority, needs_key(job.needs), job.confined)
         grouped[key].append(job)
+    verdicts: dict[tuple, list[int]] = {}  # the classes whose GPUs and node filters take the pod
     types = []
     for members in grouped.values():
         sample = members[0]
+        probe = sample.needs.model_copy(update={"cpu": None, "memory": None})
+        seen = (needs_key(probe), sample.gpus)
+        if seen not in verdicts:
+            verdicts[seen] = [i for i, c in enumerate(classes) if compatible(probe, sample.gpus, c.representative)]
         usable = [
             i
-            for i, c in enumerate(classes)
-            if compatible(sample.needs, sample.gpus, c.representative) and not (sample.confined and tags[i] is None)
+            for i in verdicts[seen]
+            if not (sample.confined and tags[i] is None)
+            and (
+                classes[i].representative.name not in binding
+                or not host_reasons(sample.needs, classes[i].representative)
+            )
         ]
         shape = PodShape.of(sample.needs, sample.gpus)
         types.append(JobType(members, shape, weight_of(sample.needs.priority, lowest), usable, sample.confined))
@@ -64,16 +85,49 @@ class SupplyGroup:
     confined: int | None  # the job type confined to one NVLink domain (a group of its own), or None
 
 
+Family = tuple[PodShape, tuple[int, ...]]  # a GPU shape and the pooled classes its groups may use
+
+
 @dataclass
 class PlanModel:
     model: cp_model.CpModel
     counts: list[list[cp_model.IntVar]]  # per class, per pattern: nodes taking it
     groups: dict[SupplyGroup, list[int]]  # -> its job types
-    supply: dict[SupplyGroup, dict[int, cp_model.IntVar]]  # -> per class, its pods there, where groups share a class
+    supply: dict[SupplyGroup, dict[int, cp_model.IntVar]]  # -> per class of its own (binding, or confined), its pods
+    pooled: dict[SupplyGroup, cp_model.IntVar]  # -> its pods on the pooled classes of its family
+    families: dict[Family, list[SupplyGroup]]
+    family_supply: dict[Family, dict[int, cp_model.IntVar]]  # -> per pooled class, the family's pods there
     placed: list[cp_model.IntVar]  # per job type: jobs placed
     placed_in: dict[int, dict[str, cp_model.IntVar]]  # confined job type -> per NVLink domain, its jobs there
     tags: list[str | None]  # per class: its NVLink domain, where a pending job is confined to one
     class_patterns: list[list[Pattern]]
+
+
+def binding_nodes(nodes: list[NodeState], jobs: list[PendingJob]) -> frozenset[str]:
+    """Nodes whose cpu or memory the pending pods might exhaust: the most they could ask for there (every free GPU
+    unit taken at the hungriest ratio of request to units, and never more than all that is pending) exceeds what
+    is free. On the others no placement the GPUs allow runs out of either."""
+    if not jobs:
+        return frozenset()
+    found = set()
+    for resource in ("cpu_milli", "memory_bytes"):
+        ratio = max(getattr(job.needs, resource) / job.gpus for job in jobs)
+        total = sum(getattr(job.needs, resource) * job.pods for job in jobs)
+        for node in nodes:
+            room = getattr(room_of(node), "cpu" if resource == "cpu_milli" else "memory")
+            units = sum(gpu.free_replicas for gpu in node.whole_gpus()) + len(node.free_mig())
+            if room is not None and min(units * ratio, total) > room:
+                found.add(node.name)
+    return frozenset(found)
+
+
+@dataclass
+class _Supply:
+    groups: dict[SupplyGroup, list[int]]
+    supply: dict[SupplyGroup, dict[int, cp_model.IntVar]]
+    pooled: dict[SupplyGroup, cp_model.IntVar]
+    families: dict[Family, list[SupplyGroup]]
+    family_supply: dict[Family, dict[int, cp_model.IntVar]]
 
 
 def _link_supply(
@@ -83,38 +137,57 @@ def _link_supply(
     class_patterns: list[list[Pattern]],
     counts: list[list[cp_model.IntVar]],
     placed: list[cp_model.IntVar],
-) -> tuple[dict[SupplyGroup, list[int]], dict[SupplyGroup, dict[int, cp_model.IntVar]]]:
-    """Pods of each shape placed = pods of that shape the chosen patterns offer.
+    binding: frozenset[str],
+) -> _Supply:
+    """Pods of each GPU shape that a class's chosen patterns offer = pods drawn from it; a group's pods = its jobs
+    placed times their pods; cpu and memory rows on the binding nodes.
 
-    Job types of one shape that may use the same node classes form a group, and a group needs no per-class
-    split; only when groups of one shape overlap on a class does a variable say how the class is shared. A job
-    type confined to one NVLink domain is a group of its own and always gets the per-class split.
+    Job types of one shape that may use the same node classes form a group; a job type confined to one NVLink
+    domain is a group of its own. On a binding node each group's pods are counted (its cpu row needs them); on
+    the other classes (pooled) groups of one GPU shape that may use the same ones form a family, and only the
+    family's pods per class are counted: which of its groups takes which of those places changes nothing.
     """
     groups: dict[SupplyGroup, list[int]] = defaultdict(list)
     for j, t in enumerate(types):
         groups[SupplyGroup(t.shape, tuple(t.classes), j if t.confined else None)].append(j)
-    supply: dict[SupplyGroup, dict[int, cp_model.IntVar]] = {}
-    for shape in {t.shape for t in types}:
-        shape_groups = {group: members for group, members in groups.items() if group.shape == shape}
-        offered = {
-            c: sum(
-                counts[c][k] * pattern.count(shape)
-                for k, (pattern, _) in enumerate(class_patterns[c])
-                if shape in pattern
-            )
-            for c in {c for group in shape_groups for c in group.classes}
-        }
-        if len(shape_groups) == 1 and next(iter(shape_groups)).confined is None:
-            ((group, members),) = shape_groups.items()
-            model.add(sum(types[j].sample.pods * placed[j] for j in members) == sum(offered.values()))
+    found = _Supply(groups, {}, {}, defaultdict(list), {})
+    drawing: dict[tuple[int, PodShape], list[cp_model.IntVar]] = defaultdict(list)  # (class, GPU shape) -> draws
+    pending: dict[SupplyGroup, int] = {}
+    for group, members in groups.items():
+        pending[group] = sum(types[j].sample.pods * len(types[j].jobs) for j in members)
+        own = [c for c in group.classes if group.confined is not None or classes[c].representative.name in binding]
+        shares = found.supply[group] = {c: model.new_int_var(0, pending[group], "z") for c in own}
+        for c, share in shares.items():
+            drawing[(c, group.shape.gpu_view)].append(share)
+        rest = tuple(c for c in group.classes if c not in shares)
+        drawn: list[cp_model.IntVar] = list(shares.values())
+        if rest:
+            found.families[(group.shape.gpu_view, rest)].append(group)
+            found.pooled[group] = model.new_int_var(0, pending[group], "p")
+            drawn.append(found.pooled[group])
+        model.add(sum(drawn) == sum(types[j].sample.pods * placed[j] for j in members))
+    for family, kin in found.families.items():
+        shape, pooled = family
+        most = sum(pending[group] for group in kin)
+        spread = found.family_supply[family] = {c: model.new_int_var(0, most, "f") for c in pooled}
+        for c, share in spread.items():
+            drawing[(c, shape)].append(share)
+        model.add(sum(found.pooled[group] for group in kin) == sum(spread.values()))
+    for (c, shape), draws in drawing.items():
+        offered = sum(
+            counts[c][k] * pattern.count(shape) for k, (pattern, _) in enumerate(class_patterns[c]) if shape in pattern
+        )
+        model.add(sum(draws) == offered)
+    for c, node_class in enumerate(classes):
+        node = node_class.representative
+        if node.name not in binding:
             continue
-        for group, members in shape_groups.items():
-            shares = supply[group] = {c: model.new_int_var(0, len(classes[c].nodes) * 64, "z") for c in group.classes}
-            model.add(sum(shares.values()) == sum(types[j].sample.pods * placed[j] for j in members))
-        for c, total in offered.items():
-            shared = [shares[c] for group, shares in supply.items() if group.shape == shape and c in shares]
-            model.add(sum(shared) == total)
-    return groups, supply
+        room = room_of(node)
+        for resource, free in (("cpu", room.cpu), ("memory", room.memory)):
+            asked = [(getattr(g.shape, resource), shares[c]) for g, shares in found.supply.items() if c in shares]
+            if free is not None and any(ask for ask, _ in asked):
+                model.add(sum(ask * share for ask, share in asked) <= free)
+    return found
 
 
 def _confine(
@@ -142,16 +215,25 @@ def _confine(
 
 
 def build(
-    classes: list[NodeClass], types: list[JobType], largest: int, tags: list[str | None]
+    classes: list[NodeClass],
+    types: list[JobType],
+    largest: int,
+    tags: list[str | None],
+    binding: frozenset[str] = frozenset(),
 ) -> tuple[PlanModel, list]:
     """The model and its objective levels."""
     model = cp_model.CpModel()
     shapes_by_class: dict[int, list[PodShape]] = defaultdict(list)
+    pending: dict[tuple[int, PodShape], int] = defaultdict(int)  # pods of each GPU shape that may go to a class
     for t in types:
         for c in t.classes:
-            if t.shape not in shapes_by_class[c]:
-                shapes_by_class[c].append(t.shape)
-    class_patterns = [patterns(room_of(c.representative), shapes_by_class[i]) for i, c in enumerate(classes)]
+            if t.shape.gpu_view not in shapes_by_class[c]:
+                shapes_by_class[c].append(t.shape.gpu_view)
+            pending[(c, t.shape.gpu_view)] += t.sample.pods * len(t.jobs)
+    class_patterns = [
+        patterns(room_of(c.representative), shapes_by_class[i], {s: pending[(i, s)] for s in shapes_by_class[i]})
+        for i, c in enumerate(classes)
+    ]
     counts = []
     for c, found in enumerate(class_patterns):
         size = len(classes[c].nodes)
@@ -159,8 +241,8 @@ def build(
         model.add(sum(row) == size)
         counts.append(row)
     placed = [model.new_int_var(0, len(t.jobs), f"n{j}") for j, t in enumerate(types)]
-    groups, supply = _link_supply(model, classes, types, class_patterns, counts, placed)
-    placed_in = _confine(model, types, tags, groups, supply, placed)
+    linked = _link_supply(model, classes, types, class_patterns, counts, placed, binding)
+    placed_in = _confine(model, types, tags, linked.groups, linked.supply, placed)
     levels = [
         (
             "priority-weighted GPUs placed",
@@ -183,4 +265,64 @@ def build(
             sum(counts[c][k] * a.splits for c, found in enumerate(class_patterns) for k, (_, a) in enumerate(found)),
         ),
     ]
-    return PlanModel(model, counts, groups, supply, placed, placed_in, tags, class_patterns), levels
+    built = PlanModel(
+        model,
+        counts,
+        linked.groups,
+        linked.supply,
+        linked.pooled,
+        dict(linked.families),
+        linked.family_supply,
+        placed,
+        placed_in,
+        tags,
+        class_patterns,
+    )
+    return built, levels
+
+
+def hint(built: PlanModel, classes: list[NodeClass], types: list[JobType], pods: list[PlannedPod]) -> bool:
+    """Hint the model with a feasible plan (a heuristic's complete jobs), every variable given its value, so the
+    solve starts from it. False, and no hint, if the plan has a node whose pods are no pattern of its class."""
+    type_of = {job.name: j for j, t in enumerate(types) for job in t.jobs}
+    class_of = {node.name: c for c, node_class in enumerate(classes) for node in node_class.nodes}
+    on_node: dict[str, Counter] = defaultdict(Counter)
+    jobs: dict[int, set[str]] = defaultdict(set)
+    shares: Counter = Counter()  # (group, class) -> pods
+    domains: Counter = Counter()  # (confined type, domain) -> pods
+    group_of = {j: group for group, members in built.groups.items() for j in members}
+    for pod in pods:
+        j = type_of[pod.job]
+        on_node[pod.node][types[j].shape.gpu_view] += 1
+        jobs[j].add(pod.job)
+        c = class_of[pod.node]
+        shares[(group_of[j], c)] += 1
+        if types[j].confined:
+            domains[(j, built.tags[c])] += 1
+    used: list[Counter] = [Counter() for _ in classes]
+    for c, node_class in enumerate(classes):
+        index = {frozenset(Counter(pattern).items()): k for k, (pattern, _) in enumerate(built.class_patterns[c])}
+        for node in node_class.nodes:
+            k = index.get(frozenset(on_node[node.name].items()))
+            if k is None:
+                return False
+            used[c][k] += 1
+    model = built.model
+    model.clear_hints()
+    for c, row in enumerate(built.counts):
+        for k, variable in enumerate(row):
+            model.add_hint(variable, used[c][k])
+    for j, variable in enumerate(built.placed):
+        model.add_hint(variable, len(jobs[j]))
+    for group, by_class in built.supply.items():
+        for c, variable in by_class.items():
+            model.add_hint(variable, shares[(group, c)])
+    for family, members in built.families.items():
+        for c, variable in built.family_supply[family].items():
+            model.add_hint(variable, sum(shares[(group, c)] for group in members))
+        for group in members:
+            model.add_hint(built.pooled[group], sum(shares[(group, c)] for c in family[1]))
+    for j, by_domain in built.placed_in.items():
+        for domain, variable in by_domain.items():
+            model.add_hint(variable, domains[(j, domain)] // types[j].sample.pods)
+    return True

@@ -16,6 +16,7 @@ __all__ = [
     "PlanJob",
     "PlanReport",
     "PlannedPod",
+    "WarmStart",
     "pending_jobs",
     "weight_of",
 ]
@@ -110,13 +111,26 @@ class HeuristicResult(BaseModel):
     metrics: Metrics
 
 
+class WarmStart(BaseModel):
+    """The heuristic the solve started from: the best gang-mode one, hinted, its objective a floor."""
+
+    policy: str
+    mode: str
+    hinted: bool = Field(description="every model variable was given the heuristic's value")
+    metrics: Metrics
+
+
 class PlanReport(BaseModel):
     jobs: list[PlanJob]
     solve: SolveReport
     largest_size: int
     node_classes: int
     pod_shapes: int
+    gpu_shapes: int = Field(0, description="pod shapes as the GPUs see them (no cpu or memory): patterns use these")
+    binding_nodes: int = Field(0, description="nodes whose cpu or memory may run out: classes of their own")
     patterns: int
+    build_seconds: float = Field(0.0, description="heuristics, classes, patterns and model, before the solve")
+    warm_start: WarmStart | None = None
     assignments: list[PlannedPod]
     unplaced: list[str]  # jobs left out
     metrics: Metrics

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ....models.scheduling import Taint, Toleration
+from ....models.scheduling import Toleration, cordon_blocks
 from ..framework import SUCCESS, Status, unresolvable
 from ..names import NODE_UNSCHEDULABLE as NAME
 
 __all__ = ["NAME", "ERR_REASON", "NodeUnschedulable"]
 
 ERR_REASON = "node(s) were unschedulable"
-_CORDON_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 
 
 class _Pod(Protocol):
@@ -30,6 +29,6 @@ class NodeUnschedulable:
     name = NAME
 
     def filter(self, pod: _Pod, node: _Node) -> Status:
-        if node.unschedulable and not any(t.tolerates(_CORDON_TAINT) for t in pod.tolerations):
+        if cordon_blocks(node.unschedulable, pod.tolerations):
             return unresolvable(NAME, ERR_REASON)
         return SUCCESS

@@ -12,7 +12,8 @@ from gpusched.errors import InputError
 from gpusched.models.cluster import Cluster
 from gpusched.planner.optimize.defrag import Move, defrag, parse_shape
 from gpusched.planner.optimize.defrag.extract import order_moves
-from gpusched.planner.optimize.disrupt import without
+from gpusched.planner.optimize.defrag.world import build_world
+from gpusched.planner.optimize.disrupt import Budgets, without
 from gpusched.planner.optimize.solver import SolverConfig
 from gpusched.planner.validate import Assignment, violations
 
@@ -254,3 +255,62 @@ def test_a_time_limited_solve_never_claims_more_than_it_proved(gpusched, write):
     assert (report["solve"]["status"] == "OPTIMAL") == all(level["status"] == "OPTIMAL" for level in levels)
     text = gpusched("defrag", cluster, "--for", "8x4@island", "--time-limit", "0.05", "--workers", "1").stdout
     assert ("OPTIMAL (proven)" in text) != ("not proven optimal" in text)
+
+
+# --- move order by every resource and by disruption budgets (issue 16) ------------------------------------------
+
+
+def test_moves_wait_for_cpu_to_be_freed_and_a_cpu_cycle_evicts_first():
+    """n2's pods must leave before p0 (6 cpu) fits there, and p0 must leave n0 before they fit: a cycle in cpu, not
+    GPUs (the order once put p0 on n2 first, 14 cpu on 10)."""
+    nodes = [
+        _node("n0", 4, [], {2: "p0"}, cpu="6"),
+        _node("n1", 4, [], {0: "p1", 1: "p2"}, cpu="10"),
+        _node("n2", 4, [], {2: "p3", 3: "p4"}, cpu="10"),
+    ]
+    running = {"p0": {"cpu": "6"}, "p1": {"cpu": "2"}, "p2": {"cpu": "4"}, "p3": {"cpu": "4"}, "p4": {"cpu": "4"}}
+    report = defrag(_cluster(nodes, running), parse_shape("4"))  # every step is validated with cpu and memory
+    assert report.feasible and report.solve.optimal
+
+
+def test_a_cycle_is_broken_by_a_pod_outside_the_budget_its_partners_share():
+    nodes = [_node("n", 4, [], {0: "a", 1: "b", 2: "c"})]
+    running = {"a": {"labels": {"app": "x"}}, "b": {"labels": {"app": "x"}}, "c": {}}
+    cluster = _cluster(nodes, running, [{"name": "x", "selector": {"app": "x"}, "max_unavailable": 2}])
+    world = build_world(cluster, parse_shape("1"), Budgets.of(cluster))
+    moves = [
+        Move(pod="a", gpus=1, from_node="n", from_gpus=[0], to_node="n", to_gpus=[1]),
+        Move(pod="b", gpus=1, from_node="n", from_gpus=[1], to_node="n", to_gpus=[2]),
+        Move(pod="c", gpus=1, from_node="n", from_gpus=[2], to_node="n", to_gpus=[0]),
+    ]
+    steps = [(s.action, s.pod) for s in order_moves(moves, world)]
+    assert steps == [("evict", "c"), ("move", "b"), ("move", "a"), ("create", "c")]  # a and b never down together
+    assert [(s.action, s.pod) for s in order_moves(moves)][0] == ("evict", "a")  # without budgets: the first
+
+
+@st.composite
+def cpu_tight(draw):
+    """Three nodes whose cpu the running pods nearly fill, so moves must wait for room in cpu as well as GPUs."""
+    nodes, running = [], {}
+    for n in range(3):
+        busy = {}
+        for g in range(4):
+            if draw(st.booleans()):
+                name = f"p{n}{g}"
+                busy[g] = name
+                running[name] = {"cpu": str(draw(st.sampled_from([1, 2, 4, 6])))}
+        used = sum(int(running[name]["cpu"]) for name in busy.values())
+        nodes.append(_node(f"n{n}", 4, [], busy, cpu=str(max(used, draw(st.sampled_from([4, 6, 8, 10]))))))
+    return _cluster(nodes, running), parse_shape(draw(st.sampled_from(["4", "2x2", "3", "4@island"])))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cpu_tight())
+def test_cpu_tight_defrags_order_their_moves_validly(case):
+    cluster, shape = case
+    try:
+        report = defrag(cluster, shape, config=SolverConfig(workers=1))  # raises if a step over-commits cpu
+    except InputError:
+        return
+    if report.feasible:
+        assert sorted(s.pod for s in report.steps if s.action != "evict") == sorted(m.pod for m in report.moves)

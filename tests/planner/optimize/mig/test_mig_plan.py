@@ -277,7 +277,7 @@ def small_clusters(draw):
         profiles = profiles_for(model, memory)
         names = list(profiles)
         allowed = draw(st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
-        single = draw(st.booleans()) and draw(st.booleans())
+        single = draw(st.booleans())
         count = draw(st.integers(1, 3 - sum(node["gpu"]["count"] for node in nodes) - (total - n - 1)))
         only = draw(st.sampled_from(names))  # a single-strategy node's one profile
         mig, busy = [], []
@@ -289,7 +289,10 @@ def small_clusters(draw):
                 continue
             layout: list[tuple[str, int]] = []
             for name, start in draw(
-                st.lists(st.tuples(st.sampled_from([only] if single else names), st.integers(0, 6)), max_size=6)
+                st.lists(
+                    st.tuples(st.sampled_from([only] if single and draw(st.booleans()) else names), st.integers(0, 6)),
+                    max_size=6,
+                )
             ):
                 if start in profiles[name].starts and placement_error(profiles, layout + [(name, start)]) is None:
                     layout.append((name, start))
@@ -350,10 +353,13 @@ def _exhaustive(cluster: Cluster, demand: dict[str, int]) -> tuple[int, int, int
     best = None
     for combo in itertools.product(*per_gpu):
         on_node: dict[str, set] = {}
-        for gpu, (_, _, _, profiles) in zip(gpus, combo, strict=True):
+        touched: set[str] = set()  # a single-strategy node left as it is may keep the mix it has
+        for gpu, (_, changed, _, profiles) in zip(gpus, combo, strict=True):
             if gpu.single:
                 on_node.setdefault(gpu.node, set()).update(profiles)
-        if any(len(names) > 1 for names in on_node.values()):
+                if changed:
+                    touched.add(gpu.node)
+        if any(len(names) > 1 for node, names in on_node.items() if node in touched):
             continue
         supply = [sum(c[0][i] for c in combo) for i in range(len(demand))]
         served = sum(weight[n] * min(d, s) for (n, d), s in zip(demand.items(), supply, strict=True))
@@ -397,3 +403,15 @@ def test_bench_runs_small_and_proves_optimality(gpusched):
     assert result.status == "OPTIMAL" and result.classes <= result.gpus
     text = gpusched("bench", "mig", "--gpus", "16", "--random-layouts").stdout
     assert "mig plan on 16 GPUs" in text and "OPTIMAL" in text
+
+
+def test_a_single_strategy_node_holding_mixed_instances_ends_with_one_profile_or_stays_as_it_is():
+    """The input allows a single-strategy node that mixes profiles; the plan once emptied a GPU to obey the rule."""
+    held = [(0, "1g.10gb+me", 0, "p"), (2, "1g.10gb", 0, None)]
+    cluster = Cluster.model_validate({"nodes": [_node("n", 3, held, mig_strategy="single", mig_profiles=["1g.10gb"])]})
+    plan = _plan(cluster, {"1g.10gb": 1})  # validated inside: served by the free instance, nothing changed
+    assert plan.solve.optimal and plan.outcome.met and plan.outcome.reconfigured == 0
+    free = [(0, "1g.10gb+me", 0, None), (1, "1g.10gb", 0, None)]
+    cluster = Cluster.model_validate({"nodes": [_node("n", 2, free, mig_strategy="single", mig_profiles=["1g.10gb"])]})
+    plan = _plan(cluster, {"1g.10gb": 2})  # the +me GPU is repartitioned, so the node ends with one profile
+    assert plan.solve.optimal and plan.outcome.met and plan.outcome.reconfigured == 1

@@ -143,9 +143,12 @@ def tiny(draw):
         count = draw(st.integers(1, 4))
         split = draw(st.integers(1, count))
         islands = [list(range(count))[i : i + split] for i in range(0, count, split)]
-        nodes.append(
-            {"name": f"n{n}", "gpu": {"model": "A100-SXM4-80GB", "count": count, "memory_gib": 80, "islands": islands}}
-        )
+        node = {
+            "name": f"n{n}",
+            "gpu": {"model": "A100-SXM4-80GB", "count": count, "memory_gib": 80, "islands": islands},
+        }
+        cpu = draw(st.sampled_from([None, None, "3", "6"]))  # cpu that may run out: the node's own capacity row
+        nodes.append(node | ({"cpu": cpu} if cpu else {}))
     cluster = Cluster.model_validate({"nodes": nodes})
     jobs = []
     for j in range(draw(st.integers(1, 4))):
@@ -154,7 +157,11 @@ def tiny(draw):
                 f"j{j}",
                 draw(st.integers(1, 2)),
                 draw(st.integers(1, 3)),
-                GpuNeeds(nvlink=draw(st.booleans()), priority=draw(st.sampled_from([0, 0, 3]))),
+                GpuNeeds(
+                    nvlink=draw(st.booleans()),
+                    priority=draw(st.sampled_from([0, 0, 3])),
+                    cpu=draw(st.sampled_from([None, "1", "2"])),
+                ),
             )
         )
     return cluster, jobs
@@ -231,3 +238,200 @@ def test_labels_split_node_classes_only_when_a_pending_pod_selects_on_them():
     assert plan(cluster, pending_jobs([Pod(name="p")], [])).node_classes == 1
     selective = plan(cluster, pending_jobs([Pod(name="p", node_selector={"pool": "b"})], []))
     assert selective.node_classes == 2 and selective.assignments[0].node in {"n2", "n3"}
+
+
+# --- crashes on accepted input (issue 16): regressions and the properties that would have found them ------------
+
+
+def _sliced(islands: list[list[int]], busy: list[dict] | None = None) -> Cluster:
+    gpu = {"model": "A100-PCIE-80GB", "count": 4, "memory_gib": 80, "replicas": 2, "islands": islands}
+    return Cluster.model_validate({"nodes": [{"name": "n", "gpu": gpu | {"busy": busy or []}}]})
+
+
+def test_a_time_sliced_nvlink_pod_stays_in_one_island_and_a_spanning_shared_pod_is_split():
+    cluster = _sliced([[0, 2], [1, 3]], [{"gpu": 0, "pod": "x", "memory_gib": 5}])
+    pods = [Pod(name="a", gpus=2, nvlink=True, shared=True, memory_gib=10), Pod(name="b", gpus=4, shared=True)]
+    report = plan(cluster, pending_jobs(pods, []))
+    placed = {a.pod: a for a in report.assignments}
+    assert set(placed["a"].gpus) in ({0, 2}, {1, 3}) and not placed["a"].split
+    assert placed["b"].split and report.metrics.islands_split == 1  # four GPUs over two islands
+    assert _levels(report)[3] == 1
+
+
+BUILT_IN_TAINTS = [
+    "node.kubernetes.io/unschedulable",
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+    "node.kubernetes.io/memory-pressure",
+    "node.kubernetes.io/disk-pressure",
+    "node.kubernetes.io/pid-pressure",
+    "node.kubernetes.io/network-unavailable",
+    "node.cloudprovider.kubernetes.io/uninitialized",
+]
+
+
+def test_a_pod_tolerating_the_cordon_is_planned_placed_and_preempts_on_a_cordoned_node():
+    from gpusched.planner.optimize.preempt import preempt
+    from gpusched.planner.place import place
+
+    tolerates = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]
+    node = {"name": "n", "unschedulable": True, "gpu": {"model": "A100-PCIE-80GB", "count": 4, "memory_gib": 80}}
+    cluster = Cluster.model_validate({"nodes": [node]})
+    pod = Pod(name="a", gpus=2, tolerations=tolerates)
+    assert [a.node for a in plan(cluster, pending_jobs([pod], [])).assignments] == ["n"]
+    assert place(cluster, [pod]).results[0].node == "n"
+    assert plan(cluster, pending_jobs([Pod(name="b", gpus=2)], [])).unplaced == ["b"]
+    busy = [{"gpu": g, "pod": "low"} for g in range(4)]
+    full = Cluster.model_validate({"nodes": [node | {"gpu": node["gpu"] | {"busy": busy}}], "running": {"low": {}}})
+    report = preempt(full, Pod(name="p", gpus=2, priority=5, tolerations=tolerates))
+    assert report.solve.status == "OPTIMAL"
+
+
+@st.composite
+def tainted(draw):
+    """One node, maybe cordoned, with some built-in taints; pods tolerating some of them, by key or by Exists."""
+    keys = draw(st.lists(st.sampled_from(BUILT_IN_TAINTS[1:]), max_size=3, unique=True))
+    taints = [
+        {"key": k, "effect": draw(st.sampled_from(["NoSchedule", "NoExecute", "PreferNoSchedule"]))} for k in keys
+    ]
+    node = {
+        "name": "n",
+        "unschedulable": draw(st.booleans()),
+        "taints": taints,
+        "gpu": {"model": "A100-SXM4-80GB", "count": 4, "memory_gib": 80},
+    }
+    pods = []
+    for i in range(draw(st.integers(1, 3))):
+        tolerations = [
+            {"key": k, "operator": "Exists"} | ({"effect": draw(st.sampled_from(["NoSchedule", "NoExecute"]))})
+            for k in draw(st.lists(st.sampled_from(BUILT_IN_TAINTS), max_size=4, unique=True))
+        ]
+        if draw(st.booleans()) and draw(st.booleans()):
+            tolerations.append({"operator": "Exists"})  # tolerates everything
+        pods.append(Pod(name=f"p{i}", gpus=1, tolerations=tolerations))
+    return Cluster.model_validate({"nodes": [node]}), pods
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tainted())
+def test_the_filter_and_the_validator_agree_on_taints_and_cordons(case):
+    from gpusched.planner.place import place
+
+    cluster, pods = case
+    report = plan(cluster, pending_jobs(pods, []))  # raises if the validator refuses what the filters let through
+    placed = {result.pod for result in place(cluster, pods).results if not result.pending}
+    assert {a.pod for a in report.assignments} == placed  # one pod per GPU, room for all: the filter decides
+    for pod in pods:
+        refused = violations(cluster, [Assignment(pod.name, pod, "n", (0,), (), 1)])
+        assert (not refused) == (pod.name in placed)
+
+
+@st.composite
+def sliced_cases(draw):
+    """A time-sliced node with NVLink islands, some replicas busy, and shared pods, some needing NVLink."""
+    count = draw(st.integers(2, 4))
+    order = draw(st.permutations(list(range(count))))
+    cut = draw(st.integers(1, count))
+    islands = [sorted(order[:cut]), sorted(order[cut:])] if cut < count else [sorted(order)]
+    busy = [{"gpu": g, "pod": f"x{g}", "memory_gib": 10} for g in range(count) if draw(st.booleans())]
+    gpu = {"model": "A100-PCIE-80GB", "count": count, "memory_gib": 40, "replicas": 2, "islands": islands}
+    cluster = Cluster.model_validate({"nodes": [{"name": "n", "gpu": gpu | {"busy": busy}}]})
+    pods = [
+        Pod(
+            name=f"p{i}",
+            gpus=draw(st.integers(1, count)),
+            shared=True,
+            nvlink=draw(st.booleans()),
+            memory_gib=draw(st.sampled_from([10, 20, 30])),
+        )
+        for i in range(draw(st.integers(1, 4)))
+    ]
+    return cluster, pods
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sliced_cases())
+def test_time_sliced_nvlink_plans_validate_and_split_means_spanning_islands(case):
+    cluster, pods = case
+    report = plan(cluster, pending_jobs(pods, []), heuristics=False)  # validated inside; raises if not
+    island_of = cluster.nodes[0].gpu.island_of()
+    for a in report.assignments:
+        assert a.split == (len({island_of[g] for g in a.gpus}) > 1)
+    assert report.metrics.islands_split == _levels(report)[3]
+
+
+# --- the model follows what is pending; the solve starts from the best heuristic (issue 16) ---------------------
+
+
+def test_nine_pods_of_different_cpu_on_one_node_are_nine_shapes_and_one_gpu_shape():
+    """Once "more than 20000 ways to fill one kind of node"; now patterns repeat a shape at most as often as it
+    is pending, over what the GPUs see."""
+    node = {"name": "n", "cpu": "64", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}}
+    cluster = Cluster.model_validate({"nodes": [node]})
+    report = plan(cluster, pending_jobs([Pod(name=f"p{i}", gpus=1, cpu=str(i + 1)) for i in range(9)], []))
+    assert report.solve.optimal and report.pod_shapes == 9 and report.gpu_shapes == 1 and report.patterns == 9
+    assert len(report.assignments) == 8 and report.binding_nodes == 0  # 9 pods ask 45 cores of 64: cpu never binds
+
+
+def test_cpu_that_runs_out_gets_its_own_capacity_row():
+    nodes = [
+        {"name": "tight", "cpu": "20", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}},
+        {"name": "roomy", "cpu": "200", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}},
+    ]
+    pods = [Pod(name=f"p{i}", gpus=1, cpu=str(i + 1)) for i in range(20)]
+    report = plan(Cluster.model_validate({"nodes": nodes}), pending_jobs(pods, []))
+    assert report.solve.optimal and report.binding_nodes == 1
+    assert _levels(report)[1] == 13  # 8 on roomy, and 1+2+3+4+5 = 15 cores of tight's 20 (a sixth would need 21)
+
+
+def test_the_solve_starts_from_the_best_gang_heuristic_and_never_ends_below_it():
+    s = load_scenario("backlog")
+    report = plan(s.cluster, pending_jobs(s.pods.pods if s.pods else [], s.jobs.jobs if s.jobs else []))
+    start = report.warm_start
+    gang = [h for h in report.heuristics if h.mode == "gang"]
+    assert start is not None and start.hinted and start.mode == "gang"
+    assert start.metrics.weighted_gpus == max(h.metrics.weighted_gpus for h in gang)
+    assert all(report.metrics.weighted_gpus >= h.metrics.weighted_gpus for h in report.heuristics)
+
+
+def test_out_of_time_the_answer_is_feasible_and_no_worse_than_where_it_started(gpusched):
+    report = gpusched("plan", "monday", "--time-limit", "0.01", "--json").json()
+    start = report["warm_start"]
+    assert report["solve"]["status"] in ("FEASIBLE", "OPTIMAL") and start["mode"] == "gang"
+    assert report["metrics"]["weighted_gpus"] >= start["metrics"]["weighted_gpus"]
+    text = gpusched("plan", "monday", "--time-limit", "0.01").lines
+    assert any(line.startswith("started from ") for line in text)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny(), st.sampled_from([0.01, 0.05, 5.0]))
+def test_never_worse_than_any_heuristic_printed_beside_it_whatever_the_time_limit(case, limit):
+    cluster, jobs = case
+    report = plan(cluster, jobs, SolverConfig(time_limit=limit, workers=1))
+    assert report.solve.status in ("OPTIMAL", "FEASIBLE")
+    mine = (report.metrics.weighted_gpus, report.metrics.jobs_placed)
+    assert all(mine >= (h.metrics.weighted_gpus, h.metrics.jobs_placed) for h in report.heuristics if h.mode == "gang")
+    assert all(report.metrics.weighted_gpus >= h.metrics.weighted_gpus for h in report.heuristics)
+
+
+def test_bench_plan_with_many_shapes_and_distinct_nodes(gpusched):
+    args = [
+        "bench",
+        "plan",
+        "--nodes",
+        "60",
+        "--jobs",
+        "40",
+        "--shapes",
+        "25",
+        "--distinct-nodes",
+        "--time-limit",
+        "20",
+    ]
+    report = gpusched(*args, "--json").json()
+    assert report["distinct_nodes"] and report["pod_shapes"] <= 25 and report["gpu_shapes"] < report["pod_shapes"]
+    assert report["status"] in ("OPTIMAL", "FEASIBLE") and report["weighted_gpus"] >= report["warm_start_weighted_gpus"]
+    assert report["build_seconds"] <= report["seconds"] and report["gap"] is not None
+    text = gpusched(*args).lines
+    assert text[0].startswith("plan 40 jobs on 60 nodes") and "every node a different cpu and memory" in text[0]
+    assert text[1].startswith("model: ") and text[2].startswith("started from ")
