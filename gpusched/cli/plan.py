@@ -10,6 +10,7 @@ from rich.console import Console
 
 from ..actions.plans import bind_journal, gpusched_jobs
 from ..actions.run import carry_out, open_cluster
+from ..errors import InputError
 from ..planner.optimize.plan import (
     PlanReport,
     pending_jobs,
@@ -86,7 +87,11 @@ def plan_command(
         source = live_cluster(cluster, kubeconfig, context, "PENDING")
         if not apply:
             pods, jobs = load_pending(pending or source)
-            report = plan(load_cluster(source), pending_jobs(pods.pods, jobs.jobs), config, parse_sizes(sizes))
+            try:
+                backlog = pending_jobs(pods.pods, jobs.jobs)
+            except ValueError as error:  # names, GPU counts, priorities of the pending file: say which file
+                raise InputError(pending or source, str(error)) from None
+            report = plan(load_cluster(source), backlog, config, parse_sizes(sizes))
             show(report, as_json, render_plan)
             return 1 if report.unplaced else 0
         if pending:

@@ -51,6 +51,7 @@ def test_plan_refuses_a_pod_without_gpus(tmp_path: Path) -> None:
     pods.write_text("pods: [{name: z, gpus: 0}]\n")
     outcome = invoke("plan", "monday", pods)
     assert not outcome.crash and outcome.code == 2 and "gpus must be at least 1" in outcome.stderr, outcome
+    assert str(pods) in outcome.stderr, outcome  # the message names the file
 
 
 def test_a_model_past_cp_sats_range_is_refused_not_infeasible() -> None:
