@@ -21,7 +21,9 @@ def _pods(cpu_only: int, sharing: int, whole: int, multi: int) -> list[OpenbPod]
     pods = [OpenbPod(name=f"cpu-{i}", cpu_milli=2000 + i, num_gpu=0, gpu_milli=0) for i in range(cpu_only)]
     pods += [OpenbPod(name=f"share-{i}", cpu_milli=4000, num_gpu=1, gpu_milli=100 + 25 * i) for i in range(sharing)]
     pods += [OpenbPod(name=f"one-{i}", cpu_milli=8000, num_gpu=1, gpu_milli=MILLI) for i in range(whole)]
-    pods += [OpenbPod(name=f"multi-{i}", cpu_milli=32000, num_gpu=2 + 2 * (i % 3), gpu_milli=MILLI) for i in range(multi)]
+    pods += [
+        OpenbPod(name=f"multi-{i}", cpu_milli=32000, num_gpu=2 + 2 * (i % 3), gpu_milli=MILLI) for i in range(multi)
+    ]
     return pods
 
 
