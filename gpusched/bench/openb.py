@@ -22,6 +22,7 @@ from ..errors import InputError
 from ..models.cluster import Cluster
 from ..planner.gpushare import PodTable, ShareState, policy_named, target_workload
 from ..scenarios.openb import OpenbNode, OpenbPod, load_openb, openb_cluster
+from ..scenarios.openb_variants import apply_variant, parse_variant
 
 __all__ = ["CURVE_POINTS", "DEFAULT_RATIO", "Prepared", "RunResult", "RunSpec", "arrivals", "prepare", "run", "subset"]
 
@@ -35,6 +36,7 @@ class RunSpec(BaseModel):
     trace: str = Field(description="pod list CSV")
     nodes: str = Field(description="node list CSV")
     node_count: int | None = Field(None, description="an evenly spaced subset of this many nodes")
+    variant: str | None = Field(None, description="a generated variant of the trace, kind:level[@seed]")
     policy: str
     seed: int
     ratio: float = DEFAULT_RATIO
@@ -74,15 +76,21 @@ def subset(nodes: list[OpenbNode], count: int | None) -> list[OpenbNode]:
 
 
 @lru_cache(maxsize=8)
-def prepare(trace: str, nodes: str, node_count: int | None) -> Prepared:
+def prepare(trace: str, nodes: str, node_count: int | None, variant: str | None = None) -> Prepared:
+    """The trace (moved to `variant` when given: named trace+variant), its cluster and pod table."""
     loaded = load_openb(trace, Path(trace).parent, nodes)
+    name = loaded.name
+    if variant is not None:
+        chosen = parse_variant(variant)
+        loaded = type(loaded)(name, loaded.nodes, apply_variant(loaded.pods, loaded.nodes, chosen))
+        name = f"{name}+{chosen.label}"
     if not any(pod.total_milli for pod in loaded.pods):
         raise InputError(trace, "no pod asks for a GPU: nothing to place")
     if not any(node.gpu for node in loaded.nodes):
         raise InputError(nodes, "no node has a GPU")
     table = PodTable.of(loaded.pods)
     milli = np.array([pod.total_milli for pod in table.pods], dtype=np.int64)
-    return Prepared(loaded.name, loaded.pods, openb_cluster(subset(loaded.nodes, node_count)), table, milli)
+    return Prepared(name, loaded.pods, openb_cluster(subset(loaded.nodes, node_count)), table, milli)
 
 
 def arrivals(milli: np.ndarray, capacity: int, ratio: float, seed: int) -> np.ndarray:
@@ -126,7 +134,7 @@ def _curve(arrived: np.ndarray, allocated: np.ndarray) -> tuple[list[float | Non
 
 def run(spec: RunSpec) -> RunResult:
     """One policy, one seed: place every arrival once and record the allocation after each."""
-    prepared = prepare(spec.trace, spec.nodes, spec.node_count)
+    prepared = prepare(spec.trace, spec.nodes, spec.node_count, spec.variant)
     state = ShareState(prepared.cluster, prepared.table)
     order = arrivals(prepared.milli, state.capacity_milli, spec.ratio, spec.seed)
     chosen = policy_named(spec.policy)

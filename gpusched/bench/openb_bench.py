@@ -119,17 +119,23 @@ def bench_openb(
     workers: int = 1,
     ray: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    variants: list[str | None] | None = None,
 ) -> OpenbBench:
-    """The protocol for every trace × policy × seed (plus the bound per trace × seed), summarised per trace."""
+    """The protocol for every trace (× variant) × policy × seed (plus the bound per trace × seed), summarised per
+    trace. A variant (scenarios.openb_variants) is generated from its trace in each worker; None is the trace as is.
+    """
     node_path, pod_paths = trace_files(traces, data_dir, nodes_file)
     nodes, files = str(node_path), [str(path) for path in pod_paths]
+    moved = variants or [None]
     for file in files:  # fail on bad input here, with the file and field, before any worker starts
-        prepare(file, nodes, node_count)
-    kinds = policies + ([BOUND] if bound else [])
+        for variant in moved:
+            prepare(file, nodes, node_count, variant)
     tasks = [
-        RunSpec(trace=file, nodes=nodes, node_count=node_count, policy=kind, seed=seed, ratio=ratio)
+        RunSpec(trace=file, nodes=nodes, node_count=node_count, variant=variant, policy=kind, seed=seed, ratio=ratio)
         for file in files
-        for kind in kinds
+        for variant in moved
+        # the bound reads the trace as shipped, so a generated variant gets no bound
+        for kind in policies + ([BOUND] if bound and variant is None else [])
         for seed in seeds
     ]
     began = time.perf_counter()
@@ -139,8 +145,8 @@ def bench_openb(
     bounds = [r for r in results if isinstance(r, BoundResult)]
     full = node_count is None and nodes_file is None and ratio == DEFAULT_RATIO
     summaries = []
-    for file in files:
-        prepared = prepare(file, nodes, node_count)
+    for file, variant in ((file, variant) for file in files for variant in moved):
+        prepared = prepare(file, nodes, node_count, variant)
         mine = [r for r in runs if r.trace == prepared.name]
         limits = [b for b in bounds if b.trace == prepared.name]
         lp = _mean([b.lp_pct for b in limits]) if limits else None
@@ -153,9 +159,11 @@ def bench_openb(
                 pods=len(prepared.table.pods),
                 arrivals=_mean([r.arrivals for r in mine]),
                 ratio=ratio,
-                published=full,
+                published=full and variant is None,
                 seeds=seeds,
-                policies=[_summary(p, [r for r in mine if r.policy == p], full, lp) for p in policies],
+                policies=[
+                    _summary(p, [r for r in mine if r.policy == p], full and variant is None, lp) for p in policies
+                ],
                 lp_pct=lp,
                 offline_pct=_mean([b.offline_pct for b in limits]) if limits else None,
             )

@@ -255,3 +255,32 @@ def test_bad_trace_names_file_and_field(gpusched, tmp_path):
     assert nothing.exit_code == 2 and nothing.stderr == f"error: {cpu_only}: no pod asks for a GPU: nothing to place\n"
     missing = gpusched("bench", "openb", "--data", tmp_path, "--seeds", "42")
     assert missing.exit_code == 2 and "no such file" in missing.stderr
+
+
+def test_a_generated_variant_runs_beside_its_trace(gpusched):
+    result = _bench(gpusched, "--policies", "binpack", "--variant", "none,cpu-heavy:0.3", "--json")
+    assert result.exit_code == 0, result.stderr
+    base, moved = result.json()["traces"]
+    assert (base["trace"], moved["trace"]) == ("default", "default+cpu-heavy:0.3")
+    assert round(0.7 * moved["pods"]) == 8152 - 1088  # GPU pods kept, CPU-only pods now 30% of all
+    assert {b["trace"] for b in result.json()["bounds"]} == {"default"}  # the bound reads the shipped trace only
+    assert moved["policies"][0]["published_pct"] is None
+    again = _bench(gpusched, "--policies", "binpack", "--variant", "cpu-heavy:0.3", "--no-bound", "--json")
+    assert [r["allocation_pct"] for r in again.json()["runs"]] == [
+        r["allocation_pct"] for r in result.json()["runs"] if r["trace"] == moved["trace"]
+    ]
+    bad = _bench(gpusched, "--variant", "cpu-heavy:2")
+    assert bad.exit_code == 2 and "--variant" in bad.stderr
+
+
+def test_gpuscheds_policy_is_not_below_fgd_on_a_trace_sample(gpusched):
+    """The issue's bar on a sample (100 nodes, two seeds, the default and the CPU-heavy end): gpusched's policy
+    allocates at least what FGD, reproduced in the same runs, allocates."""
+    result = gpusched(
+        "bench", "openb", "--data", DATA, "--nodes", 100, "--seeds", "42,43", "--workers", 1, "--no-bound",
+        "--policies", "FGD,gpusched", "--variant", "none,cpu-heavy:0.3", "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    for trace in result.json()["traces"]:
+        got = {p["policy"]: p["allocation_pct"] for p in trace["policies"]}
+        assert got["gpusched"] >= got["FGD"], trace["trace"]

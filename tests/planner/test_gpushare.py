@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpusched.bench.bound import lp_bound, offline_greedy
 from gpusched.errors import InputError
@@ -63,6 +65,102 @@ def test_fragmentation_matches_the_definition():
         got = target.frag(left[None, :], np.array([cpu]), np.array([node]))[0]
         model = state.models[state.model[node]]
         assert got == pytest.approx(_frag_by_definition(left[:width].tolist(), cpu, model, table))
+
+
+def test_stranded_is_the_gpu_milli_the_free_cpu_cannot_feed():
+    table, state, target = _setup()
+    gpu_pods = [pod for pod in PODS if pod.num_gpu]
+    ratio = sum(p.cpu_milli for p in gpu_pods) / sum(p.total_milli for p in gpu_pods)  # coverage 1: every pod
+    assert target.cpu_per_milli == pytest.approx(ratio)
+    rng = np.random.default_rng(11)
+    left = rng.choice([0, 250, 1000], size=(50, state.gpu_left.shape[1]))
+    cpu = rng.integers(0, 40000, size=50)
+    expected = [max(0.0, sum(row) - c / ratio) for row, c in zip(left.tolist(), cpu.tolist(), strict=True)]
+    assert target.stranded(left, cpu) == pytest.approx(expected)
+
+
+def _decisions(nodes: list[OpenbNode], pods: list[OpenbPod], seed: int) -> list:
+    """gpusched's choices for the pods in order, each checked against plain lists of what is left."""
+    table = PodTable.of(pods)
+    state = ShareState(openb_cluster(nodes), table)
+    rng = np.random.default_rng(seed)
+    policy = policy_named("gpusched")(state, table, target_workload(table, state), rng)
+    ordered = sorted(nodes, key=lambda n: n.name)
+    cpu = [n.cpu_milli for n in ordered]
+    memory = [n.memory_mib for n in ordered]
+    gpus = [[1000] * n.gpu for n in ordered]
+    choices = []
+    for pod, row in zip(table.pods, pods, strict=True):
+        fits = [
+            cpu[i] >= pod.cpu
+            and memory[i] >= pod.memory
+            and (
+                pod.gpus == 0
+                or (
+                    (not row.models or ordered[i].model in row.models)
+                    and (max(gpus[i], default=0) >= pod.milli if pod.shares else gpus[i].count(1000) >= pod.gpus)
+                )
+            )
+            for i in range(len(ordered))
+        ]
+        choice = policy.choose(pod, rng)
+        assert (choice is not None) == any(fits)
+        if choice is not None:
+            node, taken = choice
+            assert fits[node] and len(taken) == pod.gpus == len(set(taken))
+            assert all(gpus[node][g] >= pod.milli for g in taken)
+            cpu[node] -= pod.cpu
+            memory[node] -= pod.memory
+            for g in taken:
+                gpus[node][g] -= pod.milli
+            state.bind(pod, node, taken)
+        choices.append(choice)
+    assert state.cpu_left.tolist() == cpu and state.memory_left.tolist() == memory
+    return choices
+
+
+MODELS = ("T4", "G2", "P100")
+node_lists = st.lists(
+    st.builds(
+        lambda i, gpu, cpu, model: OpenbNode(
+            name=f"n-{i}", cpu_milli=cpu * 1000, memory_mib=65536, gpu=gpu, model=MODELS[model]
+        ),
+        st.integers(0, 99),
+        st.integers(1, 8),
+        st.integers(2, 64),
+        st.integers(0, 2),
+    ),
+    min_size=1,
+    max_size=6,
+    unique_by=lambda n: n.name,
+)
+pod_lists = st.lists(
+    st.one_of(
+        st.builds(lambda c: OpenbPod(name="c", cpu_milli=c * 500, num_gpu=0, gpu_milli=0), st.integers(1, 16)),
+        st.builds(
+            lambda c, m, spec: OpenbPod(
+                name="s", cpu_milli=c * 500, num_gpu=1, gpu_milli=m * 50, models=(MODELS[spec],) if spec < 3 else ()
+            ),
+            st.integers(0, 16),
+            st.integers(1, 19),
+            st.integers(0, 5),
+        ),
+        st.builds(
+            lambda c, k: OpenbPod(name="w", cpu_milli=c * 1000, num_gpu=k, gpu_milli=1000),
+            st.integers(0, 32),
+            st.sampled_from([1, 2, 4, 8]),
+        ),
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(nodes=node_lists, pods=pod_lists, seed=st.integers(0, 1000))
+def test_gpuscheds_policy_places_validly_and_repeats_exactly(nodes, pods, seed):
+    first = _decisions(nodes, pods, seed)
+    assert _decisions(nodes, pods, seed) == first
 
 
 def test_target_workload_covers_the_popular_classes_first():

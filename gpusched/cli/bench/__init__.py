@@ -29,6 +29,7 @@ from ...limits import MAX_NODES, MAX_POD_GPUS, MAX_PODS
 from ...planner.gpushare import POLICIES, policy_named
 from ...planner.optimize.defrag import parse_shape
 from ...scenarios.openb import OPENB_TRACES, OPENB_URL, download_openb, openb_dir
+from ...scenarios.openb_variants import VARIANT_KINDS, parse_variant
 from ..common import (
     POLICY_CHOICES,
     SECONDS_MAX,
@@ -122,6 +123,15 @@ def trace_list(text: str) -> list[str]:
     return list(OPENB_TRACES) if text.strip() == "all" else [t.strip() for t in text.split(",") if t.strip()]
 
 
+def variant_list(text: str | None) -> list[str | None] | None:
+    """Comma-separated kind:level[@seed], each checked here; `none` is the trace as shipped."""
+    if text is None:
+        return None
+    return [
+        None if part == "none" else parse_variant(part).label for part in (p.strip() for p in text.split(",")) if part
+    ]
+
+
 def ray_target(flag: bool, address: str | None) -> str | None:
     return address or (LOCAL_RAY if flag else None)
 
@@ -181,6 +191,14 @@ def bench_openb_command(
         str, typer.Option("--policies", help=f"comma-separated, or all: {', '.join(POLICIES)}")
     ] = "all",
     seeds: Annotated[str, typer.Option("--seeds", help="seeds, e.g. 42-51 (the paper's) or 42,43")] = "42-51",
+    variant: Annotated[
+        str | None,
+        typer.Option(
+            "--variant",
+            help="generated variants of each trace, comma-separated kind:level[@seed] (kinds: "
+            f"{', '.join(VARIANT_KINDS)}; none: the trace as is), e.g. cpu-heavy:0.3,none",
+        ),
+    ] = None,
     data: DataDir = None,
     nodes_file: NodesFile = None,
     nodes: NodeCount = None,
@@ -228,6 +246,7 @@ def bench_openb_command(
                 workers,
                 ray_target(ray, ray_address),
                 progress,
+                variant_list(variant),
             )
         return _write_and_show(result, out, write_outputs, "plot_openb", as_json, render_openb, timing)
 

@@ -7,6 +7,10 @@ For a node n and a task class m (g_i the free milli of GPU i):
       F_n(m) = Σ_{g_i < milli_m} g_i       (the GPUs too full for m)
 F_n = Σ_m p_m F_n(m), p_m the popularity of m in the target workload: the most popular classes of the trace that
 together cover ≥ 95% of its pods, renormalised (the simulator's typical pods, CPU-only pods included).
+
+F_n counts CPU only through "m does not fit": a node with eight free GPUs and CPU for one pod counts no fragment.
+`stranded` adds what that misses: the free GPU milli that the node's free CPU cannot feed at the workload's CPU per
+GPU milli. Where CPU is short (many CPU-only pods, CPU-hungry GPU pods) this is where GPUs are lost.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ class TargetWorkload:
     cpu_only: float  # popularity of the CPU-only classes together
     levels: np.ndarray  # distinct milli values
     level_of: np.ndarray  # (M,) index into levels
+    cpu_per_milli: float  # CPU milli the expected GPU pods ask per GPU milli (popularity-weighted)
 
     def frag(self, left: np.ndarray, cpu: np.ndarray, nodes: np.ndarray) -> np.ndarray:
         """F_n for S hypothetical node states: free milli per GPU (S, G), free cpu (S,), which node each is (S,)."""
@@ -47,6 +52,13 @@ class TargetWorkload:
         ok = (count >= self.gpus) & (cpu[:, None] >= self.cpu) & self.access[:, nodes].T
         per_class = np.where(ok, total[:, None] - room, total[:, None])
         return per_class @ self.popularity + self.cpu_only * total
+
+    def stranded(self, left: np.ndarray, cpu: np.ndarray) -> np.ndarray:
+        """Free GPU milli beyond what the free CPU can feed at the workload's ratio (S, G) x (S,) -> (S,)."""
+        total = left.sum(axis=1)
+        if not self.cpu_per_milli:
+            return np.zeros(total.shape)
+        return np.maximum(0.0, total - cpu / self.cpu_per_milli)
 
 
 def target_workload(table: PodTable, state: ShareState, coverage: float = DEFAULT_COVERAGE) -> TargetWorkload:
@@ -66,13 +78,16 @@ def target_workload(table: PodTable, state: ShareState, coverage: float = DEFAUL
     gpu_classes = [k for k in chosen if table.classes[k][1] > 0]
     cpu, gpus, milli, spec = (np.array([table.classes[k][i] for k in gpu_classes], dtype=np.int64) for i in range(4))
     levels, level_of = np.unique(milli, return_inverse=True)
+    popularity = np.array([weights[k] for k in gpu_classes], dtype=np.float64)
+    asked = float(popularity @ (milli * gpus)) if gpu_classes else 0.0
     return TargetWorkload(
         cpu=cpu,
         gpus=gpus,
         milli=milli,
-        popularity=np.array([weights[k] for k in gpu_classes], dtype=np.float64),
+        popularity=popularity,
         access=state.access[spec] if gpu_classes else np.zeros((0, state.size), dtype=bool),
         cpu_only=sum(weights[k] for k in chosen if table.classes[k][1] == 0),
         levels=levels.astype(np.int64),
         level_of=level_of.reshape(-1),
+        cpu_per_milli=float(popularity @ cpu) / asked if asked else 0.0,
     )
