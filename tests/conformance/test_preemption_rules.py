@@ -4,8 +4,8 @@ terminating victim, and with more than 100 candidate nodes it samples (the nomin
 Budgets: n1 and n2 have one GPU each, running `a` (app=web, priority 0, started last, so the cheapest victim) and `b`
 (no labels, priority 0, started first). The budget over app=web allows no disruption (its status written as a
 disruption controller would; none runs here). The preemptor `u` (priority 2000) nominates n2 and evicts `b`.
-While `b` terminates (30 s grace period), a new node makes the scheduler retry `u`: it now reads "not eligible due
-to a terminating pod on the nominated node".
+While `b` terminates (30 s grace period), a new node with a free GPU (tainted, so `u` cannot use it) makes the
+scheduler retry `u`: it now reads "not eligible due to a terminating pod on the nominated node".
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from gpusched.conformance import kubelet
-from gpusched.conformance.api import Rest
+from gpusched.conformance.api import Rest, RestError
 from gpusched.conformance.sync import await_verdict
 from gpusched.planner.scheduler.plugins.defaultpreemption import ERR_REASON_TERMINATING
 from gpusched.planner.scheduler.predict import predict
@@ -61,17 +61,24 @@ def state(rest: Rest) -> tuple[dict, dict, dict]:
 @pytest.fixture
 def rest(control_plane):
     rest = Rest(control_plane.kubeconfig)
-    rest.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
-    rest.create("/apis/scheduling.k8s.io/v1/priorityclasses", {"metadata": {"name": URGENT}, "value": 2000})
+    for path, body in (
+        ("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}),
+        ("/apis/scheduling.k8s.io/v1/priorityclasses", {"metadata": {"name": URGENT}, "value": 2000}),
+    ):
+        try:
+            rest.create(path, body)
+        except RestError as error:
+            if error.status != 409:  # there from the test before
+                raise
     try:
         yield rest
     finally:
         rest.delete(PODS)
         rest.delete(PDBS)
         rest.delete("/api/v1/nodes?labelSelector=rules%3Dyes")
-        rest.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{URGENT}")
-        rest.wait(lambda: not rest.get(PODS)["items"])
-        rest.delete(f"/api/v1/namespaces/{NAMESPACE}")
+        rest.wait(
+            lambda: not rest.get(PODS)["items"] and not rest.get("/api/v1/nodes?labelSelector=rules%3Dyes")["items"]
+        )
         rest.close()
 
 
@@ -95,7 +102,9 @@ def test_a_budget_moves_the_preemption_and_a_retry_waits_for_the_terminating_vic
     assert prediction.nomination.victims == [f"{NAMESPACE}/b"]
     rest.wait(lambda: rest.get(f"{PODS}/b")["metadata"].get("deletionTimestamp"))
 
-    rest.create("/api/v1/nodes", gpu_node("rules-n3", 0))  # a node event: the scheduler retries u
+    tainted = gpu_node("rules-n3")
+    tainted["spec"] = {"taints": [{"key": "rules", "value": "x", "effect": "NoSchedule"}]}
+    rest.create("/api/v1/nodes", tainted)  # room for u as NodeResourcesFit sees it: the scheduler retries u
     _, node, message = await_verdict(rest, f"{PODS}/u", lambda text: ERR_REASON_TERMINATING not in text)
     nodes, pods, pdbs = state(rest)
     retried = predict(nodes, pods, rest.get(f"{PODS}/u"), "1.37.2", pdbs_doc=pdbs)
