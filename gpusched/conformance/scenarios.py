@@ -19,7 +19,8 @@ required node affinity (including `metadata.name` matchFields) and priority clas
 Outside DRA scenarios pods carry `app`/`tier` labels and now and then required and preferred pod affinity and
 anti-affinity (selectors with matchLabels and every operator, namespaces, namespaceSelectors, matchLabelKeys and
 mismatchLabelKeys, topology keys some nodes lack) and topologySpreadConstraints (maxSkew, minDomains, both policies,
-matchLabelKeys, an empty or absent selector, ScheduleAnyway).
+matchLabelKeys, an empty or absent selector, ScheduleAnyway); in two scenarios of five 2.5 times as often, with
+zones on most nodes.
 
 The same (seed, index) gives the same scenario.
 """
@@ -126,18 +127,18 @@ TIERS = ("a", "b")
 TOPOLOGY_KEYS = ("kubernetes.io/hostname", "zone", "gpu.model", "rack")  # rack: on no node
 
 
-def _labels(rng: random.Random, name: str, scenario: str) -> dict[str, str]:
+def _labels(rng: random.Random, name: str, scenario: str, dense: bool = False) -> dict[str, str]:
     labels = {"kubernetes.io/hostname": name, SCENARIO_LABEL: scenario}
     if rng.random() < 0.7:
         labels["gpu.model"] = rng.choice(MODELS)
-    if rng.random() < 0.5:
+    if rng.random() < (0.9 if dense else 0.5):
         labels["zone"] = rng.choice(ZONES)
     if rng.random() < 0.5:
         labels["gpu.count"] = str(rng.choice((1, 2, 4, 8)))
     return labels
 
 
-def _node(rng: random.Random, name: str, scenario: str, kind: str) -> dict:
+def _node(rng: random.Random, name: str, scenario: str, kind: str, dense: bool = False) -> dict:
     """A node as a kubelet registers it; in DRA and preemption scenarios rarely tainted or cordoned, so the claims
     get judged and the nodes fill up."""
     allocatable = {
@@ -163,7 +164,7 @@ def _node(rng: random.Random, name: str, scenario: str, kind: str) -> dict:
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": _labels(rng, name, scenario)},
+        "metadata": {"name": name, "labels": _labels(rng, name, scenario, dense)},
         "spec": spec,
         "status": {"capacity": {**allocatable, **capacity_only}, "allocatable": allocatable},
     }
@@ -233,7 +234,14 @@ def _affinity(rng: random.Random, names: list[str]) -> dict:
 
 
 def _pod(
-    rng: random.Random, name: str, namespace: str, names: list[str], kind: str, late: bool, during: bool = False
+    rng: random.Random,
+    name: str,
+    namespace: str,
+    names: list[str],
+    kind: str,
+    late: bool,
+    during: bool = False,
+    dense: bool = False,
 ) -> dict:
     """A pod as users write it; in DRA and preemption scenarios node constraints are rarer, so that the claims get
     judged and pods pile up on the nodes. `late`: in the second half of the scenario; `during`: to arrive while
@@ -265,7 +273,7 @@ def _pod(
     if labels:
         metadata["labels"] = labels
     if kind != "dra":
-        _pod_rules(rng, spec, namespace, labels)
+        _pod_rules(rng, spec, namespace, 2.5 if dense else 1.0)
     if rng.random() < 0.1:
         spec["runtimeClassName"] = RUNTIME_CLASS["metadata"]["name"]  # its overhead is added to the requests
     if rng.random() < 0.1:
@@ -320,11 +328,11 @@ def _term(rng: random.Random, namespace: str) -> dict:
     return term
 
 
-def _pod_rules(rng: random.Random, spec: dict, namespace: str, labels: dict[str, str]) -> None:
-    """Pod (anti-)affinity and topology spread, now and then."""
+def _pod_rules(rng: random.Random, spec: dict, namespace: str, scale: float) -> None:
+    """Pod (anti-)affinity and topology spread, now and then (`scale` times more often in dense scenarios)."""
     affinity = spec.setdefault("affinity", {})
     for kind, chance in (("podAffinity", 0.12), ("podAntiAffinity", 0.2)):
-        if rng.random() >= chance:
+        if rng.random() >= chance * scale:
             continue
         rules: dict = {}
         if rng.random() < 0.8:
@@ -339,7 +347,7 @@ def _pod_rules(rng: random.Random, spec: dict, namespace: str, labels: dict[str,
             affinity[kind] = rules
     if not affinity:
         del spec["affinity"]
-    if rng.random() < 0.25:
+    if rng.random() < 0.25 * scale:
         keys = rng.sample(TOPOLOGY_KEYS, k=rng.choice((1, 1, 2)))  # (key, whenUnsatisfiable) pairs must differ
         spec["topologySpreadConstraints"] = [_spread(rng, key) for key in keys]
 
@@ -416,14 +424,15 @@ def generate(seed: int, index: int, namespace: str) -> ConformanceScenario:
     rng = random.Random(f"{seed}:{index}")
     label = f"s{seed}-{index}"
     kind = _kind(rng)
+    dense = kind != "dra" and rng.random() < 0.4  # pod rules 2.5 times as often, zones on most nodes
     names = [f"{label}-n{i}" for i in range(rng.randint(2, 4) if kind == "dra" else rng.randint(1, 4))]
-    nodes = [_node(rng, name, label, kind) for name in names]
+    nodes = [_node(rng, name, label, kind, dense) for name in names]
     count = rng.randint(2, 6) if kind == "dra" else rng.randint(1, 8)
     pods: list[dict] = []
     for i in range(count):
         after = pods[-1]["spec"].get("priorityClassName") if pods else None
         during = kind == "preemption" and after in (BATCH, URGENT) and rng.random() < 0.6
-        pods.append(_pod(rng, f"{label}-p{i}", namespace, names, kind, 2 * i >= count, during))
+        pods.append(_pod(rng, f"{label}-p{i}", namespace, names, kind, 2 * i >= count, during, dense))
     objects = []
     if kind == "dra":
         classes = dra.classes(rng)
