@@ -145,3 +145,17 @@ def test_a_candidate_over_budget_wins_only_when_none_is_within():
 def test_the_full_ranks_best_is_always_a_possible_choice(priorities, wanted):
     found = [_candidate(f"n{i}", p) for i, p in enumerate(priorities)]
     assert pick(found) in choices(found, wanted)
+
+
+def test_k8s_reads_budgets_from_pdbs_and_refuses_a_bad_one(gpusched, write):
+    nodes = write("nodes.json", listed(node("n1"), node("n2")))
+    pods = write("pods.json", listed(pod("a", "n1", priority=1, app="web"), pod("b", "n2", priority=5)))
+    target = write("pod.json", pod("p", priority=100))
+    args = ["k8s", "--nodes", nodes, "--pods", pods, "--pod", target, "--json"]
+    assert '"node": "n1"' in gpusched(*args).stdout
+    guarded = gpusched(*args, "--pdbs", write("pdbs.json", listed(budget("web", 0))))
+    assert guarded.exit_code == 1 and '"node": "n2"' in guarded.stdout and '"node": "n1"' not in guarded.stdout
+    bad = budget("web", 0)
+    bad["status"]["disruptionsAllowed"] = "none"
+    refused = gpusched(*args, "--pdbs", write("bad.json", listed(bad)))
+    assert refused.exit_code == 2 and "disruptionsAllowed" in refused.stderr
