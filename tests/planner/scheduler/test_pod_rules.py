@@ -230,3 +230,45 @@ def test_nominated_pods_count_only_on_the_node_being_filtered():
     spreader = run(ZONES, [nominated], pod("p", topologySpreadConstraints=[spread()]))
     assert spreader.feasible == ["a2", "b1"]
     assert verdicts(spreader)["a1"] == (pts.NAME, pts.ERR_REASON_CONSTRAINTS_NOT_MATCH)
+
+
+# --- the plugins alone ----------------------------------------------------------------------------------------
+
+
+def infos_of(nodes: list[dict], pods: list[dict], target: dict):
+    from gpusched.models.kube import parse_nodes, parse_pod, parse_pods
+    from gpusched.planner.scheduler.nodeinfo import snapshot
+
+    me = parse_pod(target, "pod")
+    return me, snapshot(parse_nodes(listed(*nodes), "nodes"), parse_pods(listed(*pods), "pods"), me)
+
+
+def test_each_prefilter_skips_a_pod_with_nothing_to_check():
+    me, infos = infos_of(
+        ZONES, [pod("x", "a1")], pod("p", topologySpreadConstraints=[spread(whenUnsatisfiable="ScheduleAnyway")])
+    )
+    assert pts.PodTopologySpread.for_pod(me, infos) is None
+    assert ipa.InterPodAffinity.for_pod(me, infos) is None
+    guard = pod("g", "b1", labels={"app": "db"}, affinity=affinity("podAntiAffinity"))
+    me, infos = infos_of(ZONES, [guard], pod("p"))
+    assert ipa.InterPodAffinity.for_pod(me, infos) is not None  # an existing pod's anti-affinity selects it
+
+
+def test_removing_a_pod_from_the_node_updates_the_counts_as_remove_pod_does():
+    me, infos = infos_of(
+        ZONES, [pod("x", "a1"), pod("y", "a2")], pod("p", labels={}, affinity=affinity("podAntiAffinity", "zone"))
+    )
+    plugin = ipa.InterPodAffinity.for_pod(me, infos)
+    a1 = next(info for info in infos if info.name == "a1")
+    assert plugin.filter(me, a1).reasons == (ipa.ERR_REASON_ANTI_AFFINITY,)
+    assert plugin.filter(me, a1.without(list(a1.pods))).reasons == (ipa.ERR_REASON_ANTI_AFFINITY,)  # y is in zone a
+    me, infos = infos_of(ZONES, [pod("x", "a1"), pod("z", "b1")], pod("p", topologySpreadConstraints=[spread()]))
+    spreader = pts.PodTopologySpread.for_pod(me, infos)
+    a1 = next(info for info in infos if info.name == "a1")
+    assert spreader.filter(me, a1).ok  # a 1, b 1: skew 1
+    leaving = pod("x", "a1", deletionTimestamp="2026-01-01T00:00:00Z")
+    me, infos = infos_of(ZONES, [leaving, pod("z", "b1")], pod("p", topologySpreadConstraints=[spread()]))
+    spreader = pts.PodTopologySpread.for_pod(me, infos)
+    b1 = next(info for info in infos if info.name == "b1")
+    assert not spreader.filter(me, b1).ok  # the terminating x is not counted: a 0, b 1
+    assert spreader.filter(me, b1.without(list(b1.pods))).ok  # z removed from b1: a 0, b 0
