@@ -190,7 +190,7 @@ def _render_report(console: Console, report: differential.ConformanceReport) -> 
                     f"  claim {claim.claim}: real {_devices(claim.real)}; gpusched {_devices(claim.predicted)}",
                     markup=False,
                 )
-        manifests = [*found.reproducer.objects, *found.reproducer.nodes, *found.reproducer.pods]
+        manifests = [*found.reproducer.objects, *found.reproducer.nodes, *found.reproducer.pdbs, *found.reproducer.pods]
         console.print(yaml.safe_dump_all(manifests, sort_keys=False).rstrip(), markup=False)
 
 
@@ -205,8 +205,14 @@ def _extras(report: differential.ConformanceReport) -> str:
     if report.preemption_scenarios:
         parts.append(
             f"{report.preemption_scenarios} with preemption, {report.preemptions} pods preempted others, "
-            f"{report.during} arrived meanwhile"
+            f"{report.during} arrived meanwhile, {report.budget_scenarios} with disruption budgets"
         )
+    if report.plugins:
+        parts.append(
+            "scenarios where a plugin rejected a node: " + ", ".join(f"{k} {v}" for k, v in report.plugins.items())
+        )
+    if report.rules:
+        parts.append("pods with " + ", ".join(f"{k} {v}" for k, v in report.rules.items()))
     return "".join(f"; {part}" for part in parts)
 
 

@@ -270,19 +270,22 @@ def k8s_command(
             help="DRA objects for a pod with claims: kubectl get deviceclasses,devicetaintrules,resourceslices,resourceclaims -o json",
         ),
     ] = None,
+    pdbs: Annotated[
+        str | None, typer.Option("--pdbs", help="kubectl get pdb -A -o json: the budgets preemption respects")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Predict kube-scheduler's verdict for one pod: the nodes that fit, or the FailedScheduling message word for word."""
 
     def body() -> int:
         if kubeconfig:
-            if nodes or pods or objects:
+            if nodes or pods or objects or pdbs:
                 raise ValueError(
-                    "--kubeconfig reads nodes and pods from the cluster: drop --nodes, --pods and --objects"
+                    "--kubeconfig reads nodes and pods from the cluster: drop --nodes, --pods, --objects and --pdbs"
                 )
             result = predict_live(kubeconfig, context, pod, k8s_version)
         elif nodes:
-            result = predict_files(nodes, pods, pod, k8s_version, objects)
+            result = predict_files(nodes, pods, pod, k8s_version, objects, pdbs)
         else:
             raise ValueError("--nodes is required (kubectl get nodes -o json), or --kubeconfig to read a cluster")
         show(result, as_json, render.k8s)

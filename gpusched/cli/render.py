@@ -138,6 +138,9 @@ def k8s(console: Console, result: K8sPrediction) -> None:
     if result.nomination:
         victims = ", ".join(result.nomination.victims)
         console.print(f"nominated: {result.nomination.node} (preempting {victims})", markup=False)
+        others = [choice.node for choice in result.nominations[1:]]
+        if others:
+            console.print(f"or, at random, one of: {', '.join(others)}", markup=False)
 
 
 def scheduler_config(console: Console, config: SchedulerConfig, target: str) -> None:

@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field, computed_field
 
 from ..errors import InputError
 from ..planner.dra.objects import DraObjects, objects_from
+from ..planner.scheduler.names import DEFAULT_PREEMPTION
 from ..planner.scheduler.predict import K8sPrediction, predict
 from . import kubelet, sync
 from .api import Rest, RestError
@@ -41,6 +42,7 @@ from .scenarios import (
     SCENARIO_LABEL,
     ConformanceScenario,
     generate,
+    pdb_status,
 )
 from .sync import verdict
 
@@ -48,6 +50,7 @@ __all__ = ["ClaimCheck", "PodVerdict", "Disagreement", "ConformanceReport", "Pla
 
 NAMESPACE = "gpusched-conformance"
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
+PDBS = f"/apis/policy/v1/namespaces/{NAMESPACE}/poddisruptionbudgets"
 RESOURCE = "/apis/resource.k8s.io/v1"
 NAMESPACED = ("resourceclaims", "resourceclaimtemplates")
 CLUSTER_WIDE = ("deviceclasses", "devicetaintrules", "resourceslices")
@@ -81,7 +84,13 @@ class PodVerdict(BaseModel):
     )
     predicted_nomination: str | None = None
     predicted_victims: list[str] = Field(default_factory=list)
+    possible_nominations: list[str] = Field(
+        default_factory=list, description="every node gpusched says the scheduler may nominate (random among them)"
+    )
     claims: list[ClaimCheck] = Field(default_factory=list)
+    plugins: list[str] = Field(
+        default_factory=list, description="plugins that rejected a node in gpusched's prediction (+ preemption)"
+    )
     during: bool = Field(False, description="created while a preemption was under way (victims terminating)")
 
     @computed_field  # type: ignore[prop-decorator]
@@ -138,6 +147,13 @@ class ConformanceReport(BaseModel):
     claims_agreed: int = 0
     preemptions: int = Field(0, description="pods the real scheduler nominated, evicting others")
     during: int = Field(0, description="pods created while a preemption was under way")
+    budget_scenarios: int = Field(0, description="scenarios with PodDisruptionBudgets")
+    plugins: dict[str, int] = Field(
+        default_factory=dict, description="per plugin, the scenarios where it rejected a node in some prediction"
+    )
+    rules: dict[str, int] = Field(
+        default_factory=dict, description="pods carrying pod affinity, anti-affinity or topology spread constraints"
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -151,6 +167,7 @@ class _State:
 
     nodes: dict
     pods: dict
+    pdbs: dict | None = None  # when the scenario has PodDisruptionBudgets
     objects: DraObjects | None = None  # when the scenario has DRA objects
     allocations: dict[str, dict] = field(default_factory=dict)  # claim key -> status.allocation, as the server has it
 
@@ -172,6 +189,7 @@ class Player:
         self.plays = itertools.count()
         self.clock = itertools.count()
         self.stale_dra = False  # the last play's DRA objects are deleted, but maybe not yet seen deleted
+        self.budgets = False  # the scenario being played has PodDisruptionBudgets
         self._setup()
 
     def _setup(self) -> None:
@@ -196,13 +214,28 @@ class Player:
             sync.nodes(self.rest, NAMESPACE, label, len(scenario.nodes))
             if scenario.objects or self.stale_dra:  # a stale class could still serve nvidia.com/gpu
                 sync.dra(self.rest, NAMESPACE, label)
+            self.budgets = bool(scenario.pdbs)
+            for pdb in scenario.pdbs:
+                self._budget(pdb)
             return self._pods(scenario.pods, bool(scenario.objects))
         finally:
             self._reset(label, bool(scenario.objects))
             self.stale_dra = bool(scenario.objects)
 
+    def _budget(self, pdb: dict) -> None:
+        """Create a budget and write its status, as a disruption controller would (none runs here); then wait until
+        the scheduler's informer could have seen it, by reading it back."""
+        body = {key: value for key, value in pdb.items() if key != "status"}
+        self.rest.create(PDBS, body)
+        path = f"{PDBS}/{pdb['metadata']['name']}/status"
+        self.rest.call("PATCH", path, pdb_status(pdb), "application/merge-patch+json")
+        want = pdb["status"]["disruptionsAllowed"]
+        self.rest.wait(lambda: self.rest.get(path).get("status", {}).get("disruptionsAllowed") == want)
+
     def _state(self, dra: bool) -> _State:
         state = _State(nodes=self.rest.get("/api/v1/nodes"), pods=self.rest.get("/api/v1/pods"))
+        if self.budgets:
+            state.pdbs = _as_list(self.rest.get("/apis/policy/v1/poddisruptionbudgets"))
         if dra:
             listed = {name: _as_list(self.rest.get(f"{RESOURCE}/{name}")) for name in (*CLUSTER_WIDE, *NAMESPACED)}
             state.objects = objects_from([(f"{RESOURCE}/{name}", [doc]) for name, doc in listed.items()], pods=False)
@@ -263,7 +296,7 @@ class Player:
         if node is not None:
             nodes = {**nodes, "items": [n for n in nodes["items"] if n["metadata"]["name"] == node]}
         try:
-            return predict(nodes, state.pods, pod, self.version, objects=state.objects)
+            return predict(nodes, state.pods, pod, self.version, objects=state.objects, pdbs_doc=state.pdbs)
         except InputError as error:
             return error
 
@@ -297,6 +330,7 @@ class Player:
         controller sees its pods gone and deallocates it (the harness cannot drop the finalizer itself: a patch
         re-encodes the opaque config, and the API server refuses that as a change of the immutable spec)."""
         self.rest.delete(PODS)
+        self.rest.delete(PDBS)
         if dra:
             for name in NAMESPACED:
                 self.rest.delete(f"{RESOURCE}/namespaces/{NAMESPACE}/{name}")
@@ -309,11 +343,16 @@ class Player:
 
 
 def _predicted(outcome: PodVerdict, prediction: K8sPrediction) -> PodVerdict:
-    nomination = prediction.nomination
+    """gpusched's verdict; of the nodes it says preemption may nominate, the one the scheduler chose if it is one."""
+    chosen = [n for n in prediction.nominations if n.node == outcome.nominated]
+    nomination = chosen[0] if chosen else prediction.nomination
     return outcome.model_copy(update={
-        "feasible": prediction.feasible, "predicted": prediction.message,
+        "feasible": prediction.feasible,
+        "predicted": nomination.message if nomination else prediction.message,
         "predicted_nomination": nomination.node if nomination else None,
         "predicted_victims": list(nomination.victims) if nomination else [],
+        "possible_nominations": [n.node for n in prediction.nominations],
+        "plugins": sorted({v.plugin for v in prediction.nodes if v.plugin} | ({DEFAULT_PREEMPTION} if nomination else set())),
     })  # fmt: skip
 
 
@@ -445,3 +484,14 @@ def _tally(report: ConformanceReport, scenario: ConformanceScenario, outcomes: l
     report.claims_agreed += sum(claim.agrees for outcome in outcomes for claim in outcome.claims)
     report.preemptions += sum(bool(outcome.nominated) for outcome in outcomes)
     report.during += sum(outcome.during for outcome in outcomes)
+    report.budget_scenarios += bool(scenario.pdbs)
+    for plugin in sorted({plugin for outcome in outcomes for plugin in outcome.plugins}):
+        report.plugins[plugin] = report.plugins.get(plugin, 0) + 1
+    for pod in scenario.pods:
+        spec = pod["spec"]
+        for rule, present in (
+            ("podAffinity", "podAffinity" in spec.get("affinity", {})),
+            ("podAntiAffinity", "podAntiAffinity" in spec.get("affinity", {})),
+            ("topologySpreadConstraints", "topologySpreadConstraints" in spec),
+        ):
+            report.rules[rule] = report.rules.get(rule, 0) + present

@@ -12,7 +12,15 @@ required node affinity (including `metadata.name` matchFields) and priority clas
   victim stays Terminating until the harness, playing the kubelet, deletes it (a grace period of 0 would let the
   scheduler delete it at once, and the preemptor could bind before its Pending message is seen). Some later pods
   that cannot preempt are labelled to arrive during a preemption: while the victims terminate and the preemptor
-  is only nominated, which the scheduler counts against them.
+  is only nominated, which the scheduler counts against them. Most carry PodDisruptionBudgets over the pods'
+  `app` labels, whose status (disruptionsAllowed, disruptedPods) the harness writes, as no disruption controller
+  runs.
+
+Outside DRA scenarios pods carry `app`/`tier` labels and now and then required and preferred pod affinity and
+anti-affinity (selectors with matchLabels and every operator, namespaces, namespaceSelectors, matchLabelKeys and
+mismatchLabelKeys, topology keys some nodes lack) and topologySpreadConstraints (maxSkew, minDomains, both policies,
+matchLabelKeys, an empty or absent selector, ScheduleAnyway); in two scenarios of five 2.5 times as often, with
+zones on most nodes.
 
 The same (seed, index) gives the same scenario.
 """
@@ -33,6 +41,7 @@ __all__ = [
     "RUNTIME_CLASS",
     "ConformanceScenario",
     "generate",
+    "pdb_status",
 ]
 
 IMAGE = "registry.k8s.io/pause:3.10"
@@ -88,6 +97,7 @@ class ConformanceScenario(BaseModel):
     nodes: list[dict] = Field(description="Node manifests, status included")
     pods: list[dict] = Field(description="Pod manifests, created one at a time in this order")
     objects: list[dict] = Field(default_factory=list, description="DRA objects, created before the nodes, in order")
+    pdbs: list[dict] = Field(default_factory=list, description="PodDisruptionBudgets with the status the harness sets")
 
     @property
     def label(self) -> str:
@@ -112,18 +122,23 @@ class ConformanceScenario(BaseModel):
         return self.model_copy(update={"pods": pods, "objects": objects})
 
 
-def _labels(rng: random.Random, name: str, scenario: str) -> dict[str, str]:
+APPS = ("web", "db", "train")
+TIERS = ("a", "b")
+TOPOLOGY_KEYS = ("kubernetes.io/hostname", "zone", "gpu.model", "rack")  # rack: on no node
+
+
+def _labels(rng: random.Random, name: str, scenario: str, dense: bool = False) -> dict[str, str]:
     labels = {"kubernetes.io/hostname": name, SCENARIO_LABEL: scenario}
     if rng.random() < 0.7:
         labels["gpu.model"] = rng.choice(MODELS)
-    if rng.random() < 0.5:
+    if rng.random() < (0.9 if dense else 0.5):
         labels["zone"] = rng.choice(ZONES)
     if rng.random() < 0.5:
         labels["gpu.count"] = str(rng.choice((1, 2, 4, 8)))
     return labels
 
 
-def _node(rng: random.Random, name: str, scenario: str, kind: str) -> dict:
+def _node(rng: random.Random, name: str, scenario: str, kind: str, dense: bool = False) -> dict:
     """A node as a kubelet registers it; in DRA and preemption scenarios rarely tainted or cordoned, so the claims
     get judged and the nodes fill up."""
     allocatable = {
@@ -149,7 +164,7 @@ def _node(rng: random.Random, name: str, scenario: str, kind: str) -> dict:
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": _labels(rng, name, scenario)},
+        "metadata": {"name": name, "labels": _labels(rng, name, scenario, dense)},
         "spec": spec,
         "status": {"capacity": {**allocatable, **capacity_only}, "allocatable": allocatable},
     }
@@ -219,7 +234,14 @@ def _affinity(rng: random.Random, names: list[str]) -> dict:
 
 
 def _pod(
-    rng: random.Random, name: str, namespace: str, names: list[str], kind: str, late: bool, during: bool = False
+    rng: random.Random,
+    name: str,
+    namespace: str,
+    names: list[str],
+    kind: str,
+    late: bool,
+    during: bool = False,
+    dense: bool = False,
 ) -> dict:
     """A pod as users write it; in DRA and preemption scenarios node constraints are rarer, so that the claims get
     judged and pods pile up on the nodes. `late`: in the second half of the scenario; `during`: to arrive while
@@ -245,13 +267,132 @@ def _pod(
     if priority:
         spec["priorityClassName"] = priority
     metadata: dict = {"name": name, "namespace": namespace}
+    labels = _pod_labels(rng) if kind != "dra" else {}
     if during:
-        metadata["labels"] = {DURING_PREEMPTION: "true"}
+        labels[DURING_PREEMPTION] = "true"
+    if labels:
+        metadata["labels"] = labels
+    if kind != "dra":
+        _pod_rules(rng, spec, namespace, 2.5 if dense else 1.0)
     if rng.random() < 0.1:
         spec["runtimeClassName"] = RUNTIME_CLASS["metadata"]["name"]  # its overhead is added to the requests
     if rng.random() < 0.1:
         _pod_level(rng, spec)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def _pod_labels(rng: random.Random) -> dict[str, str]:
+    labels = {}
+    if rng.random() < 0.8:
+        labels["app"] = rng.choice(APPS)
+    if rng.random() < 0.5:
+        labels["tier"] = rng.choice(TIERS)
+    return labels
+
+
+def _selector(rng: random.Random, nil: bool = True) -> dict | None:
+    """A label selector over `app` (and sometimes `tier`): matchLabels, each operator, `{}`, or absent."""
+    pick = rng.random()
+    if pick < 0.08 and nil:
+        return None
+    if pick < 0.15:
+        return {}
+    if pick < 0.6:
+        return {"matchLabels": {"app": rng.choice(APPS)}}
+    expression = rng.choice(
+        (
+            {"key": "app", "operator": "In", "values": rng.sample(APPS, k=rng.choice((1, 2)))},
+            {"key": "app", "operator": "NotIn", "values": [rng.choice(APPS)]},
+            {"key": "app", "operator": "Exists"},
+            {"key": "tier", "operator": "DoesNotExist"},
+        )
+    )
+    return {"matchExpressions": [expression]}
+
+
+def _term(rng: random.Random, namespace: str) -> dict:
+    """A PodAffinityTerm; matchLabelKeys/mismatchLabelKeys name `tier`, which the selector never uses."""
+    selector = _selector(rng)
+    term: dict = {"topologyKey": rng.choice(TOPOLOGY_KEYS[:3] * 3 + TOPOLOGY_KEYS[3:])}
+    if selector is not None:
+        term["labelSelector"] = selector
+        if "tier" not in str(selector) and rng.random() < 0.2:
+            term[rng.choice(("matchLabelKeys", "mismatchLabelKeys"))] = ["tier"]
+    pick = rng.random()
+    if pick < 0.1:
+        term["namespaces"] = [rng.choice((namespace, "elsewhere"))]
+    elif pick < 0.2:
+        term["namespaceSelector"] = rng.choice(
+            ({}, {"matchLabels": {"kubernetes.io/metadata.name": namespace}}, {"matchLabels": {"team": "x"}})
+        )
+    return term
+
+
+def _pod_rules(rng: random.Random, spec: dict, namespace: str, scale: float) -> None:
+    """Pod (anti-)affinity and topology spread, now and then (`scale` times more often in dense scenarios)."""
+    affinity = spec.setdefault("affinity", {})
+    for kind, chance in (("podAffinity", 0.12), ("podAntiAffinity", 0.2)):
+        if rng.random() >= chance * scale:
+            continue
+        rules: dict = {}
+        if rng.random() < 0.8:
+            rules["requiredDuringSchedulingIgnoredDuringExecution"] = [
+                _term(rng, namespace) for _ in range(rng.choice((1, 1, 2)))
+            ]
+        if rng.random() < 0.4:
+            rules["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": rng.randint(1, 100), "podAffinityTerm": _term(rng, namespace)}
+            ]
+        if rules:
+            affinity[kind] = rules
+    if not affinity:
+        del spec["affinity"]
+    if rng.random() < 0.25 * scale:
+        keys = rng.sample(TOPOLOGY_KEYS, k=rng.choice((1, 1, 2)))  # (key, whenUnsatisfiable) pairs must differ
+        spec["topologySpreadConstraints"] = [_spread(rng, key) for key in keys]
+
+
+def _spread(rng: random.Random, key: str) -> dict:
+    hard = rng.random() < 0.85
+    constraint: dict = {
+        "maxSkew": rng.choice((1, 1, 1, 2, 3)),
+        "topologyKey": key,
+        "whenUnsatisfiable": "DoNotSchedule" if hard else "ScheduleAnyway",
+    }
+    selector = _selector(rng)
+    if selector is not None:
+        constraint["labelSelector"] = selector
+        if "tier" not in str(selector) and rng.random() < 0.2:
+            constraint["matchLabelKeys"] = ["tier"]
+    if hard and rng.random() < 0.25:
+        constraint["minDomains"] = rng.choice((1, 2, 3, 5))
+    for policy in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
+        if rng.random() < 0.2:
+            constraint[policy] = rng.choice(("Honor", "Ignore"))
+    return constraint
+
+
+def _pdbs(rng: random.Random, namespace: str, label: str) -> list[dict]:
+    """Budgets over `app` labels, each with the status the harness writes (disruptionsAllowed 0-2, sometimes a
+    disrupted pod)."""
+    found = []
+    for i in range(rng.choice((0, 1, 1, 2, 3))):
+        selector = _selector(rng, nil=False) if rng.random() < 0.3 else {"matchLabels": {"app": rng.choice(APPS)}}
+        spec = {"selector": selector, "minAvailable": 1} if rng.random() < 0.5 else {"selector": selector,
+                                                                                     "maxUnavailable": 1}  # fmt: skip
+        status: dict = {"disruptionsAllowed": rng.choice((0, 0, 1, 1, 2))}
+        if rng.random() < 0.15:
+            status["disruptedPods"] = {f"{label}-p{rng.randint(0, 3)}": "2026-01-01T00:00:00Z"}
+        found.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                      "metadata": {"name": f"{label}-b{i}", "namespace": namespace}, "spec": spec, "status": status})  # fmt: skip
+    return found
+
+
+def pdb_status(pdb: dict) -> dict:
+    """The full status subresource for a generated budget (the API wants every counter)."""
+    allowed = pdb["status"]["disruptionsAllowed"]
+    return {"status": {"disruptionsAllowed": allowed, "currentHealthy": allowed + 1, "desiredHealthy": 1,
+                       "expectedPods": allowed + 1, "observedGeneration": 1, **pdb["status"]}}  # fmt: skip
 
 
 def _pod_level(rng: random.Random, spec: dict) -> None:
@@ -283,14 +424,15 @@ def generate(seed: int, index: int, namespace: str) -> ConformanceScenario:
     rng = random.Random(f"{seed}:{index}")
     label = f"s{seed}-{index}"
     kind = _kind(rng)
+    dense = kind != "dra" and rng.random() < 0.4  # pod rules 2.5 times as often, zones on most nodes
     names = [f"{label}-n{i}" for i in range(rng.randint(2, 4) if kind == "dra" else rng.randint(1, 4))]
-    nodes = [_node(rng, name, label, kind) for name in names]
+    nodes = [_node(rng, name, label, kind, dense) for name in names]
     count = rng.randint(2, 6) if kind == "dra" else rng.randint(1, 8)
     pods: list[dict] = []
     for i in range(count):
         after = pods[-1]["spec"].get("priorityClassName") if pods else None
         during = kind == "preemption" and after in (BATCH, URGENT) and rng.random() < 0.6
-        pods.append(_pod(rng, f"{label}-p{i}", namespace, names, kind, 2 * i >= count, during))
+        pods.append(_pod(rng, f"{label}-p{i}", namespace, names, kind, 2 * i >= count, during, dense))
     objects = []
     if kind == "dra":
         classes = dra.classes(rng)
@@ -300,7 +442,8 @@ def generate(seed: int, index: int, namespace: str) -> ConformanceScenario:
         published = dra.slices(rng, names)
         rules = dra.taint_rules(rng, published)
         objects = [*classes, *rules, *published, *dra.claims_for(rng, pods, label, namespace, skip)]
-    return ConformanceScenario(seed=seed, index=index, kind=kind, nodes=nodes, pods=pods, objects=objects)
+    pdbs = _pdbs(rng, namespace, label) if kind == "preemption" else []
+    return ConformanceScenario(seed=seed, index=index, kind=kind, nodes=nodes, pods=pods, objects=objects, pdbs=pdbs)
 
 
 def _requested(pod: dict) -> set[str]:

@@ -16,13 +16,16 @@ from ..errors import InputError
 from ..limits import INT32_MAX, INT32_MIN, INT64_MAX
 from .quantity import milli, to_int
 from .scheduling import NodeSelectorTerm, Taint, Toleration
+from .topology import LabelSelector, PodAffinityTerm, TopologySpreadConstraint, WeightedPodAffinityTerm
 
 __all__ = [
     "KubeNode",
     "KubePod",
     "PodClaim",
     "ContainerRequests",
+    "KubePdb",
     "parse_nodes",
+    "parse_pdbs",
     "parse_pods",
     "parse_pod",
     "add",
@@ -80,6 +83,14 @@ class KubePod:
     claims: tuple[PodClaim, ...] = ()  # spec.resourceClaims, in order
     labels: dict[str, str] = field(default_factory=dict)
     containers: tuple[ContainerRequests, ...] = ()  # initContainers, then containers (their index order)
+    # required pod (anti-)affinity terms, resolved (PodAffinityTerm.resolved); preferred ones as written
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()
+    pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    preferred_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    spread: tuple[TopologySpreadConstraint, ...] = ()  # topologySpreadConstraints, resolved
+    deleting: bool = False  # metadata.deletionTimestamp is set: Terminating, still counted where it is bound
+    preempted: bool = False  # a DisruptionTarget condition, reason PreemptionByScheduler: evicted by preemption
 
     @property
     def key(self) -> str:
@@ -265,7 +276,75 @@ def _pod(item: _Value) -> KubePod:
         claims=_pod_claims(spec, status),
         labels=meta.get("labels").strings(),
         containers=_containers(spec),
+        **_pod_rules(spec, meta),
+        deleting=bool(meta.get("deletionTimestamp").text()),
+        preempted=_preempted(status),
     )
+
+
+def _pod_rules(spec: _Value, meta: _Value) -> dict[str, Any]:
+    """Pod (anti-)affinity and topology spread, resolved against the pod's own namespace and labels."""
+    namespace = meta.get("namespace").text("default") or "default"
+    labels = meta.get("labels").strings()
+    affinity = spec.get("affinity")
+    found: dict[str, Any] = {}
+    for kind, required, preferred in (
+        ("podAffinity", "pod_affinity", "preferred_affinity"),
+        ("podAntiAffinity", "pod_anti_affinity", "preferred_anti_affinity"),
+    ):
+        rules = affinity.get(kind)
+        terms = rules.get("requiredDuringSchedulingIgnoredDuringExecution").items()
+        found[required] = tuple(term.model(PodAffinityTerm).resolved(namespace, labels) for term in terms)
+        weighted = rules.get("preferredDuringSchedulingIgnoredDuringExecution").items()
+        found[preferred] = tuple(term.model(WeightedPodAffinityTerm) for term in weighted)
+    constraints = spec.get("topologySpreadConstraints").items()
+    found["spread"] = tuple(c.model(TopologySpreadConstraint).resolved(labels) for c in constraints)
+    return found
+
+
+def _preempted(status: _Value) -> bool:
+    """podTerminatingByPreemption's condition: DisruptionTarget True with reason PreemptionByScheduler."""
+    return any(
+        c.get("type").text() == "DisruptionTarget"
+        and c.get("status").text() == "True"
+        and c.get("reason").text() == "PreemptionByScheduler"
+        for c in status.get("conditions").items()
+    )
+
+
+@dataclass(frozen=True)
+class KubePdb:
+    """A PodDisruptionBudget as preemption reads it: its selector and status (disruptionsAllowed, disruptedPods)."""
+
+    name: str
+    namespace: str
+    selector: LabelSelector | None
+    allowed: int
+    disrupted: frozenset[str] = frozenset()
+
+    def covers(self, pod: KubePod) -> bool:
+        """filterPodsWithPDBViolation: same namespace, a non-empty selector matching the pod's (non-empty) labels."""
+        if not pod.labels or pod.namespace != self.namespace or self.selector is None or self.selector.everything:
+            return False
+        return self.selector.matches(pod.labels)
+
+
+def parse_pdbs(doc: Any, source: str) -> list[KubePdb]:
+    """`kubectl get pdb -A -o json`."""
+    found = []
+    for item in _objects(doc, "PodDisruptionBudget", source):
+        spec, status = item.get("spec"), item.get("status")
+        selector = spec.get("selector")
+        found.append(
+            KubePdb(
+                name=_name(item),
+                namespace=item.get("metadata").get("namespace").text("default") or "default",
+                selector=None if selector.value is None else selector.model(LabelSelector),
+                allowed=status.get("disruptionsAllowed").integer(0, INT32_MIN, INT32_MAX),
+                disrupted=frozenset(status.get("disruptedPods").mapping()),
+            )
+        )
+    return found
 
 
 def _containers(spec: _Value) -> tuple[ContainerRequests, ...]:

@@ -39,6 +39,7 @@ __all__ = [
     "default_kubeconfig",
     "exec_timeout",
     "fetch",
+    "fetch_budgets",
     "fetch_dra",
     "request",
     "split_name",
@@ -342,6 +343,13 @@ def fetch(
         if (target.get("spec") or {}).get("resourceClaims"):
             documents = _dra_documents(api)
     return nodes, pods, target, documents
+
+
+def fetch_budgets(kubeconfig: str | Path, context: str | None) -> Any:
+    """Every PodDisruptionBudget, as `kubectl get pdb -A -o json` prints them (preemption respects them)."""
+    api = connect(kubeconfig, context)
+    with api:
+        return _as_kubectl(_get(api, "/apis/policy/v1/poddisruptionbudgets"))
 
 
 def fetch_dra(kubeconfig: str | Path, context: str | None) -> list[tuple[str, list[Any]]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from ...models.cluster import Cluster
-from ..scheduler.names import NODE_RESOURCES_FIT
+from ..scheduler.names import NODE_RESOURCES_FIT, POD_TOPOLOGY_SPREAD
 from .emitted import Emitted, gpu_resources
 
 __all__ = ["DEFAULT_GPU_WEIGHT", "SchedulerConfig", "scheduler_config"]
@@ -49,7 +49,7 @@ def scheduler_config(cluster: Cluster, policy: str, gpu_weight: int | None) -> S
         "pluginConfig": [
             {"name": NODE_RESOURCES_FIT, "args": {"scoringStrategy": {
                 "type": strategy, "resources": [{"name": r, "weight": w} for r, w in resources.items()]}}},
-            {"name": "PodTopologySpread", "args": {"defaultingType": "List"}},  # no implicit spreading
+            {"name": POD_TOPOLOGY_SPREAD, "args": {"defaultingType": "List"}},  # no implicit spreading
         ],
     }  # fmt: skip
     document = {
@@ -67,7 +67,7 @@ def scheduler_config(cluster: Cluster, policy: str, gpu_weight: int | None) -> S
         f"Pods choose it with spec.schedulerName: {name}.",
         f"Run it as a second scheduler (`kube-scheduler --config FILE`; its own lease, {name}),",
         "or copy the profile into the profiles of your kube-scheduler's configuration.",
-        f"Not scored: {', '.join(UNMODELLED_SCORES)}; PodTopologySpread adds no default constraints;",
+        f"Not scored: {', '.join(UNMODELLED_SCORES)}; {POD_TOPOLOGY_SPREAD} adds no default constraints;",
         "every feasible node is scored (percentageOfNodesToScore: 100).",
     ]
     return SchedulerConfig(comments=comments, documents=[document], scheduler_name=name, strategy=strategy,

@@ -5,7 +5,7 @@ Kept out of gpusched.scenarios so the input layer never imports the planner (the
 
 from __future__ import annotations
 
-from ...scenarios.live import fetch
+from ...scenarios.live import fetch, fetch_budgets
 from ..dra.objects import objects_from
 from .predict import K8sPrediction, parse_version, predict
 
@@ -17,4 +17,14 @@ def predict_live(kubeconfig: str, context: str | None, pod: str, version: str) -
     release = parse_version(version)
     nodes, pods, target, documents = fetch(kubeconfig, context, pod)
     objects = objects_from(documents, pods=False) if documents is not None else None
-    return predict(nodes, pods, target, release, ("/api/v1/nodes", "/api/v1/pods", f"pod {pod}"), objects)
+    budgets = fetch_budgets(kubeconfig, context)
+    return predict(
+        nodes,
+        pods,
+        target,
+        release,
+        ("/api/v1/nodes", "/api/v1/pods", f"pod {pod}"),
+        objects,
+        budgets,
+        "/apis/policy/v1/poddisruptionbudgets",
+    )

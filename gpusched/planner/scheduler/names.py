@@ -8,6 +8,8 @@ __all__ = [
     "TAINT_TOLERATION",
     "NODE_AFFINITY",
     "NODE_RESOURCES_FIT",
+    "POD_TOPOLOGY_SPREAD",
+    "INTER_POD_AFFINITY",
     "DYNAMIC_RESOURCES",
     "DEFAULT_PREEMPTION",
     "GPU_DEVICES",
@@ -18,6 +20,8 @@ NODE_UNSCHEDULABLE = "NodeUnschedulable"
 TAINT_TOLERATION = "TaintToleration"
 NODE_AFFINITY = "NodeAffinity"
 NODE_RESOURCES_FIT = "NodeResourcesFit"
+POD_TOPOLOGY_SPREAD = "PodTopologySpread"
+INTER_POD_AFFINITY = "InterPodAffinity"
 DYNAMIC_RESOURCES = "DynamicResources"
 DEFAULT_PREEMPTION = "DefaultPreemption"
 GPU_DEVICES = "GpuDevices"  # gpusched's own: the GPU view's check of model, memory, sharing, MIG and NVLink

@@ -59,6 +59,10 @@ class KubeNodeInfo:
             self.node, [pod for pod in self.pods if id(pod) not in ids], self.dra_mapped, self.nominated
         )
 
+    def alone(self) -> KubeNodeInfo:
+        """The node without its nominated pods: the Filter's second pass (RunFilterPluginsWithNominatedPods)."""
+        return KubeNodeInfo.of(self.node, self.pods, self.dra_mapped) if self.nominated else self
+
     def delegated(self, name: str) -> bool:
         """shouldDelegateResourceToDRA: a class maps the resource and no device plugin offers it here."""
         return name in self.dra_mapped and self.node.allocatable.get(name, 0) <= 0

@@ -1,8 +1,11 @@
 """Predict kube-scheduler's verdict for one pod from kubectl JSON: the nodes that fit, or the exact message.
 
 Covers the default profile of 1.34–1.37 for what kubectl shows of Nodes and Pods: NodeName, NodeUnschedulable,
-TaintToleration, NodeAffinity and NodeResourcesFit, then the PostFilter (DRA's message and DefaultPreemption).
-Unbound pods that preemption nominated to a node count there for pods of no higher priority, as the Filter does.
+TaintToleration, NodeAffinity, NodeResourcesFit, PodTopologySpread and InterPodAffinity, then the PostFilter (DRA's
+message and DefaultPreemption, with PodDisruptionBudgets when given). Unbound pods that preemption nominated to a
+node count there for pods of no higher priority: the filters run with them, then, if they pass, without them, as
+RunFilterPluginsWithNominatedPods does. Scores (preferred affinity, ScheduleAnyway and default spread constraints)
+only order the feasible nodes, which are all reported.
 The wording and the version differences follow the Kubernetes sources of each release (pkg/scheduler).
 """
 
@@ -14,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field, computed_field
 
 from ...errors import InputError
-from ...models.kube import KubePod, parse_nodes, parse_pod, parse_pods
+from ...models.kube import KubePdb, KubePod, parse_nodes, parse_pdbs, parse_pod, parse_pods
 from ...scenarios import read_document
 from ..dra.extended import class_mapping, uses_extended
 from ..dra.extended import enabled as extended_enabled
@@ -32,9 +35,11 @@ from .nodeinfo import KubeNodeInfo, snapshot
 from .plugins import defaultpreemption, dynamicresources, nodeaffinity, noderesources
 from .plugins.defaultpreemption import Candidate
 from .plugins.dynamicresources import ClaimPrediction, DynamicResources
+from .plugins.interpodaffinity import InterPodAffinity
 from .plugins.nodeaffinity import NodeAffinity
 from .plugins.nodename import NodeName
 from .plugins.noderesources import Shortfall, shortfalls
+from .plugins.podtopologyspread import PodTopologySpread
 from .views import Filter, kubectl_filters, run_filters
 
 __all__ = [
@@ -73,6 +78,7 @@ class NodeVerdict(BaseModel):
 class Nomination(BaseModel):
     node: str
     victims: list[str] = Field(description="namespace/name, most important first")
+    message: str = Field("", description="the PodScheduled=False message when this node is nominated")
 
 
 class K8sPrediction(BaseModel):
@@ -85,6 +91,11 @@ class K8sPrediction(BaseModel):
     message: str | None = Field(None, description="the PodScheduled=False condition message when Pending")
     event: str | None = Field(None, description="the FailedScheduling event note (the message cut to 1024 bytes)")
     nomination: Nomination | None = Field(None, description="where preemption would make room, and whom it evicts")
+    nominations: list[Nomination] = Field(
+        default_factory=list,
+        description="every node the real scheduler may nominate (it samples candidates from a random start, and "
+        "breaks a final tie by that order): its choice is random among these; the first is `nomination`",
+    )
     claims: list[ClaimPrediction] = Field(default_factory=list, description="the pod's ResourceClaims (with --objects)")
     extended_resource_claim_status: dict | None = Field(
         None,
@@ -140,13 +151,21 @@ def _prefilter(pod: KubePod, version: Version, dra: DynamicResources | None) -> 
     return _PreFilter(names, tuple(sorted(plugins)))
 
 
+def _with_nominated(filters: tuple[Filter, ...], pod: KubePod, info: KubeNodeInfo) -> Status:
+    """RunFilterPluginsWithNominatedPods: with the nominated pods, then, if that passes, without them."""
+    status = run_filters(filters, pod, info)
+    if status.ok and info.nominated:
+        status = run_filters(filters, pod, info.alone())
+    return status
+
+
 def _statuses(
     pod: KubePod, infos: list[KubeNodeInfo], pre: _PreFilter, filters: tuple[Filter, ...]
 ) -> dict[str, Status]:
     if pre.failure:
         return {info.name: unresolvable(pre.failed_plugin, pre.failure) for info in infos}
     return {
-        info.name: run_filters(filters, pod, info)
+        info.name: _with_nominated(filters, pod, info)
         if pre.names is None or info.name in pre.names
         else outside_prefilter(pre.plugins)
         for info in infos
@@ -160,15 +179,16 @@ def _postfilter(
     version: Version,
     filters: tuple[Filter, ...],
     dra: DynamicResources | None,
-) -> tuple[str, Candidate[KubePod] | None]:
+    pdbs: list[KubePdb],
+) -> tuple[str, list[Candidate[KubePod]]]:
     """DynamicResources then DefaultPreemption; a success drops the reasons gathered before it."""
     reasons = dynamicresources.postfilter_reasons(dra, version, pod)
-    ok, message, best = defaultpreemption.preempt(
-        pod, infos, statuses, version, lambda pod, info: run_filters(filters, pod, info)
+    ok, message, found = defaultpreemption.preempt(
+        pod, infos, statuses, version, lambda pod, info: _with_nominated(filters, pod, info), pdbs
     )
     if ok:
-        return message, best
-    return ", ".join([*reasons, message]), None
+        return message, found
+    return ", ".join([*reasons, message]), []
 
 
 def _truncate(message: str) -> str:
@@ -190,7 +210,19 @@ def _verdict(pod: KubePod, info: KubeNodeInfo, status: Status) -> NodeVerdict:
     )
 
 
-def _schedule(pod: KubePod, infos: list[KubeNodeInfo], version: Version, dra: DynamicResources | None) -> K8sPrediction:
+def _pod_filters(pod: KubePod, infos: list[KubeNodeInfo]) -> list[Filter]:
+    """PodTopologySpread and InterPodAffinity after their PreFilter: absent when it skips them."""
+    spread, affinity = PodTopologySpread.for_pod(pod, infos), InterPodAffinity.for_pod(pod, infos)
+    return [plugin for plugin in (spread, affinity) if plugin is not None]
+
+
+def _schedule(
+    pod: KubePod,
+    infos: list[KubeNodeInfo],
+    version: Version,
+    dra: DynamicResources | None,
+    pdbs: list[KubePdb] | None = None,
+) -> K8sPrediction:
     result = K8sPrediction(
         version=".".join(map(str, version)),
         pod=pod.key,
@@ -201,7 +233,7 @@ def _schedule(pod: KubePod, infos: list[KubeNodeInfo], version: Version, dra: Dy
     )
     if not infos:
         return result.model_copy(update={"message": NO_NODES, "event": NO_NODES})
-    filters = (*kubectl_filters(version), *([dra] if dra else []))
+    filters = (*kubectl_filters(version), *_pod_filters(pod, infos), *([dra] if dra else []))
     pre = _prefilter(pod, version, dra)
     statuses = _statuses(pod, infos, pre, filters)
     result.nodes = [_verdict(pod, info, statuses[info.name]) for info in infos]
@@ -212,12 +244,21 @@ def _schedule(pod: KubePod, infos: list[KubeNodeInfo], version: Version, dra: Dy
         result.extended_resource_claim_status = dra.extended_status(chosen) if chosen else None
     if result.feasible:
         return result
-    post, best = _postfilter(pod, infos, statuses, version, filters, dra)
+    post, found = _postfilter(pod, infos, statuses, version, filters, dra, pdbs or [])
     diagnosis = Diagnosis(len(infos), statuses, prefilter=pre.failure, postfilter=post)
     result.message = diagnosis.message
     result.event = _truncate(result.message)
-    if best is not None:
-        result.nomination = Nomination(node=best.node, victims=[victim.key for victim in best.victims])
+    result.nominations = [
+        Nomination(
+            node=choice.node,
+            victims=[victim.key for victim in choice.victims],
+            message=Diagnosis(
+                len(infos), statuses, postfilter=defaultpreemption.nominated_message(version, choice)
+            ).message,
+        )
+        for choice in found
+    ]
+    result.nomination = result.nominations[0] if found else None
     return result
 
 
@@ -228,15 +269,19 @@ def predict(
     version: str | Version = NEWEST,
     sources: tuple[str, str, str] = ("nodes", "pods", "pod"),
     objects: DraObjects | None = None,
+    pdbs_doc: Any = None,
+    pdbs_source: str = "pdbs",
 ) -> K8sPrediction:
     """Parsed `kubectl get -o json` documents in; `sources` names them in errors. `pods_doc` may be None.
 
     A pod with spec.resourceClaims needs `objects`: the DeviceClasses, ResourceSlices and claims or templates.
+    `pdbs_doc` (`kubectl get pdb -A -o json`) gives preemption its disruption budgets.
     """
     release = parse_version(version)
     nodes = parse_nodes(nodes_doc, sources[0])
     pods = parse_pods(pods_doc, sources[1]) if pods_doc is not None else []
     pod = parse_pod(pod_doc, sources[2])
+    pdbs = parse_pdbs(pdbs_doc, pdbs_source) if pdbs_doc is not None else []
     dra = None
     mapping = class_mapping(objects.classes) if objects is not None and extended_enabled(release) else {}
     if pod.claims or uses_extended(pod, mapping):
@@ -248,14 +293,29 @@ def predict(
                 "spec.resourceClaims",
             )
         dra = DynamicResources.for_pod(pod, nodes, objects, mapping)
-    return _schedule(pod, snapshot(nodes, pods, pod, frozenset(mapping)), release, dra)
+    return _schedule(pod, snapshot(nodes, pods, pod, frozenset(mapping)), release, dra, pdbs)
 
 
 def predict_files(
-    nodes: str, pods: str | None, pod: str, version: str | Version = NEWEST, objects: list[str] | None = None
+    nodes: str,
+    pods: str | None,
+    pod: str,
+    version: str | Version = NEWEST,
+    objects: list[str] | None = None,
+    pdbs: str | None = None,
 ) -> K8sPrediction:
     """The same from file paths, each named in any error."""
     release = parse_version(version)
     pods_doc = read_document(pods) if pods else None
     found = load_objects(objects, pods=False) if objects else None
-    return predict(read_document(nodes), pods_doc, read_document(pod), release, (nodes, pods or "pods", pod), found)
+    pdbs_doc = read_document(pdbs) if pdbs else None
+    return predict(
+        read_document(nodes),
+        pods_doc,
+        read_document(pod),
+        release,
+        (nodes, pods or "pods", pod),
+        found,
+        pdbs_doc,
+        pdbs or "pdbs",
+    )

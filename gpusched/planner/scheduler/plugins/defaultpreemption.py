@@ -4,6 +4,10 @@ Victims on a node: remove every lower-priority pod; if the pod then fits, put ba
 whose eviction would break a disruption budget first, each group most important first. The node: fewest budget
 violations, the lowest "most important victim", the smallest priority sum, the fewest victims, the latest start
 (`pickOneNodeForPreemption`, identical in 1.34-1.37; pkg/scheduler/framework/preemption in the Kubernetes sources).
+
+The dry run starts at a random node and stops once it holds `candidates_wanted` candidates, one of them within every
+budget, and a tie after every rule goes to whichever candidate was collected first: so the real nomination is
+random among `choices`, the candidates that can win some such sample.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, Protocol, TypeVar
 
-from ....models.kube import KubePod
+from ....models.kube import KubePdb, KubePod
 from ..framework import Code, Diagnosis, Status, Version, unresolvable
 from ..names import DEFAULT_PREEMPTION as NAME
 from ..nodeinfo import KubeNodeInfo
@@ -24,6 +28,7 @@ __all__ = [
     "ERR_REASON_NOT_HELPFUL",
     "ERR_REASON_POLICY_NEVER",
     "ERR_REASON_NOMINATED",
+    "ERR_REASON_TERMINATING",
     "LATEST",
     "Candidate",
     "Victim",
@@ -31,15 +36,18 @@ __all__ = [
     "candidates_wanted",
     "importance",
     "pick",
+    "choices",
     "reprieve",
     "NodeFits",
     "dry_run",
+    "nominated_message",
     "preempt",
 ]
 
 ERR_REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
 ERR_REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 ERR_REASON_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
+ERR_REASON_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 ERR_REASON_NOMINATED = "found a potential placement for pod on node {node}, preempting {victims} victims"  # 1.37+
 
 LATEST = datetime.max.replace(tzinfo=UTC)  # a pod without a start time counts as started now
@@ -58,7 +66,7 @@ V = TypeVar("V", bound=Victim)
 
 def candidates_wanted(nodes: int) -> int:
     """How many candidate nodes the dry run collects before it stops (`GetOffsetAndNumCandidates`: 10% of the
-    nodes, at least 100, at most all), once at least one of them violates no budget."""
+    nodes it may try, at least 100, at most all), once at least one of them violates no budget."""
     return min(nodes, max(100, nodes * 10 // 100))
 
 
@@ -133,41 +141,90 @@ def pick(candidates: Sequence[Candidate[V]]) -> Candidate[V]:
     return remaining[0]
 
 
+def _rank(candidate: Candidate[Any]) -> tuple[Any, ...]:
+    return tuple(rule(candidate) for rule in _PICK_RULES)
+
+
+def choices(candidates: Sequence[Candidate[V]], wanted: int) -> list[Candidate[V]]:
+    """Every candidate the real scheduler may nominate, in `candidates` order: the sample it collects (from a random
+    start, in parallel, in an order kubectl does not show) is any `wanted` of them holding one within every budget,
+    or all of them when none is. A candidate wins some sample when at most `len - wanted` candidates rank above it;
+    one over budget never wins while one within every budget exists."""
+    within = [c for c in candidates if c.budget_violations == 0]
+    if not within or len(candidates) <= wanted:
+        best = max(_rank(c) for c in candidates)
+        return [c for c in candidates if _rank(c) == best]
+    slack = len(candidates) - wanted
+    return [c for c in within if sum(_rank(other) > _rank(c) for other in within) <= slack]
+
+
 NodeFits = Callable[[KubePod, KubeNodeInfo], Status]  # the kubectl view's Filter plugins, run in order
 
 
-def dry_run(pod: KubePod, info: KubeNodeInfo, fits: NodeFits) -> Candidate[KubePod] | Status:
-    """Remove every lower-priority pod; if the pod then fits, put back as many as possible, most important first."""
+def dry_run(
+    pod: KubePod, info: KubeNodeInfo, fits: NodeFits, pdbs: Sequence[KubePdb] = ()
+) -> Candidate[KubePod] | Status:
+    """SelectVictimsOnNode: remove every lower-priority pod; if the pod then fits, put back as many as possible, the
+    budget-violating ones first, most important first; each violating pod still evicted counts as a violation."""
     lower = [other for other in info.pods if other.priority < pod.priority]
     if not lower:
         return unresolvable(NAME, ERR_REASON_NO_VICTIMS)
     status = fits(pod, info.without(lower))
     if not status.ok:
         return status
-    victims = reprieve([], sorted(lower, key=importance), lambda gone: fits(pod, info.without(gone)).ok)
-    return Candidate(info.node.name, victims)
+    allowed = [pdb.allowed for pdb in pdbs]
+    violating, fine = budget_split(
+        sorted(lower, key=importance), allowed, lambda i, p: pdbs[i].covers(p) and p.name not in pdbs[i].disrupted
+    )
+    victims = reprieve(violating, fine, lambda gone: fits(pod, info.without(gone)).ok)
+    return Candidate(info.node.name, victims, sum(1 for victim in victims if any(victim is v for v in violating)))
+
+
+def _terminating_on_nominated(pod: KubePod, infos: list[KubeNodeInfo], statuses: dict[str, Status]) -> bool:
+    """PodEligibleToPreemptOthers: a retried preemptor waits while a lower-priority pod that preemption evicted is
+    still terminating on its nominated node (unless that node can no longer help at all)."""
+    status = statuses.get(pod.nominated_node)
+    if not pod.nominated_node or status is None or status.code is Code.UNRESOLVABLE:
+        return False
+    info = next((info for info in infos if info.name == pod.nominated_node), None)
+    return info is not None and any(
+        other.priority < pod.priority and other.deleting and other.preempted for other in info.pods
+    )
+
+
+def nominated_message(version: Version, candidate: Candidate[Any]) -> str:
+    """The PostFilter message when `candidate` is nominated: none before 1.37."""
+    if version[:2] < (1, 37):
+        return ""
+    return "preemption: " + ERR_REASON_NOMINATED.format(node=candidate.node, victims=len(candidate.victims))
 
 
 def preempt(
-    pod: KubePod, infos: list[KubeNodeInfo], statuses: dict[str, Status], version: Version, fits: NodeFits
-) -> tuple[bool, str, Candidate[KubePod] | None]:
-    """The kubectl view's (success, message, choice); only Unschedulable nodes are tried."""
+    pod: KubePod,
+    infos: list[KubeNodeInfo],
+    statuses: dict[str, Status],
+    version: Version,
+    fits: NodeFits,
+    pdbs: Sequence[KubePdb] = (),
+) -> tuple[bool, str, list[Candidate[KubePod]]]:
+    """The kubectl view's (success, message, the nodes it may nominate); only Unschedulable nodes are tried. The
+    message is that of the first choice."""
     if pod.preemption_policy == "Never":
-        return False, f"preemption: {ERR_REASON_POLICY_NEVER}", None
+        return False, f"preemption: {ERR_REASON_POLICY_NEVER}", []
+    if _terminating_on_nominated(pod, infos, statuses):
+        return False, f"preemption: {ERR_REASON_TERMINATING}", []
     tried: dict[str, Status] = {}
     candidates: list[Candidate[KubePod]] = []
-    for info in infos:
-        if statuses[info.node.name].code is Code.UNSCHEDULABLE:
-            result = dry_run(pod, info, fits)
-            if isinstance(result, Status):
-                tried[info.node.name] = result
-            else:
-                candidates.append(result)
+    potential = [info for info in infos if statuses[info.node.name].code is Code.UNSCHEDULABLE]
+    for info in potential:
+        result = dry_run(pod, info, fits, pdbs)
+        if isinstance(result, Status):
+            tried[info.node.name] = result
+        else:
+            candidates.append(result)
     if not candidates:
         absent = unresolvable(NAME, ERR_REASON_NOT_HELPFUL)
         inner = Diagnosis(len(infos), {info.node.name: tried.get(info.node.name, absent) for info in infos})
-        return False, f"preemption: {inner.message}", None
-    best = pick(candidates)
-    if version[:2] < (1, 37):
-        return True, "", best
-    return True, "preemption: " + ERR_REASON_NOMINATED.format(node=best.node, victims=len(best.victims)), best
+        return False, f"preemption: {inner.message}", []
+    found = choices(candidates, candidates_wanted(len(potential)))
+    return True, nominated_message(version, found[0]), found

@@ -1,0 +1,121 @@
+"""InterPodAffinity: required pod affinity and anti-affinity, the pod's and the existing pods'
+(pkg/scheduler/framework/plugins/interpodaffinity).
+
+PreFilter counts per topology pair (key, value of the node): existing pods whose required anti-affinity terms select
+the incoming pod; existing pods that match all the incoming pod's affinity terms; existing pods that match each of
+its anti-affinity terms. Nothing to check (no existing anti-affinity selects the pod, and it has no required terms)
+skips the plugin. Terms are read resolved (`PodAffinityTerm.resolved`): matchLabelKeys/mismatchLabelKeys merged into
+the selector, the owner's namespace by default; a namespaceSelector sees only the `kubernetes.io/metadata.name`
+label of a namespace.
+
+Filter, in this order: the node lacks an affinity term's topology key, or no matching pod is in its domain, is
+UnschedulableAndUnresolvable — except for the first pod of a group that matches its own terms while no pod anywhere
+matches them; a pod matching an anti-affinity term in the node's domain is Unschedulable; so is a domain holding an
+existing pod whose anti-affinity selects this pod. Pods added to or removed from the filtered node (nominated pods,
+preemption victims) update the counts as AddPod and RemovePod do.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from ....models.kube import KubeNode, KubePod
+from ....models.topology import PodAffinityTerm
+from ..framework import SUCCESS, Status, unresolvable, unschedulable
+from ..names import INTER_POD_AFFINITY as NAME
+from ..nodeinfo import KubeNodeInfo
+
+__all__ = [
+    "NAME",
+    "ERR_REASON_AFFINITY",
+    "ERR_REASON_ANTI_AFFINITY",
+    "ERR_REASON_EXISTING_ANTI_AFFINITY",
+    "InterPodAffinity",
+]
+
+ERR_REASON_AFFINITY = "node(s) didn't match pod affinity rules"
+ERR_REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+ERR_REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+Pairs = Counter[tuple[str, str]]  # (topology key, value) -> matching pods; zero entries dropped, as the Go maps do
+
+
+def _selects_all(terms: tuple[PodAffinityTerm, ...], pod: KubePod) -> bool:
+    """podMatchesAllAffinityTerms: false for no terms."""
+    return bool(terms) and all(term.selects(pod.namespace, pod.labels) for term in terms)
+
+
+def _bump(counts: Pairs, node: KubeNode, key: str, delta: int) -> None:
+    if key in node.labels:
+        pair = (key, node.labels[key])
+        counts[pair] += delta
+        if counts[pair] == 0:
+            del counts[pair]
+
+
+class InterPodAffinity:
+    """One scheduling cycle's state for one pod; `for_pod` is the PreFilter (None: skipped)."""
+
+    name = NAME
+
+    def __init__(self, pod: KubePod, infos: list[KubeNodeInfo]) -> None:
+        self.pod = pod
+        self.base = {info.name: info for info in infos}
+        self.existing: Pairs = Counter()
+        self.affinity: Pairs = Counter()
+        self.anti: Pairs = Counter()
+        for info in infos:
+            self._update(info.node, info.pods, 1, (self.existing, self.affinity, self.anti))
+
+    @classmethod
+    def for_pod(cls, pod: KubePod, infos: list[KubeNodeInfo]) -> InterPodAffinity | None:
+        state = cls(pod, infos)
+        return state if state.existing or pod.pod_affinity or pod.pod_anti_affinity else None
+
+    def _update(self, node: KubeNode, pods: Iterable[KubePod], delta: int, maps: tuple[Pairs, Pairs, Pairs]) -> None:
+        """updateWithPod for each pod on `node`."""
+        existing, affinity, anti = maps
+        for other in pods:
+            for term in other.pod_anti_affinity:
+                if term.selects(self.pod.namespace, self.pod.labels):
+                    _bump(existing, node, term.topology_key, delta)
+            if _selects_all(self.pod.pod_affinity, other):
+                for term in self.pod.pod_affinity:
+                    _bump(affinity, node, term.topology_key, delta)
+            for term in self.pod.pod_anti_affinity:
+                if term.selects(other.namespace, other.labels):
+                    _bump(anti, node, term.topology_key, delta)
+
+    def _maps(self, info: KubeNodeInfo) -> tuple[Pairs, Pairs, Pairs]:
+        base = self.base.get(info.name)
+        kept = {id(p) for p in info.pods}
+        removed = [p for p in base.pods if id(p) not in kept] if base else []
+        if not removed and not info.nominated:
+            return self.existing, self.affinity, self.anti
+        maps = (Counter(self.existing), Counter(self.affinity), Counter(self.anti))
+        self._update(info.node, removed, -1, maps)
+        self._update(info.node, info.nominated, 1, maps)
+        return maps
+
+    def filter(self, pod: KubePod, info: KubeNodeInfo) -> Status:
+        existing, affinity, anti = self._maps(info)
+        labels = info.labels
+        if not self._affinity_holds(affinity, labels):
+            return unresolvable(NAME, ERR_REASON_AFFINITY)
+        for term in pod.pod_anti_affinity:
+            if term.topology_key in labels and anti[(term.topology_key, labels[term.topology_key])] > 0:
+                return unschedulable(NAME, ERR_REASON_ANTI_AFFINITY)
+        if any(existing[pair] > 0 for pair in labels.items()):
+            return unschedulable(NAME, ERR_REASON_EXISTING_ANTI_AFFINITY)
+        return SUCCESS
+
+    def _affinity_holds(self, affinity: Pairs, labels: dict[str, str]) -> bool:
+        """satisfyPodAffinity: every topology key on the node, a matching pod in each domain; or the first pod of a
+        group that matches its own terms, when no pod anywhere matches them."""
+        terms = self.pod.pod_affinity
+        if any(term.topology_key not in labels for term in terms):
+            return False
+        if all(affinity[(term.topology_key, labels[term.topology_key])] > 0 for term in terms):
+            return True
+        return not affinity and _selects_all(terms, self.pod)
