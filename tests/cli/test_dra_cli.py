@@ -546,3 +546,13 @@ def test_a_device_taint_rule_over_every_device_blocks_claims_unless_tolerated(gp
     assert allowed.exit_code == 0, allowed.stderr
     result = allowed.json()["claims"][0]["allocation"]["devices"]["results"][0]
     assert result["tolerations"] == [{"key": "example.com/maintenance", "operator": "Exists"}]
+
+
+def test_a_search_past_the_step_limit_is_the_schedulers_timeout_and_says_it_may_differ(gpusched, monkeypatch):
+    """kube-scheduler gives a node's device search 10 s; gpusched gives it a number of devices tried, and says so."""
+    monkeypatch.setenv("GPUSCHED_DRA_MAX_STEPS", "3")
+    result = gpusched("dra", "--cluster", "monday", "--objects", "seed-claims")
+    assert result.exit_code == 2
+    assert 'running "DynamicResources" filter plugin: node ' in result.stderr
+    assert "timed out trying to allocate devices" in result.stderr
+    assert "not modelled: the search time" in result.stderr and "GPUSCHED_DRA_MAX_STEPS" in result.stderr

@@ -20,6 +20,11 @@ gpusched adds one thing the real allocator does not do: before the search, per-n
 per request and in total, and for matchAttribute enough candidates sharing one value) skip a node that cannot
 succeed. They are applied only where they cannot change the answer: no `All` request, and no selector that failed
 to evaluate on this node (the search must then run to raise the error exactly when the real one would).
+
+And one limit in place of the real one: kube-scheduler stops a node's search after 10 s (DynamicResources'
+filterTimeout) with "timed out trying to allocate devices". gpusched cannot know how far Go gets in 10 s, so it
+stops after `max_steps()` devices tried with the same error, marked `timed_out`: the prediction then says the real
+scheduler may differ (it may finish in time, or time out elsewhere).
 """
 
 from __future__ import annotations
@@ -39,9 +44,17 @@ from ...models.dra import (
     ResourceClaim,
     ResourceSlice,
 )
+from ...limits import setting
 from .inventory import DeviceID, Inventory, NodeRef, Pool, gather_pools, lookup_attribute, node_matches, tainted
 
-__all__ = ["DraError", "Entry", "RequestData", "Taken"]
+__all__ = ["DraError", "Entry", "RequestData", "Taken", "max_steps"]
+
+DEFAULT_MAX_STEPS = 2_000_000
+
+
+def max_steps() -> int:
+    """Devices one node's search may try: GPUSCHED_DRA_MAX_STEPS, else 2,000,000 (a few seconds)."""
+    return setting("GPUSCHED_DRA_MAX_STEPS", DEFAULT_MAX_STEPS)
 
 
 class DraError(Exception):
@@ -50,9 +63,11 @@ class DraError(Exception):
     `selector` is (object kind, object name, selector index, expression) when a CEL selector failed.
     """
 
-    def __init__(self, message: str, selector: tuple[str, str, int, str] | None = None) -> None:
+    def __init__(
+        self, message: str, selector: tuple[str, str, int, str] | None = None, timed_out: bool = False
+    ) -> None:
         super().__init__(message)
-        self.selector = selector
+        self.selector, self.timed_out = selector, timed_out
 
 
 # --- the search -----------------------------------------------------------------------------------------------
@@ -147,6 +162,7 @@ class _Search:
         self.matches: dict[tuple[tuple[int, int, int], DeviceID], bool] = {}
         self.available: dict[str, dict[str, dict[str, Decimal]]] = {}
         self.consumed: dict[str, dict[str, Counter[str]]] = {}
+        self.steps = max_steps()
 
     # -- setup: validateDeviceRequest and the constraints -----------------------------------------------------
 
@@ -331,6 +347,9 @@ class _Search:
             return self._next(ci, ri, si, di, in_sub, data, data.all_devices[di], True, 0)
         key = (ci, ri, si)
         for position in range(start, len(self.entries)):
+            self.steps -= 1
+            if self.steps < 0:
+                raise DraError(f"node {self.node.name}: timed out trying to allocate devices", timed_out=True)
             entry = self.entries[position]
             if data.request.admin:
                 if ci in self.allocating.get(entry.id, ()):
