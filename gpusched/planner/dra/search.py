@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from ...limits import setting
 from ...models.dra import (
     MAX_RESULTS,
     Device,
@@ -44,7 +45,6 @@ from ...models.dra import (
     ResourceClaim,
     ResourceSlice,
 )
-from ...limits import setting
 from .inventory import DeviceID, Inventory, NodeRef, Pool, gather_pools, lookup_attribute, node_matches, tainted
 
 __all__ = ["DraError", "Entry", "RequestData", "Taken", "max_steps"]
