@@ -15,6 +15,11 @@ the scheduler decided on, since each pod's consequences are settled before the n
   arrive during a preemption is created (and judged) before the victims are deleted, while the preemptor is only
   nominated.
 
+Each pod also records the plugins at work on it, as gpusched's prediction shows them (the real scheduler names
+none per node; where the two agree, the message says the same): every plugin that rejected a node, DynamicResources
+when the pod's claims were allocated or failed, DefaultPreemption when it nominated a node. The report counts, per
+plugin, the scenarios and pods that exercised it.
+
 A disagreement is shrunk by replaying the scenario without each node and earlier pod in turn, keeping every removal
 that still disagrees.
 """
@@ -31,6 +36,7 @@ from pydantic import BaseModel, Field, computed_field
 
 from ..errors import InputError
 from ..planner.dra.objects import DraObjects, objects_from
+from ..planner.scheduler.names import DEFAULT_PREEMPTION, DYNAMIC_RESOURCES
 from ..planner.scheduler.predict import K8sPrediction, predict
 from . import kubelet, sync
 from .api import Rest, RestError
@@ -44,7 +50,17 @@ from .scenarios import (
 )
 from .sync import verdict
 
-__all__ = ["ClaimCheck", "PodVerdict", "Disagreement", "ConformanceReport", "Player", "run", "shrink", "verdict"]
+__all__ = [
+    "ClaimCheck",
+    "PodVerdict",
+    "Disagreement",
+    "PluginCount",
+    "ConformanceReport",
+    "Player",
+    "run",
+    "shrink",
+    "verdict",
+]
 
 NAMESPACE = "gpusched-conformance"
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
@@ -83,6 +99,11 @@ class PodVerdict(BaseModel):
     predicted_victims: list[str] = Field(default_factory=list)
     claims: list[ClaimCheck] = Field(default_factory=list)
     during: bool = Field(False, description="created while a preemption was under way (victims terminating)")
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="plugins at work on this pod in gpusched's prediction: each that rejected a node, "
+        "DynamicResources for claims allocated or failed, DefaultPreemption for a nomination",
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -123,6 +144,11 @@ class Disagreement(BaseModel):
     )
 
 
+class PluginCount(BaseModel):
+    scenarios: int = Field(0, description="scenarios in which the plugin was at work on at least one pod")
+    pods: int = Field(0, description="pods it was at work on")
+
+
 class ConformanceReport(BaseModel):
     version: str
     seed: int
@@ -138,6 +164,9 @@ class ConformanceReport(BaseModel):
     claims_agreed: int = 0
     preemptions: int = Field(0, description="pods the real scheduler nominated, evicting others")
     during: int = Field(0, description="pods created while a preemption was under way")
+    plugins: dict[str, PluginCount] = Field(
+        default_factory=dict, description="per plugin (by name), how many scenarios and pods exercised it"
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -237,7 +266,8 @@ class Player:
         prediction = self._predict(before, created)
         if isinstance(prediction, InputError):
             outcome = outcome.model_copy(update={"predicted": _scheduler_words(prediction),
-                                                 "alternatives": self._errors(before, created)})  # fmt: skip
+                                                 "alternatives": self._errors(before, created),
+                                                 "plugins": [DYNAMIC_RESOURCES] if dra else []})  # fmt: skip
         else:
             outcome = _predicted(outcome, prediction)
         return [outcome, *followers]
@@ -314,7 +344,17 @@ def _predicted(outcome: PodVerdict, prediction: K8sPrediction) -> PodVerdict:
         "feasible": prediction.feasible, "predicted": prediction.message,
         "predicted_nomination": nomination.node if nomination else None,
         "predicted_victims": list(nomination.victims) if nomination else [],
+        "plugins": plugins_at_work(prediction),
     })  # fmt: skip
+
+
+def plugins_at_work(prediction: K8sPrediction) -> list[str]:
+    """Each plugin that rejected a node, DynamicResources when the pod has claims, DefaultPreemption when it
+    nominated a node; sorted by name."""
+    found = {node.plugin for node in prediction.nodes if not node.fits and node.plugin}
+    found |= {DYNAMIC_RESOURCES} if prediction.claims else set()
+    found |= {DEFAULT_PREEMPTION} if prediction.nomination else set()
+    return sorted(found)
 
 
 def _claim_names(pod: dict) -> list[tuple[str, str | None]]:
@@ -445,3 +485,9 @@ def _tally(report: ConformanceReport, scenario: ConformanceScenario, outcomes: l
     report.claims_agreed += sum(claim.agrees for outcome in outcomes for claim in outcome.claims)
     report.preemptions += sum(bool(outcome.nominated) for outcome in outcomes)
     report.during += sum(outcome.during for outcome in outcomes)
+    for outcome in outcomes:
+        for name in outcome.plugins:
+            report.plugins.setdefault(name, PluginCount()).pods += 1
+    for name in {name for outcome in outcomes for name in outcome.plugins}:
+        report.plugins[name].scenarios += 1
+    report.plugins = dict(sorted(report.plugins.items()))
