@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field, computed_field
 from ..errors import InputError
 from ..planner.dra.objects import DraObjects, objects_from
 from ..planner.scheduler.names import DEFAULT_PREEMPTION, DYNAMIC_RESOURCES
-from ..planner.scheduler.predict import K8sPrediction, predict
+from ..planner.scheduler.predict import K8sPrediction, parse_version, predict
 from . import kubelet, sync
 from .api import Rest, RestError
 from .scenarios import (
@@ -462,7 +462,7 @@ def run(
     report = ConformanceReport(version=version, seed=seed, scenarios=count, pods=0, agreed=0, seconds=0.0,
                                disagreements=[])  # fmt: skip
     for index in range(count):
-        scenario = generate(seed, index, NAMESPACE)
+        scenario = generate(seed, index, NAMESPACE, parse_version(version))
         outcomes = player.play(scenario)
         _tally(report, scenario, outcomes)
         for outcome in outcomes:

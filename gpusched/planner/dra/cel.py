@@ -87,10 +87,6 @@ _BUILTINS = frozenset(
         "filter",
     }
 )
-_NO_SUCH_KEY_HINT = (
-    ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() "
-    "for optional fields"
-)
 
 
 class CelError(Exception):
@@ -419,7 +415,7 @@ class Selector:
                     device.attributes[missing], device.capacity[missing] = {}, {}
                     _bound[0] = None
                     continue  # an unknown domain: Kubernetes reads it as an empty map
-                raise CelError(f"no such key: {missing}{_NO_SUCH_KEY_HINT}") from None
+                raise CelError(f"no such key: {missing}") from None
             except BaseException as error:  # TypeError, RuntimeError, ZeroDivisionError, a panic (PanicException)
                 if isinstance(error, _NOT_THE_LIBRARY):
                     raise

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...models.dra import CounterSet, Device, DeviceClass, NodeSelector, ResourceSlice
+from ..scheduler.framework import NEWEST, Version
 from .cel import CelError, DeviceView, compile_selector, device_view
 
 __all__ = [
@@ -38,7 +39,14 @@ class Inventory:
     GPU on a thousand identical nodes - share one evaluation, errors included.
     """
 
-    def __init__(self, slices: list[ResourceSlice], classes: dict[str, DeviceClass], allocated: set[DeviceID]):
+    def __init__(
+        self,
+        slices: list[ResourceSlice],
+        classes: dict[str, DeviceClass],
+        allocated: set[DeviceID],
+        version: Version = NEWEST,
+    ):
+        self.version = version  # the release whose allocator is simulated (features.changed)
         self.slices = slices
         self.classes = classes
         self.allocated = allocated

@@ -39,9 +39,25 @@ from ...models.dra import (
     ResourceClaim,
     ResourceSlice,
 )
+from . import features
 from .inventory import DeviceID, Inventory, NodeRef, Pool, gather_pools, lookup_attribute, node_matches, tainted
 
 __all__ = ["DraError", "Entry", "RequestData", "Taken"]
+
+
+NO_SUCH_KEY_HINT = (
+    ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() "
+    "for optional fields"
+)
+
+
+def _runtime_error(selector: str, entry: Entry, error: str, version: tuple[int, ...]) -> str:
+    """The allocator's words for a selector that failed on a device; 1.37 names the device and, for a missing
+    key, adds a hint (cel.EnhanceRuntimeError)."""
+    if not features.changed("cel-error-names-device", version):
+        return f"{selector}: CEL runtime error: {error}"
+    hint = NO_SUCH_KEY_HINT if "no such key:" in error else ""
+    return f"{selector} on device {'/'.join(entry.id)}: CEL runtime error: {error}{hint}"
 
 
 class DraError(Exception):
@@ -213,8 +229,7 @@ class _Search:
                 outcome = self.inventory.outcome(entry.id, entry.device, selector.cel.expression)
                 if isinstance(outcome, str):
                     raise DraError(
-                        f"{kind} {name}: selector #{index} on device {'/'.join(entry.id)}: "
-                        f"CEL runtime error: {outcome}",
+                        _runtime_error(f"{kind} {name}: selector #{index}", entry, outcome, self.inventory.version),
                         (kind, name, index, selector.cel.expression),
                     )
                 if not outcome:

@@ -1,0 +1,45 @@
+"""What DRA does differently per release: the one place gpusched's model and the conformance generator ask
+"does release X do this?".
+
+- Feature gates, from pkg/features/kube_features.go of each release (the versioned gate specs): the release in which
+  a gate became on by default (beta, or GA). The resource.k8s.io/v1 API and structured parameters are GA (always on)
+  from 1.34, the oldest release modelled. The API server drops the fields of a feature that is off when an object is
+  written, so a cluster with default gates never shows them; the scheduler ignores them too.
+- Changes of the allocator (k8s.io/dynamic-resource-allocation/structured) that no gate guards, found by the
+  differential tests against the real 1.35 and 1.37 and read in the sources of 1.35, 1.36 and 1.37.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ON_BY_DEFAULT", "CHANGES", "enabled", "changed"]
+
+ON_BY_DEFAULT: dict[str, tuple[int, int]] = {
+    "DRAAdminAccess": (1, 34),
+    "DRAPrioritizedList": (1, 34),  # firstAvailable
+    "DRAPartitionableDevices": (1, 36),  # sharedCounters, consumesCounters
+    "DRADeviceTaints": (1, 36),  # device taints, claim tolerations
+    "DRAExtendedResource": (1, 36),  # DeviceClass extendedResourceName
+    "DRAConsumableCapacity": (1, 36),  # distinctAttribute, allowMultipleAllocations, capacity requests
+    "DRADeviceBindingConditions": (1, 36),
+    "DRADeviceTaintRules": (1, 37),  # DeviceTaintRule objects
+}
+
+
+def enabled(feature: str, version: tuple[int, ...]) -> bool:
+    """On by default in this release (a patch makes no difference: gates change only with the minor)."""
+    return tuple(version[:2]) >= ON_BY_DEFAULT[feature]
+
+
+CHANGES: dict[str, tuple[int, int]] = {
+    # "selector #0 on device <driver/pool/device>: CEL runtime error: ...", and for "no such key" a hint to use
+    # optional chaining (cel.EnhanceRuntimeError); before: "selector #0: CEL runtime error: ..." and cel-go's text.
+    "cel-error-names-device": (1, 37),
+    # A config that applies to every request of the claim has its `requests` cleared ("empty means all"), and a
+    # claim's config is added once; before: `requests` kept, and a claim config added once per request it names.
+    "config-requests-trimmed": (1, 37),
+}
+
+
+def changed(change: str, version: tuple[int, ...]) -> bool:
+    """The release has the allocator change named in CHANGES."""
+    return tuple(version[:2]) >= CHANGES[change]

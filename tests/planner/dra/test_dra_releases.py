@@ -1,0 +1,92 @@
+"""What the allocator does differently per release (features.py), on claims worked out by hand from the
+k8s.io/dynamic-resource-allocation sources of 1.35, 1.36 and 1.37; both ends are checked against the real
+control planes by tests/conformance/test_differential.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpusched.models.dra import DeviceClass, ResourceClaim, ResourceSlice
+from gpusched.planner.dra import features
+from gpusched.planner.dra.allocator import allocate
+from gpusched.planner.dra.extended import enabled as extended_enabled
+from gpusched.planner.dra.inventory import Inventory, NodeRef
+from gpusched.planner.dra.search import NO_SUCH_KEY_HINT, DraError
+
+D = "gpu.test.io"
+NODE = NodeRef("n1")
+OPAQUE = {"opaque": {"driver": D, "parameters": {"sharing": "MPS"}}}
+
+
+def inventory(version, class_config=False):
+    cls = {"metadata": {"name": "gpu"}, "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{D}"'}}]}}
+    if class_config:
+        cls["spec"]["config"] = [OPAQUE]
+    devices = [{"name": f"gpu-{i}", "attributes": {"index": {"int": i}}} for i in range(3)]
+    slice_ = {"metadata": {"name": "s"}, "spec": {"driver": D, "nodeName": "n1", "devices": devices,
+                                                  "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1}}}  # fmt: skip
+    return Inventory([ResourceSlice.model_validate(slice_)], {"gpu": DeviceClass.model_validate(cls)}, set(), version)
+
+
+def claim(requests, config=(), selector=None):
+    found = []
+    for name in requests:
+        exactly = {"deviceClassName": "gpu"}
+        if selector:
+            exactly["selectors"] = [{"cel": {"expression": selector}}]
+        found.append({"name": name, "exactly": exactly})
+    spec = {"devices": {"requests": found, "config": [{"requests": list(names), **OPAQUE} for names in config]}}
+    return ResourceClaim.model_validate({"metadata": {"name": "c", "namespace": "ml"}, "spec": spec})
+
+
+def configs(version, the_claim, class_config=False):
+    [result] = allocate(inventory(version, class_config), NODE, [the_claim])
+    return [(c.source, c.requests) for c in result.devices.config or ()]
+
+
+@pytest.mark.parametrize("version", [(1, 35), (1, 36, 6)])
+def test_before_1_37_configs_keep_their_requests_and_a_claim_config_repeats_per_request(version):
+    assert configs(version, claim(["a"]), class_config=True) == [("FromClass", ("a",))]
+    assert configs(version, claim(["a", "b"], config=[("a", "b")])) == [("FromClaim", ("a", "b"))] * 2
+    assert configs(version, claim(["a", "b"], config=[("b",)])) == [("FromClaim", ("b",))]
+
+
+def test_from_1_37_a_config_for_every_request_is_for_all_and_added_once():
+    version = (1, 37, 2)
+    assert configs(version, claim(["a"]), class_config=True) == [("FromClass", None)]
+    assert configs(version, claim(["a", "b"], config=[("a", "b")])) == [("FromClaim", None)]
+    assert configs(version, claim(["a", "b"], config=[("b",)])) == [("FromClaim", ("b",))]
+
+
+@pytest.mark.parametrize(
+    ("version", "words"),
+    [
+        ((1, 35, 4), "claim ml/c: selector #0: CEL runtime error: no such key: missing"),
+        ((1, 36), "claim ml/c: selector #0: CEL runtime error: no such key: missing"),
+        ((1, 37), f"claim ml/c: selector #0 on device {D}/n1/gpu-0: CEL runtime error: no such key: missing"
+                  f"{NO_SUCH_KEY_HINT}"),
+    ],
+)  # fmt: skip
+def test_a_selector_that_fails_at_runtime_in_each_release_s_words(version, words):
+    failing = claim(["a"], selector=f'device.attributes["{D}"].missing == 1')
+    with pytest.raises(DraError) as raised:
+        allocate(inventory(version), NODE, [failing])
+    assert str(raised.value) == words
+
+
+def test_only_a_missing_key_gets_the_hint():
+    failing = claim(["a"], selector=f'device.attributes["{D}"].index / 0 == 1')
+    with pytest.raises(DraError) as raised:
+        allocate(inventory((1, 37)), NODE, [failing])
+    assert "CEL runtime error: division by zero" in str(raised.value) and NO_SUCH_KEY_HINT not in str(raised.value)
+
+
+def test_gates_turn_on_by_minor_release():
+    assert features.enabled("DRAPrioritizedList", (1, 34)) and features.enabled("DRAAdminAccess", (1, 35, 4))
+    assert not features.enabled("DRAConsumableCapacity", (1, 35, 4)) and features.enabled(
+        "DRAConsumableCapacity", (1, 36)
+    )
+    assert not features.enabled("DRADeviceTaintRules", (1, 36, 9)) and features.enabled("DRADeviceTaintRules", (1, 37))
+    assert [extended_enabled(v) for v in ((1, 35), (1, 36), (1, 37))] == [False, True, True]
+    with pytest.raises(KeyError):
+        features.enabled("NoSuchGate", (1, 37))
