@@ -24,7 +24,9 @@ SourceOpt = Annotated[str | None, typer.Option("--source", help="the conformance
 DirOpt = Annotated[Path | None, typer.Option("--dir", help="where `up` keeps its files (default: in the cache)")]
 ReleaseOpt = Annotated[
     str | None,
-    typer.Option("--k8s-version", help="the release to build and run: 1.35 or 1.37 (a patch optional); default newest"),
+    typer.Option(
+        "--k8s-version", help="the release to build and run: 1.34, 1.35 or 1.37 (a patch optional); default the newest"
+    ),
 ]
 
 

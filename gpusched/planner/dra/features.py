@@ -37,6 +37,10 @@ CHANGES: dict[str, tuple[int, int]] = {
     # A config that applies to every request of the claim has its `requests` cleared ("empty means all"), and a
     # claim's config is added once; before: `requests` kept, and a claim config added once per request it names.
     "config-requests-trimmed": (1, 37),
+    # An `allocationMode: All` subrequest other than the first goes on with its own next device; up to 1.35 the
+    # recursion drops the subrequest index, so after its first device the search goes on as the first subrequest
+    # (its count, selectors and name), a bug 1.36 fixed (allocateOne in allocator_incubating.go).
+    "all-keeps-its-subrequest": (1, 36),
 }
 
 

@@ -342,8 +342,9 @@ class _Search:
             return self.one(ci, ri + 1, 0, 0, False, 0)
         if data.count - di > MAX_RESULTS - len(self.results[ci]):
             raise _MaxSize
-        if data.all_devices is not None:
-            return self._next(ci, ri, si, di, in_sub, data, data.all_devices[di], True, 0)
+        if data.all_devices is not None:  # up to 1.35 the next device is looked for as subrequest 0's
+            then = si if features.changed("all-keeps-its-subrequest", self.inventory.version) else 0
+            return self._next(ci, ri, then, di, in_sub, data, data.all_devices[di], True, 0)
         key = (ci, ri, si)
         for position in range(start, len(self.entries)):
             entry = self.entries[position]
@@ -361,7 +362,7 @@ class _Search:
     def _next(
         self, ci: int, ri: int, si: int, di: int, in_sub: bool, data: RequestData, entry: Entry, must: bool, start: int
     ) -> bool:
-        """Take the device, go on with the next one; undo on failure."""
+        """Take the device for `data`, go on with device di + 1 of subrequest `si`; undo on failure."""
         undo = self.take(ci, data, entry, must)
         if undo is None:
             return False

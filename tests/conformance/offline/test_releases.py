@@ -20,10 +20,10 @@ def module(tmp_path):
 
 def test_go_mod_pins_the_newest_and_releases_the_older_ones():
     found = releases()
-    assert [r.pin for r in found] == ["v1.35.4", "v1.37.2"]
+    assert [r.pin for r in found] == ["v1.34.4", "v1.35.4", "v1.37.2"]
     assert found[-1].modfile.name == "go.mod" and found[-1].go_flags() == []
-    assert found[0].go_flags() == ["-modfile=releases/v1.35.mod"]
-    assert found[0].modfile.with_suffix(".sum").is_file()
+    assert [r.go_flags() for r in found[:2]] == [["-modfile=releases/v1.34.mod"], ["-modfile=releases/v1.35.mod"]]
+    assert all(r.modfile.with_suffix(".sum").is_file() for r in found)
 
 
 @pytest.mark.parametrize("asked", ["1.35", "1.35.4", "v1.35.4", " 1.35 "])
@@ -35,9 +35,11 @@ def test_no_version_is_the_newest():
     assert release(None).pin == "v1.37.2"
 
 
-@pytest.mark.parametrize("asked", ["1.36", "1.35.3", "1.34", "x"])
+@pytest.mark.parametrize("asked", ["1.36", "1.35.3", "1.33", "x"])
 def test_a_release_the_module_does_not_build_is_refused_with_what_it_builds(asked):
-    with pytest.raises(HarnessError, match=r"no control plane for that release .*builds v1\.35\.4, v1\.37\.2"):
+    with pytest.raises(
+        HarnessError, match=r"no control plane for that release .*builds v1\.34\.4, v1\.35\.4, v1\.37\.2"
+    ):
         release(asked)
 
 

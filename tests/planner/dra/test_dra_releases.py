@@ -90,3 +90,40 @@ def test_gates_turn_on_by_minor_release():
     assert [extended_enabled(v) for v in ((1, 35), (1, 36), (1, 37))] == [False, True, True]
     with pytest.raises(KeyError):
         features.enabled("NoSuchGate", (1, 37))
+
+
+def first_available(*subrequests):
+    """One request `r` whose subrequests are (name, count or "All", selector)."""
+    found = []
+    for name, count, selector in subrequests:
+        sub = {"name": name, "deviceClassName": "gpu", "selectors": [{"cel": {"expression": selector}}]}
+        sub.update({"allocationMode": "All"} if count == "All" else {"count": count})
+        found.append(sub)
+    spec = {"devices": {"requests": [{"name": "r", "firstAvailable": found}]}}
+    return ResourceClaim.model_validate({"metadata": {"name": "c", "namespace": "ml"}, "spec": spec})
+
+
+def picked(version, the_claim):
+    found = allocate(inventory(version), NODE, [the_claim])
+    return found if isinstance(found, str) else [(r.request, r.device) for r in found[0].devices.results]
+
+
+INDEX = f'device.attributes["{D}"].index'
+
+
+@pytest.mark.parametrize("version", [(1, 36), (1, 37)])
+def test_an_all_subrequest_takes_its_own_devices_from_1_36(version):
+    the_claim = first_available(("s0", 2, f"{INDEX} < 1"), ("s1", "All", f"{INDEX} >= 1"))
+    assert picked(version, the_claim) == [("r/s1", "gpu-1"), ("r/s1", "gpu-2")]
+
+
+@pytest.mark.parametrize("version", [(1, 34, 4), (1, 35)])
+def test_up_to_1_35_an_all_subrequest_goes_on_as_the_first_subrequest_after_one_device(version):
+    """s0 (2 devices with index < 1) fails; s1 takes gpu-1, then device 1 of the request is looked for as s0's:
+    gpu-0 (index 0), and with that s0's count of 2 is reached. When s0 matches nothing, the claim cannot be
+    allocated at all."""
+    the_claim = first_available(("s0", 2, f"{INDEX} < 1"), ("s1", "All", f"{INDEX} >= 1"))
+    assert picked(version, the_claim) == [("r/s1", "gpu-1"), ("r/s0", "gpu-0")]
+    nothing = first_available(("s0", 2, f"{INDEX} > 5"), ("s1", "All", f"{INDEX} >= 1"))
+    assert picked(version, nothing) == ""
+    assert picked((1, 36), nothing) == [("r/s1", "gpu-1"), ("r/s1", "gpu-2")]
