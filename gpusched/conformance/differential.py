@@ -27,14 +27,16 @@ that still disagrees.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field, computed_field
 
 from ..errors import InputError
+from ..planner.dra import features
 from ..planner.dra.objects import DraObjects, objects_from
 from ..planner.scheduler.names import DEFAULT_PREEMPTION, DYNAMIC_RESOURCES
 from ..planner.scheduler.predict import K8sPrediction, parse_version, predict
@@ -304,16 +306,38 @@ class Player:
 
     def _claims(self, before: _State, created: dict, pod: dict, node: str | None) -> list[ClaimCheck]:
         """Each claim of the pod: the real allocation, and gpusched's on the node the scheduler chose (a Pending
-        pod changes none: an allocated claim keeps the allocation it had)."""
+        pod changes none: an allocated claim keeps the allocation it had). Before 1.36 the allocator takes pools
+        and slices in a random order (features.py): gpusched's allocation is then the one of whichever order of the
+        node's slices gives the real one, if any does."""
         predicted = {key: _comparable(allocation) for key, allocation in before.allocations.items()}
         real = dict(_claim_names(pod))
-        if node is not None:
-            found = self._predict(before, created, node)
-            if isinstance(found, K8sPrediction):
-                predicted.update({claim.claim: _comparable(claim.allocation) for claim in found.claims})
-                real.update({claim.claim: real.get(claim.claim) for claim in found.claims})  # the pod's, on the node
-        return [ClaimCheck(claim=key, real=_comparable(self._allocation(name)), predicted=predicted.get(key))
-                for key, name in real.items()]  # fmt: skip
+        options = self._slice_orders(before, created, node) if node is not None else iter(())
+        found = next(options, None)
+        if isinstance(found, K8sPrediction):
+            real.update({claim.claim: real.get(claim.claim) for claim in found.claims})  # the pod's, on the node
+        allocations = {key: _comparable(self._allocation(name)) for key, name in real.items()}
+        chosen = found
+        while isinstance(found, K8sPrediction):
+            mine = {**predicted, **{claim.claim: _comparable(claim.allocation) for claim in found.claims}}
+            if all(allocations[key] == mine.get(key) for key in real):
+                chosen = found
+                break
+            found = next(options, None)
+        if isinstance(chosen, K8sPrediction):
+            predicted.update({claim.claim: _comparable(claim.allocation) for claim in chosen.claims})
+        return [ClaimCheck(claim=key, real=allocations[key], predicted=predicted.get(key)) for key in real]
+
+    def _slice_orders(self, state: _State, pod: dict, node: str) -> Iterator[K8sPrediction | InputError]:
+        """gpusched's prediction on `node` with the slices as given, then (before 1.36 only) with every other order
+        of the slices that node can use (at most 720)."""
+        yield self._predict(state, pod, node)
+        if state.objects is None or features.changed("pools-and-slices-sorted", parse_version(self.version)):
+            return
+        usable = [s for s in state.objects.slices if s.spec.node_name in (None, "", node)]
+        others = [s for s in state.objects.slices if s not in usable]
+        for order in itertools.islice(itertools.permutations(usable), 1, 720):
+            objects = dataclasses.replace(state.objects, slices=[*order, *others])
+            yield self._predict(dataclasses.replace(state, objects=objects), pod, node)
 
     def _allocation(self, name: str | None) -> dict | None:
         if name is None:

@@ -41,6 +41,10 @@ CHANGES: dict[str, tuple[int, int]] = {
     # recursion drops the subrequest index, so after its first device the search goes on as the first subrequest
     # (its count, selectors and name), a bug 1.36 fixed (allocateOne in allocator_incubating.go).
     "all-keeps-its-subrequest": (1, 36),
+    # GatherPools sorts pools by (driver, name) and a pool's slices by name, so the devices tried first are fixed;
+    # before, pools come in map order and slices in the informer's, both random: gpusched then takes them in the
+    # order given (kubectl lists slices by name), one of the orders the scheduler may take.
+    "pools-and-slices-sorted": (1, 36),
 }
 
 

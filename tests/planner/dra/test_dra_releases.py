@@ -127,3 +127,21 @@ def test_up_to_1_35_an_all_subrequest_goes_on_as_the_first_subrequest_after_one_
     nothing = first_available(("s0", 2, f"{INDEX} > 5"), ("s1", "All", f"{INDEX} >= 1"))
     assert picked(version, nothing) == ""
     assert picked((1, 36), nothing) == [("r/s1", "gpu-1"), ("r/s1", "gpu-2")]
+
+
+def test_before_1_36_slices_are_taken_in_the_order_given_and_from_1_36_by_name():
+    """A pool split over two slices, listed `s-b` (gpu-0) before `s-a` (gpu-1): 1.36 sorts them by name and takes
+    gpu-1 first; 1.35 takes them as the informer lists them (random), gpusched as given."""
+    cls = {"metadata": {"name": "gpu"}, "spec": {}}
+    pool = {"name": "n1", "generation": 1, "resourceSliceCount": 2}
+    slices = [
+        {"metadata": {"name": name}, "spec": {"driver": D, "nodeName": "n1", "pool": pool,
+                                              "devices": [{"name": device}]}}
+        for name, device in (("s-b", "gpu-0"), ("s-a", "gpu-1"))
+    ]  # fmt: skip
+    one = claim(["a"])
+    for version, first in (((1, 35), "gpu-0"), ((1, 36), "gpu-1"), ((1, 37), "gpu-1")):
+        inv = Inventory([ResourceSlice.model_validate(s) for s in slices], {"gpu": DeviceClass.model_validate(cls)},
+                        set(), version)  # fmt: skip
+        [result] = allocate(inv, NODE, [one])
+        assert [r.device for r in result.devices.results] == [first], version
