@@ -145,3 +145,8 @@ def test_before_1_36_slices_are_taken_in_the_order_given_and_from_1_36_by_name()
                         set(), version)  # fmt: skip
         [result] = allocate(inv, NODE, [one])
         assert [r.device for r in result.devices.results] == [first], version
+
+
+def test_a_slice_without_devices_may_say_null_as_1_34_writes_it():
+    spec = {"driver": D, "pool": {"name": "p", "resourceSliceCount": 1}, "nodeName": "n1", "devices": None}
+    assert ResourceSlice.model_validate({"metadata": {"name": "s"}, "spec": spec}).spec.devices == ()
