@@ -98,7 +98,7 @@ def _allocation(search: _Search, ci: int) -> AllocationResult:
             pool=taken.entry.id[1],
             device=taken.entry.id[2],
             admin_access=True if taken.data.request.admin else None,
-            tolerations=taken.data.request.tolerations or None,
+            tolerations=(taken.data.request.tolerations or None) if search.inventory.taints else None,
         )
         for taken in search.results[ci]
     )

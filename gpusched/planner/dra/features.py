@@ -17,7 +17,7 @@ ON_BY_DEFAULT: dict[str, tuple[int, int]] = {
     "DRAAdminAccess": (1, 34),
     "DRAPrioritizedList": (1, 34),  # firstAvailable
     "DRAPartitionableDevices": (1, 36),  # sharedCounters, consumesCounters
-    "DRADeviceTaints": (1, 36),  # device taints, claim tolerations
+    "DRADeviceTaints": (1, 36),  # device taints keep devices out; results carry the request's tolerations
     "DRAExtendedResource": (1, 36),  # DeviceClass extendedResourceName
     "DRAConsumableCapacity": (1, 36),  # distinctAttribute, allowMultipleAllocations, capacity requests
     "DRADeviceBindingConditions": (1, 36),

@@ -59,6 +59,15 @@ class Inventory:
         self._views: dict[tuple[Any, ...], DeviceView] = {}
         self._outcomes: dict[tuple[tuple[Any, ...], str], bool | str] = {}
 
+    @property
+    def taints(self) -> bool:
+        """DRADeviceTaints on in this release: device taints keep devices out, results carry the tolerations."""
+        return features.enabled("DRADeviceTaints", self.version)
+
+    def blocks(self, device: Device, request: Any) -> bool:
+        """The device has a taint the request does not tolerate, and the release honours device taints."""
+        return self.taints and tainted(device, request)
+
     def _look(self, device_id: DeviceID, device: Device) -> tuple[Any, ...]:
         """What a selector can see of the device: driver, attribute values and capacity amounts."""
         look = self._looks.get(device_id)

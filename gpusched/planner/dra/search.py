@@ -40,7 +40,7 @@ from ...models.dra import (
     ResourceSlice,
 )
 from . import features
-from .inventory import DeviceID, Inventory, NodeRef, Pool, gather_pools, lookup_attribute, node_matches, tainted
+from .inventory import DeviceID, Inventory, NodeRef, Pool, gather_pools, lookup_attribute, node_matches
 
 __all__ = ["DraError", "Entry", "RequestData", "Taken"]
 
@@ -291,7 +291,7 @@ class _Search:
         counted = bool(entry.device.consumes_counters)
         if counted and not self._counters_fit(entry):
             return None
-        if tainted(entry.device, data.request):
+        if self.inventory.blocks(entry.device, data.request):
             if counted:
                 self._release_counters(entry)
             return None
@@ -406,7 +406,7 @@ class _Search:
                     chosen = self.selectable(key[0], key, data, entry)
                 except DraError:
                     return False  # the real search may hit this error: run it
-                if chosen and not tainted(entry.device, data.request):
+                if chosen and not self.inventory.blocks(entry.device, data.request):
                     found.append(entry)
             candidates[key] = found
         return not self._bounds_hold(candidates)

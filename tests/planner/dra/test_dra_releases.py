@@ -150,3 +150,23 @@ def test_before_1_36_slices_are_taken_in_the_order_given_and_from_1_36_by_name()
 def test_a_slice_without_devices_may_say_null_as_1_34_writes_it():
     spec = {"driver": D, "pool": {"name": "p", "resourceSliceCount": 1}, "nodeName": "n1", "devices": None}
     assert ResourceSlice.model_validate({"metadata": {"name": "s"}, "spec": spec}).spec.devices == ()
+
+
+def test_device_taints_count_from_1_36_only():
+    """DRADeviceTaints is off by default before 1.36: a tainted device is allocated and no toleration is recorded."""
+    cls = {"metadata": {"name": "gpu"}, "spec": {}}
+    devices = [{"name": "gpu-0", "taints": [{"key": "lost", "effect": "NoSchedule"}]}, {"name": "gpu-1"}]
+    pool = {"name": "n1", "generation": 1, "resourceSliceCount": 1}
+    slice_ = ResourceSlice.model_validate(
+        {"metadata": {"name": "s"}, "spec": {"driver": D, "nodeName": "n1", "pool": pool, "devices": devices}}
+    )
+    toleration = {"key": "other", "operator": "Exists"}
+    spec = {
+        "devices": {"requests": [{"name": "a", "exactly": {"deviceClassName": "gpu", "tolerations": [toleration]}}]}
+    }
+    one = ResourceClaim.model_validate({"metadata": {"name": "c", "namespace": "ml"}, "spec": spec})
+    for version, device, tolerations in (((1, 34), "gpu-0", None), ((1, 35), "gpu-0", None), ((1, 36), "gpu-1", 1)):
+        inv = Inventory([slice_], {"gpu": DeviceClass.model_validate(cls)}, set(), version)
+        [result] = allocate(inv, NODE, [one])
+        [taken] = result.devices.results
+        assert taken.device == device and (taken.tolerations and len(taken.tolerations)) == tolerations, version
