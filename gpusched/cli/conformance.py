@@ -24,6 +24,12 @@ app.add_typer(cluster_app, name="cluster")
 
 SourceOpt = Annotated[str | None, typer.Option("--source", help="the conformance Go module (default: ./conformance)")]
 DirOpt = Annotated[Path | None, typer.Option("--dir", help="where `up` keeps its files (default: in the cache)")]
+ReleaseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--k8s-version", help="the release to build and run: 1.34, 1.35 or 1.37 (a patch optional); default the newest"
+    ),
+]
 
 
 def _harness(body: Callable[[], int]) -> Callable[[], int]:
@@ -42,18 +48,18 @@ def _default_dir(folder: Path | None) -> Path:
     return folder or cache_root() / "cluster"
 
 
-def _binaries(source: str | None) -> Binaries:
-    """The cached control plane, or a cold build (~13 min on 2 cores) with a running clock on the terminal."""
+def _binaries(source: str | None, version: str | None) -> Binaries:
+    """The cached control plane, or a cold build (~13-20 min on 2 cores) with a running clock on the terminal."""
     with progress_bar("control plane binaries (a cold build takes minutes)"):
-        return ensure_built(source)
+        return ensure_built(source, version)
 
 
 @cluster_app.command("build")
-def build_command(source: SourceOpt = None, as_json: JsonFlag = False) -> None:
-    """Build etcd, kube-apiserver, kube-scheduler and kube-controller-manager once for the pinned release."""
+def build_command(source: SourceOpt = None, version: ReleaseOpt = None, as_json: JsonFlag = False) -> None:
+    """Build etcd, kube-apiserver, kube-scheduler and kube-controller-manager once for a pinned release."""
 
     def body() -> int:
-        show(_binaries(source), as_json, _render_build)
+        show(_binaries(source, version), as_json, _render_build)
         return 0
 
     run(_harness(body))
@@ -66,6 +72,7 @@ def up_command(
         bool, typer.Option("--controller-manager", help="also run kube-controller-manager (ResourceClaimTemplates)")
     ] = False,
     source: SourceOpt = None,
+    version: ReleaseOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Start a control plane in the background; prints its kubeconfig. `gpusched cluster down` stops it."""
@@ -74,7 +81,7 @@ def up_command(
         workdir = _default_dir(folder)
         if (workdir / STATE_FILE).exists():
             raise ValueError(f"{workdir}: a cluster is already up here; `gpusched cluster down` first")
-        binaries = _binaries(source)
+        binaries = _binaries(source, version)
         cluster = start(binaries, workdir, controller_manager=controller_manager, attach=False)
         show(cluster.info, as_json, _render_up)
         return 0
@@ -127,12 +134,14 @@ def conformance_command(
         int, typer.Option("--seed", min=0, max=SEED_MAX, help="the generator's seed: the same seed plays the same")
     ] = 0,
     source: SourceOpt = None,
+    version: ReleaseOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Play random scenarios on a fresh real control plane; compare every pod's outcome with gpusched's."""
+    """Play random scenarios on a fresh real control plane of a release; compare every pod with gpusched's
+    prediction for that release."""
 
     def body() -> int:
-        binaries = _binaries(source)
+        binaries = _binaries(source, version)
         # kube-controller-manager: ResourceClaimTemplates need its resourceclaim controller
         with start(binaries, controller_manager=True) as cluster, progress_bar("scenarios", scenarios) as progress:
             rest = Rest(cluster.kubeconfig)
@@ -180,6 +189,9 @@ def _render_report(console: Console, report: differential.ConformanceReport) -> 
         f"{report.pods} pods, {report.agreed} agree ({report.rate:g}%){_extras(report)} in {report.seconds:.0f} s",
         markup=False,
     )
+    if report.plugins:
+        counts = ", ".join(f"{name} {c.scenarios} ({c.pods} pods)" for name, c in report.plugins.items())
+        console.print(f"scenarios per plugin at work (rejected a node, claims, preemption): {counts}", markup=False)
     for found in report.disagreements:
         console.print(f"\ndisagreement in {found.scenario} on pod {found.outcome.pod}", markup=False)
         console.print(f"  real:     {found.outcome.real()}", markup=False)
@@ -206,10 +218,6 @@ def _extras(report: differential.ConformanceReport) -> str:
         parts.append(
             f"{report.preemption_scenarios} with preemption, {report.preemptions} pods preempted others, "
             f"{report.during} arrived meanwhile, {report.budget_scenarios} with disruption budgets"
-        )
-    if report.plugins:
-        parts.append(
-            "scenarios where a plugin rejected a node: " + ", ".join(f"{k} {v}" for k, v in report.plugins.items())
         )
     if report.rules:
         parts.append("pods with " + ", ".join(f"{k} {v}" for k, v in report.rules.items()))

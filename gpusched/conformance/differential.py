@@ -15,6 +15,11 @@ the scheduler decided on, since each pod's consequences are settled before the n
   arrive during a preemption is created (and judged) before the victims are deleted, while the preemptor is only
   nominated.
 
+Each pod also records the plugins at work on it, as gpusched's prediction shows them (the real scheduler names
+none per node; where the two agree, the message says the same): every plugin that rejected a node, DynamicResources
+when the pod's claims were allocated or failed, DefaultPreemption when it nominated a node. The report counts, per
+plugin, the scenarios and pods that exercised it.
+
 A disagreement is shrunk by replaying the scenario without each node and earlier pod in turn, keeping every removal
 that still disagrees.
 """
@@ -22,17 +27,19 @@ that still disagrees.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field, computed_field
 
 from ..errors import InputError
+from ..planner.dra import features
 from ..planner.dra.objects import DraObjects, objects_from
-from ..planner.scheduler.names import DEFAULT_PREEMPTION
-from ..planner.scheduler.predict import K8sPrediction, predict
+from ..planner.scheduler.names import DEFAULT_PREEMPTION, DYNAMIC_RESOURCES
+from ..planner.scheduler.predict import K8sPrediction, parse_version, predict
 from . import kubelet, sync
 from .api import Rest, RestError
 from .scenarios import (
@@ -46,7 +53,17 @@ from .scenarios import (
 )
 from .sync import verdict
 
-__all__ = ["ClaimCheck", "PodVerdict", "Disagreement", "ConformanceReport", "Player", "run", "shrink", "verdict"]
+__all__ = [
+    "ClaimCheck",
+    "PodVerdict",
+    "Disagreement",
+    "PluginCount",
+    "ConformanceReport",
+    "Player",
+    "run",
+    "shrink",
+    "verdict",
+]
 
 NAMESPACE = "gpusched-conformance"
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
@@ -88,10 +105,12 @@ class PodVerdict(BaseModel):
         default_factory=list, description="every node gpusched says the scheduler may nominate (random among them)"
     )
     claims: list[ClaimCheck] = Field(default_factory=list)
-    plugins: list[str] = Field(
-        default_factory=list, description="plugins that rejected a node in gpusched's prediction (+ preemption)"
-    )
     during: bool = Field(False, description="created while a preemption was under way (victims terminating)")
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="plugins at work on this pod in gpusched's prediction: each that rejected a node, "
+        "DynamicResources for claims allocated or failed, DefaultPreemption for a nomination",
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -132,6 +151,11 @@ class Disagreement(BaseModel):
     )
 
 
+class PluginCount(BaseModel):
+    scenarios: int = Field(0, description="scenarios in which the plugin was at work on at least one pod")
+    pods: int = Field(0, description="pods it was at work on")
+
+
 class ConformanceReport(BaseModel):
     version: str
     seed: int
@@ -148,8 +172,8 @@ class ConformanceReport(BaseModel):
     preemptions: int = Field(0, description="pods the real scheduler nominated, evicting others")
     during: int = Field(0, description="pods created while a preemption was under way")
     budget_scenarios: int = Field(0, description="scenarios with PodDisruptionBudgets")
-    plugins: dict[str, int] = Field(
-        default_factory=dict, description="per plugin, the scenarios where it rejected a node in some prediction"
+    plugins: dict[str, PluginCount] = Field(
+        default_factory=dict, description="per plugin (by name), how many scenarios and pods exercised it"
     )
     rules: dict[str, int] = Field(
         default_factory=dict, description="pods carrying pod affinity, anti-affinity or topology spread constraints"
@@ -270,7 +294,8 @@ class Player:
         prediction = self._predict(before, created)
         if isinstance(prediction, InputError):
             outcome = outcome.model_copy(update={"predicted": _scheduler_words(prediction),
-                                                 "alternatives": self._errors(before, created)})  # fmt: skip
+                                                 "alternatives": self._errors(before, created),
+                                                 "plugins": [DYNAMIC_RESOURCES] if dra else []})  # fmt: skip
         else:
             outcome = _predicted(outcome, prediction)
         return [outcome, *followers]
@@ -307,16 +332,38 @@ class Player:
 
     def _claims(self, before: _State, created: dict, pod: dict, node: str | None) -> list[ClaimCheck]:
         """Each claim of the pod: the real allocation, and gpusched's on the node the scheduler chose (a Pending
-        pod changes none: an allocated claim keeps the allocation it had)."""
+        pod changes none: an allocated claim keeps the allocation it had). Before 1.36 the allocator takes pools
+        and slices in a random order (features.py): gpusched's allocation is then the one of whichever order of the
+        node's slices gives the real one, if any does."""
         predicted = {key: _comparable(allocation) for key, allocation in before.allocations.items()}
         real = dict(_claim_names(pod))
-        if node is not None:
-            found = self._predict(before, created, node)
-            if isinstance(found, K8sPrediction):
-                predicted.update({claim.claim: _comparable(claim.allocation) for claim in found.claims})
-                real.update({claim.claim: real.get(claim.claim) for claim in found.claims})  # the pod's, on the node
-        return [ClaimCheck(claim=key, real=_comparable(self._allocation(name)), predicted=predicted.get(key))
-                for key, name in real.items()]  # fmt: skip
+        options = self._slice_orders(before, created, node) if node is not None else iter(())
+        found = next(options, None)
+        if isinstance(found, K8sPrediction):
+            real.update({claim.claim: real.get(claim.claim) for claim in found.claims})  # the pod's, on the node
+        allocations = {key: _comparable(self._allocation(name)) for key, name in real.items()}
+        chosen = found
+        while isinstance(found, K8sPrediction):
+            mine = {**predicted, **{claim.claim: _comparable(claim.allocation) for claim in found.claims}}
+            if all(allocations[key] == mine.get(key) for key in real):
+                chosen = found
+                break
+            found = next(options, None)
+        if isinstance(chosen, K8sPrediction):
+            predicted.update({claim.claim: _comparable(claim.allocation) for claim in chosen.claims})
+        return [ClaimCheck(claim=key, real=allocations[key], predicted=predicted.get(key)) for key in real]
+
+    def _slice_orders(self, state: _State, pod: dict, node: str) -> Iterator[K8sPrediction | InputError]:
+        """gpusched's prediction on `node` with the slices as given, then (before 1.36 only) with every other order
+        of the slices that node can use (at most 720)."""
+        yield self._predict(state, pod, node)
+        if state.objects is None or features.changed("pools-and-slices-sorted", parse_version(self.version)):
+            return
+        usable = [s for s in state.objects.slices if s.spec.node_name in (None, "", node)]
+        others = [s for s in state.objects.slices if s not in usable]
+        for order in itertools.islice(itertools.permutations(usable), 1, 720):
+            objects = dataclasses.replace(state.objects, slices=[*order, *others])
+            yield self._predict(dataclasses.replace(state, objects=objects), pod, node)
 
     def _allocation(self, name: str | None) -> dict | None:
         if name is None:
@@ -352,8 +399,17 @@ def _predicted(outcome: PodVerdict, prediction: K8sPrediction) -> PodVerdict:
         "predicted_nomination": nomination.node if nomination else None,
         "predicted_victims": list(nomination.victims) if nomination else [],
         "possible_nominations": [n.node for n in prediction.nominations],
-        "plugins": sorted({v.plugin for v in prediction.nodes if v.plugin} | ({DEFAULT_PREEMPTION} if nomination else set())),
+        "plugins": plugins_at_work(prediction),
     })  # fmt: skip
+
+
+def plugins_at_work(prediction: K8sPrediction) -> list[str]:
+    """Each plugin that rejected a node, DynamicResources when the pod has claims, DefaultPreemption when it
+    nominated a node; sorted by name."""
+    found = {node.plugin for node in prediction.nodes if not node.fits and node.plugin}
+    found |= {DYNAMIC_RESOURCES} if prediction.claims else set()
+    found |= {DEFAULT_PREEMPTION} if prediction.nomination else set()
+    return sorted(found)
 
 
 def _claim_names(pod: dict) -> list[tuple[str, str | None]]:
@@ -461,7 +517,7 @@ def run(
     report = ConformanceReport(version=version, seed=seed, scenarios=count, pods=0, agreed=0, seconds=0.0,
                                disagreements=[])  # fmt: skip
     for index in range(count):
-        scenario = generate(seed, index, NAMESPACE)
+        scenario = generate(seed, index, NAMESPACE, parse_version(version))
         outcomes = player.play(scenario)
         _tally(report, scenario, outcomes)
         for outcome in outcomes:
@@ -485,8 +541,6 @@ def _tally(report: ConformanceReport, scenario: ConformanceScenario, outcomes: l
     report.preemptions += sum(bool(outcome.nominated) for outcome in outcomes)
     report.during += sum(outcome.during for outcome in outcomes)
     report.budget_scenarios += bool(scenario.pdbs)
-    for plugin in sorted({plugin for outcome in outcomes for plugin in outcome.plugins}):
-        report.plugins[plugin] = report.plugins.get(plugin, 0) + 1
     for pod in scenario.pods:
         spec = pod["spec"]
         for rule, present in (
@@ -495,3 +549,9 @@ def _tally(report: ConformanceReport, scenario: ConformanceScenario, outcomes: l
             ("topologySpreadConstraints", "topologySpreadConstraints" in spec),
         ):
             report.rules[rule] = report.rules.get(rule, 0) + present
+    for outcome in outcomes:
+        for name in outcome.plugins:
+            report.plugins.setdefault(name, PluginCount()).pods += 1
+    for name in {name for outcome in outcomes for name in outcome.plugins}:
+        report.plugins[name].scenarios += 1
+    report.plugins = dict(sorted(report.plugins.items()))

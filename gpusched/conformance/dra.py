@@ -27,12 +27,25 @@ syntax, cel.bind, sets, lists, strings.format, two-variable comprehensions, ip/c
 
 from __future__ import annotations
 
+import copy
 import random
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["API_VERSION", "DRIVER", "GPU_CLASS", "MIG_CLASS", "classes", "claims_for", "slices", "taint_rules"]
+from ..planner.dra import features
+
+__all__ = [
+    "API_VERSION",
+    "DRIVER",
+    "GPU_CLASS",
+    "MIG_CLASS",
+    "classes",
+    "claims_for",
+    "slices",
+    "taint_rules",
+    "for_release",
+]
 
 API_VERSION = "resource.k8s.io/v1"
 DRIVER = "gpu.nvidia.com"
@@ -395,3 +408,21 @@ def _entry(rng: random.Random, name: str, entry: str, named: list[str], namespac
     claim = {"apiVersion": API_VERSION, "kind": "ResourceClaim", "metadata": _meta(name, namespace),
              "spec": _claim_spec(rng)}  # fmt: skip
     return {"name": entry, "resourceClaimName": name}, [claim]
+
+
+def for_release(objects: list[dict], version: tuple[int, ...]) -> list[dict]:
+    """The objects as drawn, less what the release's API server refuses with its default gates: without
+    DRAConsumableCapacity it drops `distinctAttribute`, and a constraint left with neither attribute is invalid.
+    Other fields of a feature that is off are dropped silently, and the play reads back what the server kept."""
+    if features.enabled("DRAConsumableCapacity", version):
+        return objects
+    kept = copy.deepcopy(objects)
+    for obj in kept:
+        spec = obj["spec"]["spec"] if obj["kind"] == "ResourceClaimTemplate" else obj["spec"]
+        devices = spec.get("devices", {}) if obj["kind"] in ("ResourceClaim", "ResourceClaimTemplate") else {}
+        constraints = [c for c in devices.get("constraints", []) if "distinctAttribute" not in c]
+        if constraints:
+            devices["constraints"] = constraints
+        else:
+            devices.pop("constraints", None)
+    return kept

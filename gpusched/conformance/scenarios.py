@@ -31,6 +31,7 @@ import random
 
 from pydantic import BaseModel, Field
 
+from ..planner.scheduler.framework import NEWEST
 from . import dra
 
 __all__ = [
@@ -419,8 +420,10 @@ def _kind(rng: random.Random) -> str:
     return "preemption" if rng.random() < 0.3 else "plain"
 
 
-def generate(seed: int, index: int, namespace: str) -> ConformanceScenario:
-    """Scenario `index` of the run seeded `seed`: 1–4 nodes, 1–8 pods (DRA: 2–4 and 2–6); names unique to it."""
+def generate(seed: int, index: int, namespace: str, version: tuple[int, ...] = NEWEST) -> ConformanceScenario:
+    """Scenario `index` of the run seeded `seed`: 1–4 nodes, 1–8 pods (DRA: 2–4 and 2–6); names unique to it.
+
+    Every release draws the same scenario; `version` only leaves out what its API server refuses (dra.for_release)."""
     rng = random.Random(f"{seed}:{index}")
     label = f"s{seed}-{index}"
     kind = _kind(rng)
@@ -442,6 +445,7 @@ def generate(seed: int, index: int, namespace: str) -> ConformanceScenario:
         published = dra.slices(rng, names)
         rules = dra.taint_rules(rng, published)
         objects = [*classes, *rules, *published, *dra.claims_for(rng, pods, label, namespace, skip)]
+        objects = dra.for_release(objects, version)
     pdbs = _pdbs(rng, namespace, label) if kind == "preemption" else []
     return ConformanceScenario(seed=seed, index=index, kind=kind, nodes=nodes, pods=pods, objects=objects, pdbs=pdbs)
 

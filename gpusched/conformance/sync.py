@@ -6,9 +6,10 @@ its message shows exactly that:
 
 - nodes: an impossible extended resource on the play's nodes: `0/N nodes are available: N Insufficient ...`;
 - DRA: a DeviceClass, a ResourceSlice (one `marker` device for every node) and a ResourceClaim, created after the
-  play's own; the claim's selector reads an attribute the marker lacks, so once all three are seen, the allocator
-  stops with a CEL runtime error naming `probe.gpusched.io/<play>/marker` (anything else: one of them is unseen).
-  Then the three are deleted: no class of the play selects their driver.
+  play's own; the claim's selector reads an attribute that only this play's marker device lacks (the `&&` before
+  it is false on any other device), so once all three are seen, the allocator stops with a CEL runtime error for
+  that claim's selector (anything else: one of them is unseen). 1.37 also names the device, 1.35 does not: the
+  probe reads only what both releases say. Then the three are deleted: no class of the play selects their driver.
 """
 
 from __future__ import annotations
@@ -125,14 +126,14 @@ def dra(rest: Rest, namespace: str, label: str) -> None:
     for collection, body in created:
         rest.create(collection, body)
     claim = {"name": "probe", "resourceClaimName": f"{label}-probe"}
-    marker = f"{PROBE_DRIVER}/{label}/marker"
+    failed = f"claim {namespace}/{label}-probe: selector #0"
     try:
         _probe_until(
             rest,
             namespace,
             f"{label}-draprobe",
             lambda name: _pod(name, namespace, label, {}, resourceClaims=[claim]),
-            lambda message: marker in message,
+            lambda message: failed in message and "CEL runtime error" in message,
         )
     finally:
         for collection, body in reversed(created):

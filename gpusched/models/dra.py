@@ -305,6 +305,12 @@ class ResourceSliceSpec(K8s):
     _partition = field_validator("partition_type_attribute")(_not_modelled("partitionTypeAttribute"))
     _skip = field_validator("skip_node_operations")(_not_modelled("skipNodeOperations (DRAOptionalNodeOperations)"))
 
+    @field_validator("devices", mode="before")
+    @classmethod
+    def _nil_devices(cls, value: object) -> object:
+        """`devices: null` is Go's nil slice, no devices: 1.34's API server writes it for a slice of counters only."""
+        return () if value is None else value
+
     @model_validator(mode="after")
     def _valid(self) -> ResourceSliceSpec:
         """The API server's rules: one way of node selection, unique device names, per-device selection only

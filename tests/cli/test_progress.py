@@ -57,7 +57,7 @@ def test_conformance_reports_every_scenario_to_its_bar(gpusched, monkeypatch, tm
 
     binaries = Binaries(pin="v1.37.2", key="test", bin_dir=Path(tmp_path), built=False, seconds=0.0)
     monkeypatch.setattr(conformance_cli, "progress_bar", recording_bar)
-    monkeypatch.setattr(conformance_cli, "ensure_built", lambda source: binaries)
+    monkeypatch.setattr(conformance_cli, "ensure_built", lambda source, version: binaries)
     monkeypatch.setattr(conformance_cli, "start", fake_start)
     monkeypatch.setattr(conformance_cli, "Rest", lambda kubeconfig: type("Rest", (), {"close": lambda self: None})())
     monkeypatch.setattr(differential, "run", fake_run)

@@ -1,8 +1,10 @@
-"""The real control plane for the conformance tests: built once per pin (cached), started once per session.
+"""The real control plane for the conformance tests: built once per release (cached), started once per release.
 
-Every test here but those in `offline/` (the generator and the report, no cluster) is marked `conformance`
-(deselect with `-m "not conformance"`); CI runs them. The fixture stops every process it started when the session
-ends, whatever the tests did.
+`control_plane` is parametrized by every release the conformance module builds (conformance/go.mod, the newest,
+and conformance/releases/*.mod), so each test that uses it runs against each release in turn, ids `v1.35.4` and
+`v1.37.2` (`-k v1.37.2` picks one). Every test here but those in `offline/` (the generator and the report, no
+cluster) is marked `conformance` (deselect with `-m "not conformance"`); CI runs them. The fixture stops every
+process it started when its release's tests are done, whatever they did.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from gpusched.conformance.api import Rest
-from gpusched.conformance.build import ensure_built
+from gpusched.conformance.build import ensure_built, releases
 from gpusched.conformance.cluster import RunningCluster, start
 
 
@@ -21,10 +23,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.conformance)
 
 
-@pytest.fixture(scope="session")
-def control_plane() -> RunningCluster:
-    """etcd, kube-apiserver, kube-scheduler and kube-controller-manager on free loopback ports."""
-    binaries = ensure_built()
+RELEASES = [release.pin for release in releases()]
+
+
+@pytest.fixture(scope="session", params=RELEASES)
+def control_plane(request: pytest.FixtureRequest) -> RunningCluster:
+    """etcd, kube-apiserver, kube-scheduler and kube-controller-manager of one release on free loopback ports."""
+    binaries = ensure_built(version=request.param)
     cluster = start(binaries, controller_manager=True)
     try:
         yield cluster

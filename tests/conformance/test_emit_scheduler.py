@@ -47,8 +47,9 @@ SCENARIO = {
 }  # fmt: skip
 
 
-def kube_scheduler() -> Path:
-    return ensure_built().path("kube-scheduler")
+def kube_scheduler(version: str | None = None) -> Path:
+    """The release's kube-scheduler (default the newest): a second scheduler runs the control plane's own release."""
+    return ensure_built(version=version).path("kube-scheduler")
 
 
 def load_and_write_back(config: Path, out: Path) -> subprocess.CompletedProcess:
@@ -146,7 +147,8 @@ def second_scheduler(control_plane, tmp_path):
         running = tmp_path / "running.yaml"
         running.write_text(yaml.safe_dump(document))
         with (tmp_path / "second-scheduler.log").open("w") as log:
-            procs.append(subprocess.Popen([kube_scheduler(), f"--config={running}", "--secure-port=0"],
+            binary = kube_scheduler(control_plane.info.version)
+            procs.append(subprocess.Popen([binary, f"--config={running}", "--secure-port=0"],
                                           stdout=log, stderr=subprocess.STDOUT))  # fmt: skip
 
     yield start

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from gpusched.conformance.build import build_key, cache_root, ensure_built, find_source
+from gpusched.conformance.build import cache_root, ensure_built, release, releases
 from gpusched.conformance.cluster import start
 
 
@@ -25,12 +25,17 @@ def free(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) != 0
 
 
-def test_the_build_is_cached_under_the_pin():
-    ensure_built()
-    binaries = ensure_built()  # the second call never compiles
+@pytest.mark.parametrize("pin", [r.pin for r in releases()])
+def test_each_release_is_cached_under_its_own_key(pin):
+    ensure_built(version=pin)
+    binaries = ensure_built(version=pin)  # the second call never compiles
     assert binaries.built is False and binaries.seconds == 0
-    assert binaries.bin_dir == cache_root() / build_key(find_source()) / "bin"
-    assert binaries.key.startswith("v1.37.2-")
+    assert binaries.bin_dir == cache_root() / release(pin).key / "bin"
+    assert binaries.pin == pin and binaries.key.startswith(f"{pin}-")
+
+
+def test_the_default_is_the_newest_release():
+    assert ensure_built().pin == releases()[-1].pin == "v1.37.2"
 
 
 def test_a_failing_test_still_stops_every_process():

@@ -125,11 +125,12 @@ def test_the_scheduler_allocates_from_the_applied_slices_as_gpusched_predicts(
     classes = [item for item in gpusched("slices", write("m.json", MODEL), "--classes").json()["items"]
                if item["kind"] == "DeviceClass"]  # fmt: skip
     objects = write("objects.json", {"apiVersion": "v1", "kind": "List", "items": [*classes, claim, pod]})
-    predicted = gpusched("dra", "--cluster", write("m.json", MODEL), "--objects", objects, "--json").json()
+    version = ("--k8s-version", control_plane.info.version)
+    predicted = gpusched("dra", "--cluster", write("m.json", MODEL), "--objects", objects, *version, "--json").json()
     (expected,) = predicted["claims"]
     assert expected["allocated"] and expected["devices"] == [f"{NODE}/gpu-0", f"{NODE}/gpu-2"]
     rest.create(f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaims", claim)
-    live = gpusched("dra", "--kubeconfig", control_plane.kubeconfig, "--json")
+    live = gpusched("dra", "--kubeconfig", control_plane.kubeconfig, *version, "--json")
     (before,) = [c for c in live.json()["claims"] if c["claim"] == f"{NAMESPACE}/pair"]
     assert before["devices"] == expected["devices"]  # read from the server: the same prediction as from the files
     rest.create(f"/api/v1/namespaces/{NAMESPACE}/pods", pod)
@@ -137,7 +138,8 @@ def test_the_scheduler_allocates_from_the_applied_slices_as_gpusched_predicts(
     assert (node, message) == (NODE, None)
     allocation = rest.get(f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaims/pair")["status"]["allocation"]
     assert allocation["devices"]["results"] == expected["allocation"]["devices"]["results"]
-    after = gpusched("dra", "--kubeconfig", control_plane.kubeconfig, "--context", "gpusched", "--json").json()
+    after = gpusched("dra", "--kubeconfig", control_plane.kubeconfig, "--context", "gpusched", *version, "--json")
+    after = after.json()
     (held,) = [c for c in after["claims"] if c["claim"] == f"{NAMESPACE}/pair"]
     assert held["allocated"] and held["devices"] == expected["devices"]  # the real allocation, read back
 

@@ -76,12 +76,13 @@ def test_gpu_a_and_gpu_b_bind_and_gpu_c_waits(walkthrough):
     assert verdicts["gpu-c"][1].startswith("0/1 nodes are available: 1 Insufficient example.com/gpu.")
 
 
-def test_gpusched_predicts_gpu_c_from_the_kubectl_json(walkthrough, gpusched, write):
+def test_gpusched_predicts_gpu_c_from_the_kubectl_json(walkthrough, control_plane, gpusched, write):
     rest, verdicts = walkthrough
     nodes = write("nodes.json", rest.get("/api/v1/nodes"))
     pods = write("pods.json", rest.get("/api/v1/pods"))
     target = write("gpu-c.json", rest.get(f"{PODS}/gpu-c"))
-    result = gpusched("k8s", "--nodes", nodes, "--pods", pods, "--pod", target, "--k8s-version", "1.37.2")
+    version = control_plane.info.version
+    result = gpusched("k8s", "--nodes", nodes, "--pods", pods, "--pod", target, "--k8s-version", version)
     assert result.exit_code == 1
     assert result.lines[0] == f"{NODE} Insufficient {GPU} ({GPU}: requested 2, free 1 of 4)"
     assert result.lines[1] == f"FailedScheduling: {verdicts['gpu-c'][1]}"
@@ -89,7 +90,8 @@ def test_gpusched_predicts_gpu_c_from_the_kubectl_json(walkthrough, gpusched, wr
 
 def test_gpusched_reads_the_same_from_the_api_server(walkthrough, control_plane, gpusched):
     _, verdicts = walkthrough
-    result = gpusched("k8s", "--kubeconfig", control_plane.kubeconfig, "--pod", f"{NAMESPACE}/gpu-c", "--json")
+    live = ("--kubeconfig", control_plane.kubeconfig, "--k8s-version", control_plane.info.version)
+    result = gpusched("k8s", *live, "--pod", f"{NAMESPACE}/gpu-c", "--json")
     assert result.exit_code == 1
     assert result.json()["message"] == verdicts["gpu-c"][1]
 

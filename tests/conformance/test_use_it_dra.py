@@ -47,8 +47,9 @@ def kubectl_list(rest: Rest, path: str, kind: str) -> dict:
     return {"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": version, "kind": kind, **i} for i in items]}
 
 
-def predict(rest: Rest, gpusched, write, pod: dict, extra: list[dict] = ()) -> dict:
-    """`gpusched k8s --json` on what kubectl would print now, plus objects not applied yet (the driver's slices)."""
+def predict(rest: Rest, gpusched, write, version: str, pod: dict, extra: list[dict] = ()) -> dict:
+    """`gpusched k8s --json` for the release running, on what kubectl would print now, plus objects not applied yet
+    (the driver's slices)."""
     files = {
         "nodes.json": kubectl_list(rest, "/api/v1/nodes", "Node"),
         "pod.json": pod,
@@ -64,7 +65,8 @@ def predict(rest: Rest, gpusched, write, pod: dict, extra: list[dict] = ()) -> d
     objects = [
         arg for name, path in paths.items() if name not in ("nodes.json", "pod.json") for arg in ("--objects", path)
     ]
-    result = gpusched("k8s", "--nodes", paths["nodes.json"], "--pod", paths["pod.json"], *objects, "--json")
+    files_args = ("--nodes", paths["nodes.json"], "--pod", paths["pod.json"], *objects)
+    result = gpusched("k8s", *files_args, "--k8s-version", version, "--json")
     assert result.exit_code in (0, 1), result.stderr
     return result.json()
 
@@ -111,13 +113,15 @@ def test_pair_pending_then_allocated_as_gpusched_predicts(cluster, control_plane
     rest.create(PODS, dra_pod("dra", {"resourceClaimName": "pair"}))
     _, message = await_verdict(rest, "dra", bound=False)
     assert "cannot allocate all claims" in message
-    pending = predict(rest, gpusched, write, rest.get(f"{PODS}/dra"))
+    version = control_plane.info.version
+    pending = predict(rest, gpusched, write, version, rest.get(f"{PODS}/dra"))
     assert pending["message"] == message
-    live = gpusched("k8s", "--kubeconfig", control_plane.kubeconfig, "--pod", f"{NAMESPACE}/dra", "--json")
+    live = gpusched("k8s", "--kubeconfig", control_plane.kubeconfig, "--k8s-version", version,
+                    "--pod", f"{NAMESPACE}/dra", "--json")  # fmt: skip
     assert live.exit_code == 1 and live.json()["message"] == message  # the DRA objects read from the server
     slices = gpusched("slices", ROOT / "examples" / "kind" / "kind-model.json")
     assert slices.exit_code == 0, slices.stderr
-    expected = predict(rest, gpusched, write, rest.get(f"{PODS}/dra"), [slices.json()])
+    expected = predict(rest, gpusched, write, version, rest.get(f"{PODS}/dra"), [slices.json()])
     for item in slices.json()["items"]:
         rest.create(f"{RESOURCE}/resourceslices", item)
     assert await_verdict(rest, "dra", bound=True) == (NODE, None)
@@ -126,12 +130,12 @@ def test_pair_pending_then_allocated_as_gpusched_predicts(cluster, control_plane
     assert [device for *_, device in results(allocation)] == ["gpu-0", "gpu-2"]
 
 
-def test_first_available_takes_the_first_subrequest_that_fits(cluster, gpusched, write):
+def test_first_available_takes_the_first_subrequest_that_fits(cluster, control_plane, gpusched, write):
     rest = cluster
     subrequests = [{"name": name, **exactly(count)} for name, count in (("four", 4), ("pair", 2), ("one", 1))]
     rest.create(CLAIMS, {"metadata": {"name": "flex"}, "spec": claim_spec({"firstAvailable": subrequests})})
     pod = dra_pod("flex", {"resourceClaimName": "flex"})
-    expected = predict(rest, gpusched, write, pod)
+    expected = predict(rest, gpusched, write, control_plane.info.version, pod)
     rest.create(PODS, pod)
     assert await_verdict(rest, "flex", bound=True) == (NODE, None)
     allocation = rest.get(f"{CLAIMS}/flex")["status"]["allocation"]
@@ -142,7 +146,7 @@ def test_first_available_takes_the_first_subrequest_that_fits(cluster, gpusched,
     ]
 
 
-def test_a_template_claim_is_generated_and_allocated_as_predicted(cluster, gpusched, write):
+def test_a_template_claim_is_generated_and_allocated_as_predicted(cluster, control_plane, gpusched, write):
     rest = cluster
     rest.delete(f"{PODS}/flex")
     rest.delete(f"{CLAIMS}/flex")  # gpu-1 and gpu-3 are free again
@@ -150,7 +154,7 @@ def test_a_template_claim_is_generated_and_allocated_as_predicted(cluster, gpusc
     template = {"metadata": {"name": "pair-template"}, "spec": {"spec": claim_spec({"exactly": exactly(2)})}}
     rest.create(f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaimtemplates", template)
     pod = dra_pod("templated", {"resourceClaimTemplateName": "pair-template"})
-    expected = predict(rest, gpusched, write, copy.deepcopy(pod))
+    expected = predict(rest, gpusched, write, control_plane.info.version, copy.deepcopy(pod))
     rest.create(PODS, pod)
     assert await_verdict(rest, "templated", bound=True) == (NODE, None)
     statuses = rest.get(f"{PODS}/templated")["status"]["resourceClaimStatuses"]

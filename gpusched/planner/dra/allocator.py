@@ -13,6 +13,7 @@ from ...models.dra import (
     ResourceClaim,
 )
 from ...models.scheduling import NodeSelectorRequirement, NodeSelectorTerm
+from . import features
 from .inventory import Inventory, NodeRef
 from .search import Entry, Taken, _Search
 
@@ -50,10 +51,12 @@ def _node_selector(results: list[Taken], node: NodeRef) -> NodeSelector | None:
 
 
 def _configs(search: _Search, ci: int) -> tuple[DeviceAllocationConfiguration, ...]:
-    """Class configs once per class (FromClass), then the claim's own (FromClaim); `requests` cleared when it covers all."""
+    """Class configs once per class (FromClass), then the claim's own (FromClaim). From 1.37 a claim config is added
+    once and `requests` is cleared when it covers all; before, a claim config is added once per request it names."""
     claim = search.claims[ci]
     requests = claim.spec.devices.requests
     chosen = [search.data[(ci, ri, search.selected.get((ci, ri), 0))] for ri in range(len(requests))]
+    trimmed = features.changed("config-requests-trimmed", search.inventory.version)
     configs: list[DeviceAllocationConfiguration] = []
     by_class: dict[str, list[int]] = {}
     for data in chosen:
@@ -71,12 +74,14 @@ def _configs(search: _Search, ci: int) -> tuple[DeviceAllocationConfiguration, .
                 DeviceAllocationConfiguration(source="FromClass", requests=(data.name,), opaque=class_config.opaque)
             )
     for config in claim.spec.devices.config:
-        if not config.requests or any(d.base in config.requests or d.name in config.requests for d in chosen):
-            configs.append(
-                DeviceAllocationConfiguration(
-                    source="FromClaim", requests=config.requests or None, opaque=config.opaque
-                )
-            )
+        named = sum(d.base in config.requests or d.name in config.requests for d in chosen)
+        times = 1 if not config.requests else min(named, 1) if trimmed else named
+        configs.extend(
+            DeviceAllocationConfiguration(source="FromClaim", requests=config.requests or None, opaque=config.opaque)
+            for _ in range(times)
+        )
+    if not trimmed:
+        return tuple(configs)
     return tuple(
         config.model_copy(update={"requests": None})
         if config.requests and all(d.base in config.requests or d.name in config.requests for d in chosen)
@@ -93,7 +98,7 @@ def _allocation(search: _Search, ci: int) -> AllocationResult:
             pool=taken.entry.id[1],
             device=taken.entry.id[2],
             admin_access=True if taken.data.request.admin else None,
-            tolerations=taken.data.request.tolerations or None,
+            tolerations=(taken.data.request.tolerations or None) if search.inventory.taints else None,
         )
         for taken in search.results[ci]
     )

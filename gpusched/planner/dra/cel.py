@@ -68,10 +68,6 @@ _EXTENSIONS = (
 _ANY = ("string", "int", "uint", "double", "bool", "bytes", "obj", "list")
 _DEVICE_FIELDS = ("driver", "attributes", "capacity", "allowMultipleAllocations")
 _DEVICE_FIELD = re.compile(r"\bdevice\s*\.\s*\??\s*([A-Za-z_][A-Za-z0-9_]*)")
-_NO_SUCH_KEY_HINT = (
-    ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() "
-    "for optional fields"
-)
 _MISSING_KEY = re.compile(r'^NOT_FOUND: Key not found in map : "?(.*?)"?$', re.S)
 # cel-cpp's runtime words -> cel-go's (github.com/google/cel-go common/types/err.go, interpreter/attributes.go)
 _RUNTIME_WORDS = [
@@ -254,7 +250,7 @@ class Selector:
                 raise CelError(_runtime_words(text))
             key = missing.group(1)
             if key in device.attributes or key in device.capacity or key in extra or key in _DEVICE_FIELDS:
-                raise CelError(f"no such key: {key}{_NO_SUCH_KEY_HINT}")
+                raise CelError(f"no such key: {key}")  # 1.37 adds a hint: search.py
             extra |= {key}  # an unknown domain: Kubernetes reads it as an empty map
 
 

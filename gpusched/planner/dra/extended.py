@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from ...models.dra import DeviceClass, ResourceClaim
 from ...models.kube import KubeNode, KubePod
+from . import features
 
 __all__ = [
     "IMPLICIT_PREFIX",
@@ -39,7 +40,7 @@ SPECIAL_NAME = "<extended-resources>"
 
 def enabled(version: tuple[int, ...]) -> bool:
     """On by default from 1.36 (beta); GA and locked on in 1.37."""
-    return version[:2] >= (1, 36)
+    return features.enabled("DRAExtendedResource", version)
 
 
 def class_mapping(classes: dict[str, DeviceClass]) -> dict[str, DeviceClass]:

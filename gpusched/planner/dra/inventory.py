@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...models.dra import CounterSet, Device, DeviceClass, NodeSelector, ResourceSlice
+from ..scheduler.framework import NEWEST, Version
+from . import features
 from .cel import CelError, DeviceView, compile_selector, device_view
 
 __all__ = [
@@ -38,7 +40,14 @@ class Inventory:
     GPU on a thousand identical nodes - share one evaluation, errors included.
     """
 
-    def __init__(self, slices: list[ResourceSlice], classes: dict[str, DeviceClass], allocated: set[DeviceID]):
+    def __init__(
+        self,
+        slices: list[ResourceSlice],
+        classes: dict[str, DeviceClass],
+        allocated: set[DeviceID],
+        version: Version = NEWEST,
+    ):
+        self.version = version  # the release whose allocator is simulated (features.changed)
         self.slices = slices
         self.classes = classes
         self.allocated = allocated
@@ -49,6 +58,15 @@ class Inventory:
         self._looks: dict[DeviceID, tuple[Any, ...]] = {}
         self._views: dict[tuple[Any, ...], DeviceView] = {}
         self._outcomes: dict[tuple[tuple[Any, ...], str], bool | str] = {}
+
+    @property
+    def taints(self) -> bool:
+        """DRADeviceTaints on in this release: device taints keep devices out, results carry the tolerations."""
+        return features.enabled("DRADeviceTaints", self.version)
+
+    def blocks(self, device: Device, request: Any) -> bool:
+        """The device has a taint the request does not tolerate, and the release honours device taints."""
+        return self.taints and tainted(device, request)
 
     def _look(self, device_id: DeviceID, device: Device) -> tuple[Any, ...]:
         """What a selector can see of the device: driver, attribute values and capacity amounts."""
@@ -110,7 +128,9 @@ def _relevant(item: ResourceSlice, node: NodeRef) -> bool:
 
 
 def gather_pools(inventory: Inventory, node: NodeRef) -> list[Pool]:
-    """GatherPools: the pools with devices reachable from the node, newest generation only, sorted by ID."""
+    """GatherPools: the pools with devices reachable from the node, newest generation only, sorted by ID (from
+    1.36; before, in the order of the slices given)."""
+    ordered = features.changed("pools-and-slices-sorted", inventory.version)
     found: dict[tuple[str, str], list[ResourceSlice]] = {}
     for item in [*inventory.on_node.get(node.name, []), *inventory.shared]:
         if not _relevant(item, node):
@@ -125,7 +145,7 @@ def gather_pools(inventory: Inventory, node: NodeRef) -> list[Pool]:
     for (driver, name), items in found.items():
         generation, wanted = items[0].spec.pool.generation, items[0].spec.pool.resource_slice_count
         if len(items) == wanted:
-            pools.append(_build(driver, name, items, []))
+            pools.append(_build(driver, name, items, [], ordered))
             continue
         everything = [s for s in inventory.slices if (s.spec.driver, s.spec.pool.name) == (driver, name)]
         if any(s.spec.pool.generation > generation for s in everything):
@@ -134,13 +154,15 @@ def gather_pools(inventory: Inventory, node: NodeRef) -> list[Pool]:
         if len(same) != wanted:
             pools.append(Pool(driver, name, incomplete=True))
             continue
-        pools.append(_build(driver, name, items, [s for s in same if s not in items]))
-    return sorted(pools, key=lambda pool: (pool.driver, pool.name))
+        pools.append(_build(driver, name, items, [s for s in same if s not in items], ordered))
+    return sorted(pools, key=lambda pool: (pool.driver, pool.name)) if ordered else pools
 
 
-def _build(driver: str, name: str, items: list[ResourceSlice], others: list[ResourceSlice]) -> Pool:
-    """buildPool: counter slices apart, device names unique, every consumed counter declared."""
-    items = sorted(items, key=lambda s: s.metadata.name)
+def _build(
+    driver: str, name: str, items: list[ResourceSlice], others: list[ResourceSlice], ordered: bool = True
+) -> Pool:
+    """buildPool: counter slices apart, device names unique, every consumed counter declared; slices by name."""
+    items = sorted(items, key=lambda s: s.metadata.name) if ordered else items
     counters = [s for s in [*items, *others] if s.spec.shared_counters]
     devices = [s for s in items if not s.spec.shared_counters]
     pool = Pool(driver, name, devices, [s for s in others if not s.spec.shared_counters])

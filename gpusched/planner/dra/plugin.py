@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from ...models.dra import MAX_SUBREQUESTS, AllocationResult, DeviceClaim, ResourceClaim, ResourceClaimStatus
 from ...models.kube import KubePod
 from .allocator import allocate, iter_devices
-from .inventory import Inventory, NodeRef, gather_pools, tainted
+from .inventory import Inventory, NodeRef, gather_pools
 from .objects import DraObjects
 from .search import DraError
 
@@ -257,7 +257,7 @@ def _request_reason(inventory: Inventory, node: NodeRef, claim: ResourceClaim, r
             else:
                 matched.append(entry)
         free = [e for e in matched if alternative.admin or e.id not in inventory.allocated]
-        usable = [e for e in free if not tainted(e.device, alternative)]
+        usable = [e for e in free if not inventory.blocks(e.device, alternative)]
         need = alternative.wanted if alternative.allocation_mode == "ExactCount" else max(len(matched), 1)
         label = f"request {name}: " if len(claim.spec.devices.requests) > 1 or request.first_available else ""
         if not matched:

@@ -60,7 +60,7 @@ class DraReport(BaseModel):
 
 
 def inventory_for(
-    cluster: Cluster | None, objects: DraObjects, driver: str = EXAMPLE
+    cluster: Cluster | None, objects: DraObjects, driver: str = EXAMPLE, version: tuple[int, ...] = (1, 37)
 ) -> tuple[Inventory, list[NodeRef]]:
     """Slices of the model (with its busy devices held) plus the objects' slices; allocated claims hold theirs."""
     modelled = [tainted(item, objects.taint_rules) for item in cluster_slices(cluster, driver)] if cluster else []
@@ -78,7 +78,7 @@ def inventory_for(
         nodes = [NodeRef(name) for name in sorted(names)]
     if not nodes:
         raise InputError("--cluster", "no nodes: give a cluster (the objects name no node)")
-    return Inventory(slices, objects.classes, held), nodes
+    return Inventory(slices, objects.classes, held, version), nodes
 
 
 def error_to_input(error: DraError, objects: DraObjects) -> InputError:
@@ -130,7 +130,7 @@ def run_dra(
     version: tuple[int, ...] = (1, 37),
     prune: bool = True,
 ) -> DraReport:
-    inventory, nodes = inventory_for(cluster, objects, driver)
+    inventory, nodes = inventory_for(cluster, objects, driver, version)
     outcomes: list[ClaimOutcome] = []
     for unit in units_for(objects):
         cycle = run_cycle(inventory, nodes, unit, prune)

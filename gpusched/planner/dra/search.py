@@ -45,7 +45,8 @@ from ...models.dra import (
     ResourceClaim,
     ResourceSlice,
 )
-from .inventory import DeviceID, Inventory, NodeRef, Pool, gather_pools, lookup_attribute, node_matches, tainted
+from . import features
+from .inventory import DeviceID, Inventory, NodeRef, Pool, gather_pools, lookup_attribute, node_matches
 
 __all__ = ["DraError", "Entry", "RequestData", "Taken", "max_steps"]
 
@@ -55,6 +56,21 @@ DEFAULT_MAX_STEPS = 2_000_000
 def max_steps() -> int:
     """Devices one node's search may try: GPUSCHED_DRA_MAX_STEPS, else 2,000,000 (a few seconds)."""
     return setting("GPUSCHED_DRA_MAX_STEPS", DEFAULT_MAX_STEPS)
+
+
+NO_SUCH_KEY_HINT = (
+    ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() "
+    "for optional fields"
+)
+
+
+def _runtime_error(selector: str, entry: Entry, error: str, version: tuple[int, ...]) -> str:
+    """The allocator's words for a selector that failed on a device; 1.37 names the device and, for a missing
+    key, adds a hint (cel.EnhanceRuntimeError)."""
+    if not features.changed("cel-error-names-device", version):
+        return f"{selector}: CEL runtime error: {error}"
+    hint = NO_SUCH_KEY_HINT if "no such key:" in error else ""
+    return f"{selector} on device {'/'.join(entry.id)}: CEL runtime error: {error}{hint}"
 
 
 class DraError(Exception):
@@ -229,8 +245,7 @@ class _Search:
                 outcome = self.inventory.outcome(entry.id, entry.device, selector.cel.expression)
                 if isinstance(outcome, str):
                     raise DraError(
-                        f"{kind} {name}: selector #{index} on device {'/'.join(entry.id)}: "
-                        f"CEL runtime error: {outcome}",
+                        _runtime_error(f"{kind} {name}: selector #{index}", entry, outcome, self.inventory.version),
                         (kind, name, index, selector.cel.expression),
                     )
                 if not outcome:
@@ -292,7 +307,7 @@ class _Search:
         counted = bool(entry.device.consumes_counters)
         if counted and not self._counters_fit(entry):
             return None
-        if tainted(entry.device, data.request):
+        if self.inventory.blocks(entry.device, data.request):
             if counted:
                 self._release_counters(entry)
             return None
@@ -343,8 +358,9 @@ class _Search:
             return self.one(ci, ri + 1, 0, 0, False, 0)
         if data.count - di > MAX_RESULTS - len(self.results[ci]):
             raise _MaxSize
-        if data.all_devices is not None:
-            return self._next(ci, ri, si, di, in_sub, data, data.all_devices[di], True, 0)
+        if data.all_devices is not None:  # up to 1.35 the next device is looked for as subrequest 0's
+            then = si if features.changed("all-keeps-its-subrequest", self.inventory.version) else 0
+            return self._next(ci, ri, then, di, in_sub, data, data.all_devices[di], True, 0)
         key = (ci, ri, si)
         for position in range(start, len(self.entries)):
             self.steps -= 1
@@ -365,7 +381,7 @@ class _Search:
     def _next(
         self, ci: int, ri: int, si: int, di: int, in_sub: bool, data: RequestData, entry: Entry, must: bool, start: int
     ) -> bool:
-        """Take the device, go on with the next one; undo on failure."""
+        """Take the device for `data`, go on with device di + 1 of subrequest `si`; undo on failure."""
         undo = self.take(ci, data, entry, must)
         if undo is None:
             return False
@@ -409,7 +425,7 @@ class _Search:
                     chosen = self.selectable(key[0], key, data, entry)
                 except DraError:
                     return False  # the real search may hit this error: run it
-                if chosen and not tainted(entry.device, data.request):
+                if chosen and not self.inventory.blocks(entry.device, data.request):
                     found.append(entry)
             candidates[key] = found
         return not self._bounds_hold(candidates)

@@ -292,7 +292,7 @@ def predict(
                 "ResourceClaims or templates, as kubectl get -o json prints them",
                 "spec.resourceClaims",
             )
-        dra = DynamicResources.for_pod(pod, nodes, objects, mapping)
+        dra = DynamicResources.for_pod(pod, nodes, objects, mapping, release)
     return _schedule(pod, snapshot(nodes, pods, pod, frozenset(mapping)), release, dra, pdbs)
 
 

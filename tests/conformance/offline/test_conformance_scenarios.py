@@ -11,6 +11,7 @@ from gpusched.conformance.differential import (
     ClaimCheck,
     ConformanceReport,
     Disagreement,
+    PluginCount,
     PodVerdict,
     _scheduler_words,
     _stamped,
@@ -166,10 +167,11 @@ def test_an_allocator_error_is_compared_in_the_schedulers_words():
 def test_the_report_line_counts_preemptions_and_pods_that_came_meanwhile(capsys):
     report = ConformanceReport(version="v1.37.2", seed=3, scenarios=4, pods=9, agreed=9, seconds=5.0, disagreements=[],
                                preemption_scenarios=2, preemptions=3, during=1, budget_scenarios=1,
-                               plugins={"InterPodAffinity": 2}, rules={"podAffinity": 3})  # fmt: skip
+                               plugins={"InterPodAffinity": PluginCount(scenarios=2, pods=3)},
+                               rules={"podAffinity": 3})  # fmt: skip
     _render_report(Console(highlight=False, soft_wrap=True), report)
     assert capsys.readouterr().out.splitlines() == [
         "conformance against kube-scheduler v1.37.2, seed 3: 4 scenarios, 9 pods, 9 agree (100%); 2 with preemption, "
-        "3 pods preempted others, 1 arrived meanwhile, 1 with disruption budgets; scenarios where a plugin rejected "
-        "a node: InterPodAffinity 2; pods with podAffinity 3 in 5 s"
+        "3 pods preempted others, 1 arrived meanwhile, 1 with disruption budgets; pods with podAffinity 3 in 5 s",
+        "scenarios per plugin at work (rejected a node, claims, preemption): InterPodAffinity 2 (3 pods)",
     ]

@@ -5,8 +5,9 @@ from __future__ import annotations
 from rich.console import Console
 
 from gpusched.cli.conformance import _render_report
-from gpusched.conformance.differential import ConformanceReport, Disagreement, PodVerdict
+from gpusched.conformance.differential import ConformanceReport, Disagreement, PodVerdict, _tally, plugins_at_work
 from gpusched.conformance.scenarios import generate
+from gpusched.planner.scheduler.predict import K8sPrediction, NodeVerdict, Nomination
 
 
 def test_the_same_seed_plays_the_same_scenario():
@@ -60,3 +61,36 @@ def test_a_kubeconfig_that_is_missing_or_has_no_current_context_exits_2(gpusched
     config = write("k.yaml", {"apiVersion": "v1", "kind": "Config", "contexts": []})
     result = gpusched("k8s", "--pod", "p", "--kubeconfig", config)
     assert result.exit_code == 2 and "no current-context; name one with --context" in result.stderr
+
+
+def test_plugins_at_work_are_the_rejecting_ones_claims_and_a_nomination():
+    prediction = K8sPrediction(
+        version="1.37", pod="ns/p", priority=0, requests={}, feasible=["a"],
+        nodes=[NodeVerdict(name="a", fits=True), NodeVerdict(name="b", fits=False, plugin="TaintToleration"),
+               NodeVerdict(name="c", fits=False, plugin="NodeResourcesFit"),
+               NodeVerdict(name="d", fits=False, plugin="TaintToleration")],
+    )  # fmt: skip
+    assert plugins_at_work(prediction) == ["NodeResourcesFit", "TaintToleration"]
+    nominated = prediction.model_copy(update={"nomination": Nomination(node="b", victims=["ns/v"])})
+    assert plugins_at_work(nominated) == ["DefaultPreemption", "NodeResourcesFit", "TaintToleration"]
+
+
+def test_the_report_counts_scenarios_and_pods_per_plugin(capsys):
+    report = ConformanceReport(version="v1.35.4", seed=1, scenarios=2, pods=0, agreed=0, seconds=1.0,
+                               disagreements=[])  # fmt: skip
+    first, second = generate(1, 0, "ns"), generate(1, 1, "ns")
+    _tally(report, first, [PodVerdict(pod="a", plugins=["NodeAffinity", "TaintToleration"]),
+                           PodVerdict(pod="b", plugins=["TaintToleration"])])  # fmt: skip
+    _tally(report, second, [PodVerdict(pod="c", plugins=["TaintToleration"]), PodVerdict(pod="d")])
+    assert {name: (c.scenarios, c.pods) for name, c in report.plugins.items()} == {
+        "NodeAffinity": (1, 1),
+        "TaintToleration": (2, 3),
+    }
+    assert list(report.plugins) == sorted(report.plugins)
+    assert report.model_dump(mode="json")["plugins"]["TaintToleration"] == {"scenarios": 2, "pods": 3}
+    _render_report(Console(highlight=False, soft_wrap=True), report)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == (
+        "scenarios per plugin at work (rejected a node, claims, preemption): "
+        "NodeAffinity 1 (1 pods), TaintToleration 2 (3 pods)"
+    )

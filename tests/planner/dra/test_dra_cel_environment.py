@@ -94,8 +94,8 @@ def test_kubernetes_environment(expression):
         ("1 % 0 == 1", "modulus by zero"),
         ("[1][3] == 1", "index out of bounds: 3"),
         ("[1, 2].sort()[-1] == 1", "index out of bounds: -1"),
-        (f"{A}.nosuch == 1", "no such key: nosuch. consider using CEL optional chaining (.? followed by orValue())"),
-        ("{'a': 1}['b'] == 1", "no such key: b. consider using"),
+        (f"{A}.nosuch == 1", "no such key: nosuch"),  # 1.37's optional-chaining hint is the allocator's (search.py)
+        ("{'a': 1}['b'] == 1", "no such key: b"),
         (f"{A}.cores < 'x'", "no such overload"),
         ("[].min() == 1", "min called on empty list"),
         ("['a', 1].isSorted()", "no such overload"),

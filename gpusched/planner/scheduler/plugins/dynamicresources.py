@@ -31,7 +31,7 @@ from ...dra.plugin import (
 )
 from ...dra.run import error_to_input
 from ...dra.search import DraError
-from ..framework import SUCCESS, Status, Version, unresolvable
+from ..framework import NEWEST, SUCCESS, Status, Version, unresolvable
 from ..names import DYNAMIC_RESOURCES as NAME
 from ..nodeinfo import KubeNodeInfo
 
@@ -71,9 +71,14 @@ class DynamicResources:
 
     @classmethod
     def for_pod(
-        cls, pod: KubePod, nodes: list[KubeNode], objects: DraObjects, mapping: dict[str, DeviceClass]
+        cls,
+        pod: KubePod,
+        nodes: list[KubeNode],
+        objects: DraObjects,
+        mapping: dict[str, DeviceClass],
+        version: Version = NEWEST,
     ) -> DynamicResources:
-        """Devices already allocated to any claim in the objects are held."""
+        """Devices already allocated to any claim in the objects are held; `version` is the allocator's release."""
         held = {
             (r.driver, r.pool, r.device)
             for claim in objects.claims
@@ -81,7 +86,12 @@ class DynamicResources:
             for r in claim.status.allocation.devices.results
         }
         return cls(
-            Inventory(objects.slices, objects.classes, held), nodes, pod_unit(pod, objects), objects, pod, mapping
+            Inventory(objects.slices, objects.classes, held, version),
+            nodes,
+            pod_unit(pod, objects),
+            objects,
+            pod,
+            mapping,
         )
 
     def _unit(self, node: KubeNode) -> Unit | None:
