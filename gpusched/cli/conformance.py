@@ -13,7 +13,7 @@ from rich.console import Console
 from ..conformance import differential
 from ..conformance.api import Rest
 from ..conformance.build import Binaries, HarnessError, cache_root, ensure_built
-from ..conformance.cluster import STATE_FILE, ControlPlane, start, stop_detached
+from ..conformance.cluster import STATE_FILE, WORKLOAD_CONTROLLERS, ControlPlane, start, stop_detached
 from ..conformance.load import LoadReport, load_into
 from ..scenarios import load_scenario
 from .common import SEED_MAX, JsonFlag, app, run, show
@@ -82,7 +82,9 @@ def up_command(
         if (workdir / STATE_FILE).exists():
             raise ValueError(f"{workdir}: a cluster is already up here; `gpusched cluster down` first")
         binaries = _binaries(source, version)
-        cluster = start(binaries, workdir, controller_manager=controller_manager, attach=False)
+        cluster = start(
+            binaries, workdir, controller_manager=controller_manager, attach=False, controllers=WORKLOAD_CONTROLLERS
+        )
         show(cluster.info, as_json, _render_up)
         return 0
 

@@ -28,7 +28,16 @@ from pydantic import BaseModel, Field
 
 from .build import BINARIES, Binaries, HarnessError
 
-__all__ = ["Process", "ControlPlane", "RunningCluster", "start", "stop_detached", "STATE_FILE"]
+__all__ = [
+    "CONTROLLERS",
+    "WORKLOAD_CONTROLLERS",
+    "Process",
+    "ControlPlane",
+    "RunningCluster",
+    "start",
+    "stop_detached",
+    "STATE_FILE",
+]
 
 STATE_FILE = "cluster.json"
 READY_TIMEOUT = 120.0
@@ -37,10 +46,12 @@ ADMIN_CONTEXT, VIEWER_CONTEXT = "gpusched", "viewer"
 # Only what scheduling and `--apply` need without kubelets: no node lifecycle (it would taint every Node not-ready).
 # disruption-controller keeps PodDisruptionBudget status, which the Eviction API enforces; replicaset-controller
 # re-creates an evicted pod of a ReplicaSet, as a defrag move expects.
-CONTROLLERS = (
-    "resourceclaim-controller,garbage-collector-controller,namespace-controller,disruption-controller,"
-    "replicaset-controller"
-)
+# The controllers the differential needs: it writes PodDisruptionBudget status itself (with no kubelet no pod is
+# Ready, so a disruption controller would allow no disruption) and creates pods without owners.
+CONTROLLERS = "resourceclaim-controller,garbage-collector-controller,namespace-controller"
+# What carrying out a plan needs besides: budgets computed by the API's own controller (the Eviction API enforces
+# them) and ReplicaSets that recreate an evicted pod (`cluster up`, the apply tests).
+WORKLOAD_CONTROLLERS = f"{CONTROLLERS},disruption-controller,replicaset-controller"
 _OPENSSL_CONFIG = """\
 [req]
 distinguished_name = dn
@@ -271,7 +282,7 @@ def _flags(**values: object) -> list[str]:
     return [f"--{key.replace('_', '-')}={value}" for key, value in values.items()]
 
 
-def _args(workdir: Path, ports: dict[str, int], kubeconfig: Path) -> dict[str, list[str]]:
+def _args(workdir: Path, ports: dict[str, int], kubeconfig: Path, controllers: str) -> dict[str, list[str]]:
     """Each component's flags: loopback only, our certificates and tokens, nothing a kubelet would need."""
     etcd, peer = f"http://127.0.0.1:{ports['etcd']}", f"http://127.0.0.1:{ports['peer']}"
     client = _flags(
@@ -314,7 +325,7 @@ def _args(workdir: Path, ports: dict[str, int], kubeconfig: Path) -> dict[str, l
         + _flags(
             secure_port=ports["kube-controller-manager"],
             cert_dir=workdir / "controller-manager",
-            controllers=CONTROLLERS,
+            controllers=controllers,
             use_service_account_credentials="false",
         ),  # fmt: skip
     }
@@ -349,9 +360,14 @@ def _prepare(workdir: Path, ports: dict[str, int]) -> tuple[Path, dict[str, str]
 
 
 def start(
-    binaries: Binaries, workdir: Path | None = None, controller_manager: bool = False, attach: bool = True
+    binaries: Binaries,
+    workdir: Path | None = None,
+    controller_manager: bool = False,
+    attach: bool = True,
+    controllers: str = CONTROLLERS,
 ) -> RunningCluster:
-    """Start etcd, then the API server, then the scheduler (and controller manager); each must be ready in turn.
+    """Start etcd, then the API server, then the scheduler (and controller manager running `controllers`); each
+    must be ready in turn.
 
     `attach=False` leaves the processes running after this Python process exits (`gpusched cluster up`).
     On any failure everything already started is stopped before the error is raised.
@@ -361,7 +377,7 @@ def start(
     names = ["etcd", "kube-apiserver", "kube-scheduler", *(["kube-controller-manager"] if controller_manager else [])]
     ports = dict(zip(["peer", *BINARIES], _free_ports(len(BINARIES) + 1), strict=True))
     kubeconfig, tokens = _prepare(workdir, ports)
-    args = _args(workdir, ports, kubeconfig)
+    args = _args(workdir, ports, kubeconfig, controllers)
     cluster_ca = ssl.create_default_context(cafile=str(workdir / "ca.crt"))
     probes = _probes(cluster_ca, ports, tokens[ADMIN_CONTEXT])
     info = ControlPlane(

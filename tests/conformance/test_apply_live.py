@@ -18,7 +18,7 @@ from gpusched.actions.journal import load_journal
 from gpusched.actions.kube import CORDON_ANNOTATION
 from gpusched.conformance.api import Rest, RestError
 from gpusched.conformance.build import ensure_built
-from gpusched.conformance.cluster import start
+from gpusched.conformance.cluster import WORKLOAD_CONTROLLERS, start
 
 NS = "apply"
 PODS = f"/api/v1/namespaces/{NS}/pods"
@@ -93,7 +93,7 @@ class Kubelet(threading.Thread):
 
 @pytest.fixture(scope="module")
 def cluster():
-    plane = start(ensure_built(), controller_manager=True)
+    plane = start(ensure_built(), controller_manager=True, controllers=WORKLOAD_CONTROLLERS)
     rest = Rest(plane.kubeconfig)
     kubelet = Kubelet(rest)
     try:
