@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .goparse import label_value_error, parse_int64, qualified_name_error
 
 __all__ = [
     "Frozen",
@@ -72,6 +74,18 @@ class NodeSelectorRequirement(Frozen):
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
     values: tuple[str, ...] = ()
 
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> NodeSelectorRequirement:
+        """The API server's rules (ValidateNodeSelectorRequirement): In/NotIn need values, Exists/DoesNotExist
+        none, Gt/Lt exactly one."""
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError("values: must be specified when `operator` is 'In' or 'NotIn'")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError("values: may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+        if self.operator in ("Gt", "Lt") and len(self.values) != 1:
+            raise ValueError("values: must be specified single value when `operator` is 'Lt' or 'Gt'")
+        return self
+
     def matches(self, labels: dict[str, str]) -> bool:
         """Label-selector semantics: NotIn and DoesNotExist hold for an absent key; Gt/Lt compare integers."""
         present = self.key in labels
@@ -88,10 +102,10 @@ class NodeSelectorRequirement(Frozen):
 
 
 def _compare(value: str, bounds: tuple[str, ...], operator: str) -> bool:
-    """Gt/Lt: both sides must be whole numbers, else the requirement does not match."""
-    try:
-        have, bound = int(value), int(bounds[0])
-    except (ValueError, IndexError):
+    """Gt/Lt: both sides parsed by Go's strconv.ParseInt(s, 10, 64); either failing, the requirement does not
+    match (labels.Requirement.Matches)."""
+    have, bound = parse_int64(value), parse_int64(bounds[0]) if bounds else None
+    if have is None or bound is None:
         return False
     return have > bound if operator == "Gt" else have < bound
 
@@ -103,6 +117,32 @@ class NodeSelectorTerm(Frozen):
 
     match_expressions: tuple[NodeSelectorRequirement, ...] = Field((), alias="matchExpressions")
     match_fields: tuple[NodeSelectorRequirement, ...] = Field((), alias="matchFields")
+
+    @field_validator("match_expressions")
+    @classmethod
+    def _labels(cls, found: tuple[NodeSelectorRequirement, ...]) -> tuple[NodeSelectorRequirement, ...]:
+        """Keys are qualified names, values label values (ValidateNodeSelectorRequirement)."""
+        for requirement in found:
+            if error := qualified_name_error(requirement.key):
+                raise ValueError(f"key {requirement.key!r}: {error}")
+            for value in requirement.values:
+                if error := label_value_error(value):
+                    raise ValueError(f"values: {value!r}: {error}")
+        return found
+
+    @field_validator("match_fields")
+    @classmethod
+    def _node_fields(cls, found: tuple[NodeSelectorRequirement, ...]) -> tuple[NodeSelectorRequirement, ...]:
+        """Only `metadata.name`, only In/NotIn, exactly one value (ValidateNodeFieldSelectorRequirement)."""
+        for requirement in found:
+            if requirement.key != "metadata.name":
+                raise ValueError(f"key {requirement.key!r}: not a valid field selector key")
+            if requirement.operator not in ("In", "NotIn"):
+                raise ValueError(f"operator {requirement.operator!r}: not a valid selector operator")
+            if len(requirement.values) != 1:
+                raise ValueError("values: must be only one value when `operator` is 'In' or 'NotIn' for node field "
+                                 "selector")  # fmt: skip
+        return found
 
     def matches(self, labels: dict[str, str], node_name: str) -> bool:
         if not self.match_expressions and not self.match_fields:
