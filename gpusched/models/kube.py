@@ -96,6 +96,8 @@ class KubePod:
     host_ports: tuple[HostPort, ...] = ()  # of the containers and sidecars, what NodePorts reads
     scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates names: the pod is not scheduled while any remain
     volumes: tuple[str, ...] = ()  # `name (kind)` of volumes whose scheduling gpusched does not model
+    unmodelled: tuple[tuple[str, str], ...] = ()  # (what, the plugin that would judge it) gpusched does not model
+    anti_affinity: bool = False  # required pod anti-affinity: it constrains pods placed after this one, too
 
     @property
     def key(self) -> str:
@@ -306,7 +308,23 @@ def _pod(item: _Value) -> KubePod:
         host_ports=_host_ports(spec),
         scheduling_gates=_gates(spec),
         volumes=_unmodelled_volumes(spec),
+        unmodelled=_unmodelled(spec),
+        anti_affinity=_required(spec, "podAntiAffinity"),
     )
+
+
+def _required(spec: _Value, kind: str) -> bool:
+    return bool(spec.get("affinity").get(kind).get("requiredDuringSchedulingIgnoredDuringExecution").items())
+
+
+def _unmodelled(spec: _Value) -> tuple[tuple[str, str], ...]:
+    """The Filter inputs gpusched does not model: required pod (anti-)affinity, hard topology spread. Preferred
+    terms and ScheduleAnyway constraints only score nodes, so they never change which nodes fit."""
+    found = [(f"required {name}", "InterPodAffinity") for kind, name in
+             (("podAffinity", "pod affinity"), ("podAntiAffinity", "pod anti-affinity")) if _required(spec, kind)]  # fmt: skip
+    if any(c.get("whenUnsatisfiable").text() == "DoNotSchedule" for c in spec.get("topologySpreadConstraints").items()):
+        found.append(("topologySpreadConstraints with whenUnsatisfiable: DoNotSchedule", "PodTopologySpread"))
+    return tuple(found)
 
 
 def _host_ports(spec: _Value) -> tuple[HostPort, ...]:
