@@ -288,9 +288,9 @@ class Player:
         pod = self.rest.get(f"{PODS}/{name}")
         conditions = pod.get("status", {}).get("conditions") or []
         condition: dict = next((c for c in conditions if c["type"] == "PodScheduled"), {})
-        self.rest.delete(f"{PODS}/{name}")
         outcome = PodVerdict(pod=name, held=condition.get("reason") or NO_CONDITION,
                              claims=self._claims(before, created, pod, None) if dra else [])  # fmt: skip
+        self.rest.delete(f"{PODS}/{name}")  # its claims read first: the controller deletes what it generated
         prediction = self._predict(before, created)
         if isinstance(prediction, InputError):
             return outcome.model_copy(update={"predicted": _scheduler_words(prediction)})

@@ -9,12 +9,14 @@ which the API server applies to nodeSelector and node affinity.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 from ..limits import INT64_MAX
 
-__all__ = ["parse_int64", "label_value_error", "qualified_name_error"]
+__all__ = ["parse_int64", "parse_rfc3339", "label_value_error", "qualified_name_error"]
 
 _DIGITS = re.compile(r"[+-]?[0-9]+")
+_RFC3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})")
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -27,6 +29,17 @@ def parse_int64(text: str) -> int | None:
         return None
     value = int(text)
     return value if -INT64_MAX - 1 <= value <= INT64_MAX else None
+
+
+def parse_rfc3339(text: str) -> datetime | None:
+    """metav1.Time: time.Parse(time.RFC3339, text): a 'T', seconds and a zone (Z or ±hh:mm) are required, which
+    Python's fromisoformat would not insist on. None where Go returns an error."""
+    if not _RFC3339.fullmatch(text):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None  # a month 13, an hour 25
 
 
 def label_value_error(value: str) -> str:

@@ -7,7 +7,7 @@ user can find the bad value in a large dump.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import Any, NoReturn
 
@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError
 from ..limits import INT32_MAX, INT32_MIN, INT64_MAX
-from .goparse import label_value_error, qualified_name_error
+from .goparse import label_value_error, parse_rfc3339, qualified_name_error
 from .quantity import milli, rounded, stored, to_int
 from .scheduling import NodeSelectorTerm, Taint, Toleration
 
@@ -423,11 +423,10 @@ def _time(value: _Value) -> datetime | None:
     text = value.text()
     if not text:
         return None
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
+    parsed = parse_rfc3339(text)
+    if parsed is None:
         value.fail(f"expected an RFC 3339 time such as 2025-01-31T12:00:00Z, got {text!r}")
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return parsed
 
 
 def add(total: Requests, more: Requests) -> Requests:

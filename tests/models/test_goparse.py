@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpusched.models.goparse import label_value_error, parse_int64, qualified_name_error
+from gpusched.models.goparse import label_value_error, parse_int64, parse_rfc3339, qualified_name_error
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 
@@ -52,3 +52,25 @@ def test_qualified_names(key):
 @pytest.mark.parametrize("key", ["", "-c", "a/", "/a", "Example.com/a", "a/b/c", "x" * 64, "ex ample"])
 def test_not_qualified_names(key):
     assert qualified_name_error(key)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2025-01-31T12:00:00Z",
+        "2025-01-31T12:00:00.123456789Z",
+        "2025-01-31T12:00:00+02:00",
+        "2025-01-31T12:00:00-00:30",
+    ],
+)
+def test_rfc3339_times_go_accepts(text):
+    found = parse_rfc3339(text)
+    assert found is not None and found.tzinfo is not None
+
+
+@pytest.mark.parametrize(
+    "text", ["2025-01-31", "2025-01-31T12:00:00", "2025-01-31 12:00:00Z", "2025-01-31T12:00Z", "2025-13-31T12:00:00Z",
+             "2025-01-31t12:00:00z", "２０２５-01-31T12:00:00Z", "2025-01-31T12:00:00+0200"]
+)  # fmt: skip
+def test_rfc3339_times_go_refuses(text):
+    assert parse_rfc3339(text) is None
