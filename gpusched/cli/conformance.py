@@ -144,6 +144,9 @@ def _render_report(console: Console, report: differential.ConformanceReport) -> 
         f"{report.pods} pods, {report.agreed} agree ({report.rate:g}%){_extras(report)} in {report.seconds:.0f} s",
         markup=False,
     )
+    if report.plugins:
+        counts = ", ".join(f"{plugin} {count}" for plugin, count in sorted(report.plugins.items()))
+        console.print(f"scenarios exercising each plugin: {counts}", markup=False)
     for found in report.disagreements:
         console.print(f"\ndisagreement in {found.scenario} on pod {found.outcome.pod}", markup=False)
         console.print(f"  real:     {found.outcome.real()}", markup=False)
@@ -171,6 +174,8 @@ def _extras(report: differential.ConformanceReport) -> str:
             f"{report.preemption_scenarios} with preemption, {report.preemptions} pods preempted others, "
             f"{report.during} arrived meanwhile"
         )
+    if report.refused or report.held:
+        parts.append(f"{report.refused} refused by the API server, {report.held} never tried")
     return "".join(f"; {part}" for part in parts)
 
 

@@ -344,7 +344,12 @@ class Player:
     def _allocation(self, name: str | None) -> dict | None:
         if name is None:
             return None
-        claim = self.rest.get(f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaims/{name}")
+        try:
+            claim = self.rest.get(f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaims/{name}")
+        except RestError as error:
+            if error.status == 404:  # a claim the pod names that does not exist: PreEnqueue held the pod
+                return None
+            raise
         return claim.get("status", {}).get("allocation")
 
     def _release_finalizers(self) -> None:

@@ -33,6 +33,7 @@ __all__ = [
     "DURING_PREEMPTION",
     "PRIORITY_CLASSES",
     "RUNTIME_CLASS",
+    "REFUSED",
     "ConformanceScenario",
     "generate",
 ]
@@ -87,6 +88,7 @@ BOUNDS = ("1", "2", "4", "8", "007", "1_000", "9223372036854775807", "9223372036
 REFUSED_BOUNDS = ("+4", "-1", " 4", "٣")  # not label values: the API server refuses the pod
 HOST_IPS = ("", "", "127.0.0.1", "10.0.0.1", "0.0.0.0")
 GATE = "gpusched.io/hold"
+REFUSED = "gpusched.io/refused"  # annotates a pod drawn with a value the API server refuses (for the offline tests)
 
 
 class ConformanceScenario(BaseModel):
@@ -268,9 +270,21 @@ def _pod(
         _host_ports(rng, spec)
     if rng.random() < 0.04:
         spec["schedulingGates"] = [{"name": GATE}]
-    if rng.random() < 0.04:
+    refused = rng.random() < 0.04
+    if refused:
         _refused(rng, spec)
+    if refused or _refused_values(spec):
+        metadata["annotations"] = {REFUSED: "true"}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def _refused_values(spec: dict) -> bool:
+    """A nodeSelector or affinity value drawn to be no label value."""
+    required = spec.get("affinity", {}).get("nodeAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    terms = required["nodeSelectorTerms"] if required else []
+    values = [v for term in terms for e in term.get("matchExpressions", []) for v in e.get("values", [])]
+    values += list(spec.get("nodeSelector", {}).values())
+    return any(value in REFUSED_BOUNDS or value.startswith("+") for value in values)
 
 
 def _host_ports(rng: random.Random, spec: dict) -> None:
