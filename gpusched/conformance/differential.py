@@ -264,9 +264,10 @@ class Player:
             refused = isinstance(self._predict(before, manifest), InputError)
             return [PodVerdict(pod=name, refused=True, predicted_refused=refused, exercised=[REFUSED])]
         try:
-            node, message, nominated, followers = self._settle(name, dra, during)
+            decided = sync.await_verdict(self.rest, f"{PODS}/{name}", lambda text: NOT_CREATED in text, HELD_AFTER)
         except TimeoutError:
             return [self._held(before, created, dra)]
+        node, message, nominated, followers = self._settle(name, dra, during, decided)
         pod = self.rest.get(f"{PODS}/{name}")
         claims = self._claims(before, created, pod, node) if dra else []
         message = _stamped(message, pod)
@@ -297,13 +298,11 @@ class Player:
         return _predicted(outcome, prediction)
 
     def _settle(
-        self, name: str, dra: bool, during: dict | None
+        self, name: str, dra: bool, during: dict | None, decided: tuple[dict, str | None, str | None]
     ) -> tuple[str | None, str | None, str | None, list[PodVerdict]]:
-        """(node, Pending message, nominated node, outcomes of pods that came meanwhile): the verdict, then the
+        """(node, Pending message, nominated node, outcomes of pods that came meanwhile) from the verdict, then the
         kubelet's part: a preemptor's victims deleted until it binds (`during` played first), a bound pod started."""
-        pod, node, message = sync.await_verdict(
-            self.rest, f"{PODS}/{name}", lambda text: NOT_CREATED in text, timeout=HELD_AFTER
-        )
+        pod, node, message = decided
         nominated = pod["status"].get("nominatedNodeName") if node is None else None
         followers = self._one(during, dra) if nominated and during else []
         followers = [outcome.model_copy(update={"during": True}) for outcome in followers]
