@@ -266,7 +266,7 @@ def _pod(
         spec["runtimeClassName"] = RUNTIME_CLASS["metadata"]["name"]  # its overhead is added to the requests
     if rng.random() < 0.1:
         _pod_level(rng, spec)
-    if rng.random() < 0.15 * narrow:
+    if rng.random() < 0.35 * narrow:
         _host_ports(rng, spec)
     if rng.random() < 0.04:
         spec["schedulingGates"] = [{"name": GATE}]
@@ -291,7 +291,7 @@ def _host_ports(rng: random.Random, spec: dict) -> None:
     """A host port on a main container or a sidecar (plain init containers' ports do not count)."""
     sidecars = [c for c in spec.get("initContainers", []) if c.get("restartPolicy") == "Always"]
     container = rng.choice([*spec["containers"], *sidecars])
-    port: dict = {"containerPort": 8080, "hostPort": rng.choice((80, 80, 8080))}
+    port: dict = {"containerPort": 8080, "hostPort": rng.choice((80, 80, 80, 8080))}
     if rng.random() < 0.3:
         port["protocol"] = rng.choice(("TCP", "UDP"))
     if ip := rng.choice(HOST_IPS):
