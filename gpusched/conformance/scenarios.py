@@ -301,10 +301,11 @@ def _host_ports(rng: random.Random, spec: dict) -> None:
 
 def _refused(rng: random.Random, spec: dict) -> None:
     """One value the API server refuses: a negative, malformed or fractional-extended quantity, a request above its
-    limit, a host port out of range or repeated, a gate that is no qualified name, an empty selector term list."""
+    limit, a host port out of range or repeated, a gate that is no qualified name, a toleration the API's rules
+    forbid, an empty selector term list."""
     container = spec["containers"][0]
     resources = container["resources"]
-    choice = rng.randrange(8)
+    choice = rng.randrange(9)
     if choice == 0:
         resources.setdefault("requests", {})["cpu"] = "-1"
     elif choice == 1:
@@ -320,6 +321,10 @@ def _refused(rng: random.Random, spec: dict) -> None:
         container["ports"] = [{"containerPort": 80, "hostPort": 81}, {"containerPort": 90, "hostPort": 81}]
     elif choice == 6:
         spec["schedulingGates"] = [{"name": "-gate"}]
+    elif choice == 7:
+        spec["tolerations"] = [rng.choice(({"key": "gpu", "operator": "Exists", "value": "true"},
+                                           {"operator": "Equal", "value": "x"},
+                                           {"key": "gpu", "operator": "Exists", "tolerationSeconds": 5}))]  # fmt: skip
     else:
         spec["affinity"] = {
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}

@@ -297,7 +297,7 @@ def _pod(item: _Value) -> KubePod:
         priority=spec.get("priority").integer(0, INT32_MIN, INT32_MAX),
         preemption_policy=policy,
         requests=pod_requests(spec),
-        tolerations=[t.model(Toleration, _TOLERATION_KEYS, drop_empty=True) for t in spec.get("tolerations").items()],
+        tolerations=[_toleration(t) for t in spec.get("tolerations").items()],
         node_selector=spec.get("nodeSelector").labels(),
         affinity=_required_affinity(spec),
         start_time=_time(status.get("startTime")),
@@ -325,6 +325,13 @@ def _unmodelled(spec: _Value) -> tuple[tuple[str, str], ...]:
     if any(c.get("whenUnsatisfiable").text() == "DoNotSchedule" for c in spec.get("topologySpreadConstraints").items()):
         found.append(("topologySpreadConstraints with whenUnsatisfiable: DoNotSchedule", "PodTopologySpread"))
     return tuple(found)
+
+
+def _toleration(item: _Value) -> Toleration:
+    if item.get("tolerationSeconds").value is not None and item.get("effect").text() != "NoExecute":
+        item.get("effect").fail("effect must be 'NoExecute' when `tolerationSeconds` is set")
+    item.get("tolerationSeconds").integer()
+    return item.model(Toleration, _TOLERATION_KEYS, drop_empty=True)
 
 
 def _host_ports(spec: _Value) -> tuple[HostPort, ...]:

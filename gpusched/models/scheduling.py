@@ -33,12 +33,33 @@ class Taint(Frozen):
     value: str = ""
     effect: Effect = "NoSchedule"
 
+    @model_validator(mode="after")
+    def _valid(self) -> Taint:
+        """A qualified-name key and a label value, as the API server validates a node's taints."""
+        if error := qualified_name_error(self.key) or label_value_error(self.value):
+            raise ValueError(f"taint {self.key}={self.value}: {error}")
+        return self
+
 
 class Toleration(Frozen):
     key: str = ""
     operator: Literal["Equal", "Exists"] = "Equal"
     value: str = ""
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+
+    @model_validator(mode="after")
+    def _valid(self) -> Toleration:
+        """The API server's rules (ValidateTolerations): a key is a qualified name, an empty key needs Exists,
+        Exists takes no value, a value is a label value."""
+        if self.key and (error := qualified_name_error(self.key)):
+            raise ValueError(f"key {self.key!r}: {error}")
+        if not self.key and self.operator != "Exists":
+            raise ValueError('operator must be Exists when `key` is empty, which means "match all values and all keys"')
+        if self.operator == "Exists" and self.value:
+            raise ValueError("value must be empty when `operator` is 'Exists'")
+        if error := label_value_error(self.value):
+            raise ValueError(f"value {self.value!r}: {error}")
+        return self
 
     def tolerates(self, taint: Taint) -> bool:
         """Kubernetes' ToleratesTaint: empty key with Exists matches every key; empty effect every effect."""

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpusched.errors import InputError
-from gpusched.models.kube import parse_pod
+from gpusched.models.kube import parse_nodes, parse_pod
 from gpusched.models.scheduling import NodeSelectorTerm
 
 GI = 2**30
@@ -104,6 +104,12 @@ def _expr(key, operator, *values):
         {"nodeSelector": {"-zone": "a"}},
         {"schedulingGates": [{"name": "-gate"}]},
         {"schedulingGates": [{"name": "a"}, {"name": "a"}]},
+        {"tolerations": [{"key": "a", "operator": "Exists", "value": "x"}]},
+        {"tolerations": [{"operator": "Equal", "value": "x"}]},
+        {"tolerations": [{"value": "x"}]},
+        {"tolerations": [{"key": "-a", "operator": "Exists"}]},
+        {"tolerations": [{"key": "a", "value": "+x"}]},
+        {"tolerations": [{"key": "a", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}]},
     ],
 )
 def test_selectors_and_gates_the_api_server_refuses(spec):
@@ -127,3 +133,12 @@ def test_selectors_and_gates_the_api_server_refuses(spec):
 def test_gt_and_lt_compare_as_go_parses(label, bound, operator, matches):
     term = NodeSelectorTerm.model_validate(_expr("c", operator, bound))
     assert term.matches({"c": label}, "n") is matches
+
+
+@pytest.mark.parametrize(
+    "taint", [{"key": "-gpu", "effect": "NoSchedule"}, {"key": "gpu", "value": "+1", "effect": "NoSchedule"}]
+)
+def test_node_taints_the_api_server_refuses(taint):
+    node = {"kind": "Node", "metadata": {"name": "n"}, "spec": {"taints": [taint]}, "status": {"allocatable": {}}}
+    with pytest.raises(InputError):
+        parse_nodes(node, "nodes.json")
