@@ -223,6 +223,8 @@ def _extras(report: differential.ConformanceReport) -> str:
         )
     if report.rules:
         parts.append("pods with " + ", ".join(f"{k} {v}" for k, v in report.rules.items()))
+    if report.refused or report.held:
+        parts.append(f"{report.refused} refused by the API server, {report.held} never tried")
     return "".join(f"; {part}" for part in parts)
 
 

@@ -124,6 +124,13 @@ def gang(console: Console, report: GangReport) -> None:
 
 
 def k8s(console: Console, result: K8sPrediction) -> None:
+    for what in result.not_modelled:
+        console.print(f"not modelled: {what} (the real verdict may differ)", markup=False)
+    if result.pre_enqueue:
+        held = result.pre_enqueue
+        shown = held.condition["message"] if held.condition else "no PodScheduled condition"
+        console.print(f"never tried ({held.plugin} PreEnqueue: {held.reason}): {shown}", markup=False)
+        return
     if result.fits:
         console.print(f"fits: {', '.join(result.feasible)}", markup=False)
         for claim in result.claims:

@@ -15,10 +15,17 @@ the scheduler decided on, since each pod's consequences are settled before the n
   arrive during a preemption is created (and judged) before the victims are deleted, while the preemptor is only
   nominated.
 
+- refused: the API server refuses the manifest (400/422). Agrees when gpusched refuses the same manifest too (an
+  InputError: exit 2 from the CLI);
+- never tried: a PreEnqueue plugin holds the pod (scheduling gates; a claim missing or being deleted): no verdict
+  comes within HELD_AFTER seconds. Agrees when gpusched predicts PreEnqueue too, with the same PodScheduled
+  condition (SchedulingGated, set by the API server) or none.
+
+
 Each pod also records the plugins at work on it, as gpusched's prediction shows them (the real scheduler names
 none per node; where the two agree, the message says the same): every plugin that rejected a node, DynamicResources
-when the pod's claims were allocated or failed, DefaultPreemption when it nominated a node. The report counts, per
-plugin, the scenarios and pods that exercised it.
+when the pod's claims were allocated or failed, DefaultPreemption when it nominated a node, the PreEnqueue plugin
+that held it, or the API server's refusal. The report counts, per plugin, the scenarios and pods that exercised it.
 
 A disagreement is shrunk by replaying the scenario without each node and earlier pod in turn, keeping every removal
 that still disagrees.
@@ -40,6 +47,7 @@ from ..planner.dra import features
 from ..planner.dra.objects import DraObjects, objects_from
 from ..planner.scheduler.names import DEFAULT_PREEMPTION, DYNAMIC_RESOURCES
 from ..planner.scheduler.predict import K8sPrediction, parse_version, predict
+from . import dra as dra_objects
 from . import kubelet, sync
 from .api import Rest, RestError
 from .scenarios import (
@@ -72,6 +80,9 @@ RESOURCE = "/apis/resource.k8s.io/v1"
 NAMESPACED = ("resourceclaims", "resourceclaimtemplates")
 CLUSTER_WIDE = ("deviceclasses", "devicetaintrules", "resourceslices")
 NOT_CREATED = "ResourceClaim not created yet"  # a template's claim the controller has not made yet: wait on
+HELD_AFTER = 10.0  # seconds without a verdict after which a pod counts as never tried (held by PreEnqueue)
+NO_CONDITION = "no PodScheduled condition"
+REFUSED = "API server refusal"  # what `plugins` names for a manifest the API server refused
 
 
 class ClaimCheck(BaseModel):
@@ -111,12 +122,20 @@ class PodVerdict(BaseModel):
         description="plugins at work on this pod in gpusched's prediction: each that rejected a node, "
         "DynamicResources for claims allocated or failed, DefaultPreemption for a nomination",
     )
+    refused: bool = Field(False, description="the API server refused the manifest")
+    predicted_refused: bool = Field(False, description="gpusched refused it too (exit 2)")
+    held: str | None = Field(None, description="never tried: the PodScheduled condition reason, or none at all")
+    predicted_held: str | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def agrees(self) -> bool:
+        if self.refused or self.predicted_refused:
+            return self.refused == self.predicted_refused
         if not all(claim.agrees for claim in self.claims):
             return False
+        if self.held or self.predicted_held:
+            return self.held == self.predicted_held and self.node is None
         if self.nominated or self.predicted_nomination or self.victims:
             return (
                 self.message == self.predicted
@@ -129,12 +148,16 @@ class PodVerdict(BaseModel):
         return not self.feasible and (self.message == self.predicted or self.message in self.alternatives)
 
     def real(self) -> str:
+        if self.refused or self.held:
+            return "refused by the API server" if self.refused else f"never tried ({self.held})"
         if self.nominated:
             evicted = ", ".join(self.victims) or "nobody"
             return f"Pending: {self.message} (nominated {self.nominated}, evicted {evicted}, then bound to {self.node})"
         return f"bound to {self.node}" if self.node else f"Pending: {self.message}"
 
     def gpusched(self) -> str:
+        if self.predicted_refused or self.predicted_held:
+            return "refused (exit 2)" if self.predicted_refused else f"never tried ({self.predicted_held})"
         if self.predicted_nomination:
             return (
                 f"Pending: {self.predicted} (nominates {self.predicted_nomination}, evicting "
@@ -178,6 +201,8 @@ class ConformanceReport(BaseModel):
     rules: dict[str, int] = Field(
         default_factory=dict, description="pods carrying pod affinity, anti-affinity or topology spread constraints"
     )
+    refused: int = Field(0, description="pods the API server refused")
+    held: int = Field(0, description="pods the scheduler never tried (PreEnqueue)")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -233,6 +258,8 @@ class Player:
         try:
             for obj in scenario.objects:
                 self.rest.create(_collection(obj), _labelled(obj, label))
+                if dra_objects.DELETING in obj["metadata"].get("annotations", {}):
+                    self.rest.delete(f"{_collection(obj)}/{obj['metadata']['name']}")  # its finalizer keeps it
             for node in scenario.nodes:
                 self.rest.create("/api/v1/nodes", _labelled(node, label))
             sync.nodes(self.rest, NAMESPACE, label, len(scenario.nodes))
@@ -282,8 +309,18 @@ class Player:
         """The pod's outcome, and that of `during` when it came during this pod's preemption."""
         name = manifest["metadata"]["name"]
         before = self._state(dra)
-        created = self.rest.create(PODS, manifest)
-        node, message, nominated, followers = self._settle(name, dra, during)
+        try:
+            created = self.rest.create(PODS, manifest)
+        except RestError as error:
+            if error.status not in (400, 422):
+                raise
+            refused = isinstance(self._predict(before, manifest), InputError)
+            return [PodVerdict(pod=name, refused=True, predicted_refused=refused, plugins=[REFUSED])]
+        try:
+            decided = sync.await_verdict(self.rest, f"{PODS}/{name}", lambda text: NOT_CREATED in text, HELD_AFTER)
+        except TimeoutError:
+            return [self._held(before, created, dra)]
+        node, message, nominated, followers = self._settle(name, dra, during, decided)
         pod = self.rest.get(f"{PODS}/{name}")
         claims = self._claims(before, created, pod, node) if dra else []
         message = _stamped(message, pod)
@@ -300,12 +337,26 @@ class Player:
             outcome = _predicted(outcome, prediction)
         return [outcome, *followers]
 
+    def _held(self, before: _State, created: dict, dra: bool) -> PodVerdict:
+        """A pod no verdict came for: its PodScheduled condition, if any; then it is deleted."""
+        name = created["metadata"]["name"]
+        pod = self.rest.get(f"{PODS}/{name}")
+        conditions = pod.get("status", {}).get("conditions") or []
+        condition: dict = next((c for c in conditions if c["type"] == "PodScheduled"), {})
+        outcome = PodVerdict(pod=name, held=condition.get("reason") or NO_CONDITION,
+                             claims=self._claims(before, created, pod, None) if dra else [])  # fmt: skip
+        self.rest.delete(f"{PODS}/{name}")  # its claims read first: the controller deletes what it generated
+        prediction = self._predict(before, created)
+        if isinstance(prediction, InputError):
+            return outcome.model_copy(update={"predicted": _scheduler_words(prediction)})
+        return _predicted(outcome, prediction)
+
     def _settle(
-        self, name: str, dra: bool, during: dict | None
+        self, name: str, dra: bool, during: dict | None, decided: tuple[dict, str | None, str | None]
     ) -> tuple[str | None, str | None, str | None, list[PodVerdict]]:
-        """(node, Pending message, nominated node, outcomes of pods that came meanwhile): the verdict, then the
+        """(node, Pending message, nominated node, outcomes of pods that came meanwhile) from the verdict, then the
         kubelet's part: a preemptor's victims deleted until it binds (`during` played first), a bound pod started."""
-        pod, node, message = sync.await_verdict(self.rest, f"{PODS}/{name}", lambda text: NOT_CREATED in text)
+        pod, node, message = decided
         nominated = pod["status"].get("nominatedNodeName") if node is None else None
         followers = self._one(during, dra) if nominated and during else []
         followers = [outcome.model_copy(update={"during": True}) for outcome in followers]
@@ -368,8 +419,22 @@ class Player:
     def _allocation(self, name: str | None) -> dict | None:
         if name is None:
             return None
-        claim = self.rest.get(f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaims/{name}")
+        try:
+            claim = self.rest.get(f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaims/{name}")
+        except RestError as error:
+            if error.status == 404:  # a claim the pod names that does not exist: PreEnqueue held the pod
+                return None
+            raise
         return claim.get("status", {}).get("allocation")
+
+    def _release_finalizers(self) -> None:
+        """Drop the harness's own finalizer from the claims it deleted at once, so that they go."""
+        for claim in self.rest.get(f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaims")["items"]:
+            if dra_objects.FINALIZER in claim["metadata"].get("finalizers", []):
+                path = f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaims/{claim['metadata']['name']}"
+                kept = [f for f in claim["metadata"]["finalizers"] if f != dra_objects.FINALIZER]
+                patch = [{"op": "replace", "path": "/metadata/finalizers", "value": kept}]
+                self.rest.call("PATCH", path, patch, "application/json-patch+json")
 
     def _reset(self, label: str, dra: bool) -> None:
         """Every pod of the namespace and this play's nodes, deleted at once (no kubelet to wait for); its DRA
@@ -379,6 +444,7 @@ class Player:
         self.rest.delete(PODS)
         self.rest.delete(PDBS)
         if dra:
+            self._release_finalizers()
             for name in NAMESPACED:
                 self.rest.delete(f"{RESOURCE}/namespaces/{NAMESPACE}/{name}")
             for name in CLUSTER_WIDE:
@@ -393,6 +459,7 @@ def _predicted(outcome: PodVerdict, prediction: K8sPrediction) -> PodVerdict:
     """gpusched's verdict; of the nodes it says preemption may nominate, the one the scheduler chose if it is one."""
     chosen = [n for n in prediction.nominations if n.node == outcome.nominated]
     nomination = chosen[0] if chosen else prediction.nomination
+    held = prediction.pre_enqueue
     return outcome.model_copy(update={
         "feasible": prediction.feasible,
         "predicted": nomination.message if nomination else prediction.message,
@@ -400,13 +467,15 @@ def _predicted(outcome: PodVerdict, prediction: K8sPrediction) -> PodVerdict:
         "predicted_victims": list(nomination.victims) if nomination else [],
         "possible_nominations": [n.node for n in prediction.nominations],
         "plugins": plugins_at_work(prediction),
+        "predicted_held": ((held.condition or {}).get("reason") or NO_CONDITION) if held else None,
     })  # fmt: skip
 
 
 def plugins_at_work(prediction: K8sPrediction) -> list[str]:
     """Each plugin that rejected a node, DynamicResources when the pod has claims, DefaultPreemption when it
-    nominated a node; sorted by name."""
+    nominated a node, the PreEnqueue plugin that held it; sorted by name."""
     found = {node.plugin for node in prediction.nodes if not node.fits and node.plugin}
+    found |= {prediction.pre_enqueue.plugin} if prediction.pre_enqueue else set()
     found |= {DYNAMIC_RESOURCES} if prediction.claims else set()
     found |= {DEFAULT_PREEMPTION} if prediction.nomination else set()
     return sorted(found)
@@ -540,6 +609,8 @@ def _tally(report: ConformanceReport, scenario: ConformanceScenario, outcomes: l
     report.claims_agreed += sum(claim.agrees for outcome in outcomes for claim in outcome.claims)
     report.preemptions += sum(bool(outcome.nominated) for outcome in outcomes)
     report.during += sum(outcome.during for outcome in outcomes)
+    report.refused += sum(outcome.refused for outcome in outcomes)
+    report.held += sum(bool(outcome.held) for outcome in outcomes)
     report.budget_scenarios += bool(scenario.pdbs)
     for pod in scenario.pods:
         spec = pod["spec"]

@@ -40,6 +40,8 @@ __all__ = [
     "DRIVER",
     "GPU_CLASS",
     "MIG_CLASS",
+    "DELETING",
+    "FINALIZER",
     "classes",
     "claims_for",
     "slices",
@@ -396,9 +398,23 @@ def claims_for(
     return objects
 
 
+DELETING = "gpusched.io/delete-before-pods"  # a claim the harness deletes at once: its finalizer keeps it, deleting
+FINALIZER = "gpusched.io/hold"
+
+
 def _entry(rng: random.Random, name: str, entry: str, named: list[str], namespace: str) -> tuple[dict, list[dict]]:
-    """One spec.resourceClaims entry and the objects it needs."""
+    """One spec.resourceClaims entry and the objects it needs; now and then a claim or template that does not exist,
+    or a claim being deleted (PreEnqueue then holds the pod: the scheduler never tries it)."""
     draw = rng.random()
+    if draw > 0.97:
+        return {"name": entry, rng.choice(("resourceClaimName", "resourceClaimTemplateName")): f"{name}-absent"}, []
+    if draw > 0.94:
+        spec = _claim_spec(rng)
+        spec["devices"].pop("config", None)  # so that dropping the finalizer changes nothing else
+        meta = {**_meta(name, namespace), "finalizers": [FINALIZER], "annotations": {DELETING: "true"}}
+        return {"name": entry, "resourceClaimName": name}, [
+            {"apiVersion": API_VERSION, "kind": "ResourceClaim", "metadata": meta, "spec": spec}
+        ]
     if draw < 0.12 and named:
         return {"name": entry, "resourceClaimName": rng.choice(named)}, []  # shared with an earlier pod
     if draw < 0.27:

@@ -3,7 +3,9 @@
 Nodes carry GPU extended resources (now and then only in capacity, before the kubelet copies them), cpu, memory,
 ephemeral-storage and pod limits, labels, taints and cordons; pods carry requests and limits in several
 spellings, init containers and sidecars, pod-level requests, a RuntimeClass overhead, tolerations, nodeSelectors,
-required node affinity (including `metadata.name` matchFields) and priority classes. Three kinds of scenario:
+required node affinity (including `metadata.name` matchFields, conflicting ones, and Gt/Lt values Go's ParseInt
+refuses), host ports, scheduling gates, fractional quantities whose exact sum matters, and priority classes. Some
+pods carry a value the API server refuses (then gpusched must refuse the same manifest). Three kinds of scenario:
 
 - `plain`: one priority class, which never preempts;
 - `dra` (a third of them): the NVIDIA DRA driver's DeviceClasses and ResourceSlices, and pods with ResourceClaims
@@ -40,6 +42,7 @@ __all__ = [
     "DURING_PREEMPTION",
     "PRIORITY_CLASSES",
     "RUNTIME_CLASS",
+    "REFUSED",
     "ConformanceScenario",
     "generate",
     "pdb_status",
@@ -87,8 +90,15 @@ TOLERATIONS = (
     {"operator": "Exists"},
     {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
 )
-CPUS = ("100m", "250m", "500m", "1", "1500m", "2", "3")
-MEMORIES = ("64Mi", "256Mi", "1Gi", "1536Mi", "4Gi")
+CPUS = ("100m", "250m", "500m", "1", "1500m", "2", "3", "0.0001", "1.0001m")
+MEMORIES = ("64Mi", "256Mi", "1Gi", "1536Mi", "4Gi", "0.1Gi", "0.1Gi", "1.5")
+TIGHT_MEMORY = "429496730"  # ceil(0.4Gi): four 0.1Gi containers fit only when summed exactly, then rounded once
+COUNTS = ("1", "2", "4", "8", "007", "1_000", "9223372036854775807", "9223372036854775808", "")  # gpu.count labels
+BOUNDS = ("1", "2", "4", "8", "007", "1_000", "9223372036854775807", "9223372036854775808", "0x10", "abc")
+REFUSED_BOUNDS = ("+4", "-1", " 4", "٣")  # not label values: the API server refuses the pod
+HOST_IPS = ("", "", "127.0.0.1", "10.0.0.1", "0.0.0.0")
+GATE = "gpusched.io/hold"
+REFUSED = "gpusched.io/refused"  # annotates a pod drawn with a value the API server refuses (for the offline tests)
 
 
 class ConformanceScenario(BaseModel):
@@ -135,7 +145,7 @@ def _labels(rng: random.Random, name: str, scenario: str, dense: bool = False) -
     if rng.random() < (0.9 if dense else 0.5):
         labels["zone"] = rng.choice(ZONES)
     if rng.random() < 0.5:
-        labels["gpu.count"] = str(rng.choice((1, 2, 4, 8)))
+        labels["gpu.count"] = rng.choice(COUNTS)
     return labels
 
 
@@ -144,7 +154,7 @@ def _node(rng: random.Random, name: str, scenario: str, kind: str, dense: bool =
     get judged and the nodes fill up."""
     allocatable = {
         "cpu": rng.choice(("2", "4", "8", "3500m")),
-        "memory": rng.choice(("4Gi", "8Gi", "16Gi", "2000Mi")),
+        "memory": rng.choice(("4Gi", "8Gi", "16Gi", "2000Mi", TIGHT_MEMORY)),
         "pods": str(rng.choice((1, 2, 3, 110, 110, 110))),
     }
     if rng.random() < 0.3:
@@ -217,17 +227,20 @@ def _affinity(rng: random.Random, names: list[str]) -> dict:
     terms: list[dict] = []
     for _ in range(rng.choice((1, 1, 2))):
         if rng.random() < 0.2:
-            pinned = rng.choice([*names, "elsewhere"])  # one value only (validation); sometimes no such node
-            terms.append({"matchFields": [{"key": "metadata.name", "operator": "In", "values": [pinned]}]})
+            # one value each (validation); sometimes no such node, sometimes two that conflict (the PreFilter fails)
+            pinned = rng.sample([*names, "elsewhere"], k=rng.choice((1, 1, 1, 2)))
+            fields = [{"key": "metadata.name", "operator": "In", "values": [name]} for name in pinned]
+            terms.append({"matchFields": fields})
             continue
+        bound = rng.choice(BOUNDS) if rng.random() < 0.97 else rng.choice(REFUSED_BOUNDS)
         expression = rng.choice(
             (
                 {"key": "gpu.model", "operator": "In", "values": rng.sample(MODELS, k=rng.choice((1, 2)))},
                 {"key": "gpu.model", "operator": "NotIn", "values": [rng.choice(MODELS)]},
                 {"key": "zone", "operator": "Exists"},
                 {"key": "zone", "operator": "DoesNotExist"},
-                {"key": "gpu.count", "operator": "Gt", "values": [str(rng.choice((1, 2, 4)))]},
-                {"key": "gpu.count", "operator": "Lt", "values": [str(rng.choice((2, 4, 8)))]},
+                {"key": "gpu.count", "operator": "Gt", "values": [bound]},
+                {"key": "gpu.count", "operator": "Lt", "values": [bound]},
             )
         )
         terms.append({"matchExpressions": [expression]})
@@ -262,6 +275,8 @@ def _pod(
     if rng.random() < 0.3 * narrow:
         key = rng.choice(("gpu.model", "zone"))
         spec["nodeSelector"] = {key: rng.choice(MODELS if key == "gpu.model" else ZONES)}
+        if rng.random() < 0.03:
+            spec["nodeSelector"][key] = "+" + spec["nodeSelector"][key]  # no label value: refused
     if rng.random() < 0.2 * narrow:
         spec["affinity"] = _affinity(rng, names)
     priority = rng.choice((None, HIGH)) if during else _priority(rng, kind, late)
@@ -279,6 +294,15 @@ def _pod(
         spec["runtimeClassName"] = RUNTIME_CLASS["metadata"]["name"]  # its overhead is added to the requests
     if rng.random() < 0.1:
         _pod_level(rng, spec)
+    if rng.random() < 0.35 * narrow:
+        _host_ports(rng, spec)
+    if rng.random() < 0.04:
+        spec["schedulingGates"] = [{"name": GATE}]
+    refused = rng.random() < 0.04
+    if refused:
+        _refused(rng, spec)
+    if refused or _refused_values(spec):
+        metadata["annotations"] = {REFUSED: "true"}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
@@ -394,6 +418,59 @@ def pdb_status(pdb: dict) -> dict:
     allowed = pdb["status"]["disruptionsAllowed"]
     return {"status": {"disruptionsAllowed": allowed, "currentHealthy": allowed + 1, "desiredHealthy": 1,
                        "expectedPods": allowed + 1, "observedGeneration": 1, **pdb["status"]}}  # fmt: skip
+
+
+def _refused_values(spec: dict) -> bool:
+    """A nodeSelector or affinity value drawn to be no label value."""
+    required = spec.get("affinity", {}).get("nodeAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    terms = required["nodeSelectorTerms"] if required else []
+    values = [v for term in terms for e in term.get("matchExpressions", []) for v in e.get("values", [])]
+    values += list(spec.get("nodeSelector", {}).values())
+    return any(value in REFUSED_BOUNDS or value.startswith("+") for value in values)
+
+
+def _host_ports(rng: random.Random, spec: dict) -> None:
+    """A host port on a main container or a sidecar (plain init containers' ports do not count)."""
+    sidecars = [c for c in spec.get("initContainers", []) if c.get("restartPolicy") == "Always"]
+    container = rng.choice([*spec["containers"], *sidecars])
+    port: dict = {"containerPort": 8080, "hostPort": rng.choice((80, 80, 80, 8080))}
+    if rng.random() < 0.3:
+        port["protocol"] = rng.choice(("TCP", "UDP"))
+    if ip := rng.choice(HOST_IPS):
+        port["hostIP"] = ip
+    container["ports"] = [port]
+
+
+def _refused(rng: random.Random, spec: dict) -> None:
+    """One value the API server refuses: a negative, malformed or fractional-extended quantity, a request above its
+    limit, a host port out of range or repeated, a gate that is no qualified name, a toleration the API's rules
+    forbid, an empty selector term list."""
+    container = spec["containers"][0]
+    resources = container["resources"]
+    choice = rng.randrange(9)
+    if choice == 0:
+        resources.setdefault("requests", {})["cpu"] = "-1"
+    elif choice == 1:
+        resources.setdefault("requests", {})["memory"] = "1e3Ki"
+    elif choice == 2:
+        resources["limits"] = {**resources.get("limits", {}), "example.com/gpu": "0.5"}
+    elif choice == 3:
+        resources["limits"] = {**resources.get("limits", {}), "cpu": "1"}
+        resources.setdefault("requests", {})["cpu"] = "2"
+    elif choice == 4:
+        container["ports"] = [{"containerPort": 80, "hostPort": 70000}]
+    elif choice == 5:
+        container["ports"] = [{"containerPort": 80, "hostPort": 81}, {"containerPort": 90, "hostPort": 81}]
+    elif choice == 6:
+        spec["schedulingGates"] = [{"name": "-gate"}]
+    elif choice == 7:
+        spec["tolerations"] = [rng.choice(({"key": "gpu", "operator": "Exists", "value": "true"},
+                                           {"operator": "Equal", "value": "x"},
+                                           {"key": "gpu", "operator": "Exists", "tolerationSeconds": 5}))]  # fmt: skip
+    else:
+        spec["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}
+        }
 
 
 def _pod_level(rng: random.Random, spec: dict) -> None:

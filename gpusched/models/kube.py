@@ -7,14 +7,16 @@ user can find the bad value in a large dump.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
+from decimal import Decimal
 from typing import Any, NoReturn
 
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError
 from ..limits import INT32_MAX, INT32_MIN, INT64_MAX
-from .quantity import milli, to_int
+from .goparse import label_value_error, parse_rfc3339, qualified_name_error
+from .quantity import milli, rounded, stored, to_int
 from .scheduling import NodeSelectorTerm, Taint, Toleration
 from .topology import LabelSelector, PodAffinityTerm, TopologySpreadConstraint, WeightedPodAffinityTerm
 
@@ -23,6 +25,7 @@ __all__ = [
     "KubePod",
     "PodClaim",
     "ContainerRequests",
+    "HostPort",
     "KubePdb",
     "parse_nodes",
     "parse_pdbs",
@@ -35,6 +38,7 @@ __all__ = [
 TERMINAL_PHASES = ("Succeeded", "Failed")
 _TOLERATION_KEYS = ("key", "operator", "value", "effect")  # tolerationSeconds does not affect scheduling
 Requests = dict[str, int]  # cpu in millicores, everything else in whole units
+Exact = dict[str, Decimal]  # the same before rounding, as Quantity keeps them
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,15 @@ class ContainerRequests:
 
 
 @dataclass(frozen=True)
+class HostPort:
+    """A container port bound on the node (hostPort > 0); an empty hostIP means every address (0.0.0.0)."""
+
+    port: int
+    protocol: str = "TCP"
+    ip: str = "0.0.0.0"
+
+
+@dataclass(frozen=True)
 class KubePod:
     name: str
     namespace: str
@@ -91,6 +104,9 @@ class KubePod:
     spread: tuple[TopologySpreadConstraint, ...] = ()  # topologySpreadConstraints, resolved
     deleting: bool = False  # metadata.deletionTimestamp is set: Terminating, still counted where it is bound
     preempted: bool = False  # a DisruptionTarget condition, reason PreemptionByScheduler: evicted by preemption
+    host_ports: tuple[HostPort, ...] = ()  # of the containers and sidecars, what NodePorts reads
+    scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates names: the pod is not scheduled while any remain
+    volumes: tuple[str, ...] = ()  # `name (kind)` of volumes whose scheduling gpusched does not model
 
     @property
     def key(self) -> str:
@@ -155,6 +171,14 @@ class _Value:
                 self.get(key).fail(f"expected a string, got {value!r}")
         return dict(found)
 
+    def labels(self) -> dict[str, str]:
+        """Labels or a nodeSelector: qualified-name keys and label values, as the API server validates them."""
+        found = self.strings()
+        for key, value in found.items():
+            if error := qualified_name_error(key) or label_value_error(value):
+                self.get(key).fail(f"{error} (got key {key!r}, value {value!r})")
+        return found
+
     def quantities(self) -> Requests:
         """A ResourceList: cpu becomes millicores, the rest whole units (rounded up, like Quantity.Value)."""
         result: Requests = {}
@@ -165,6 +189,20 @@ class _Value:
                 result[name] = milli(raw) if name == "cpu" else to_int(raw)
             except ValueError as error:
                 self.get(name).fail(str(error))
+        return result
+
+    def exact(self) -> Exact:
+        """A pod's ResourceList as the API server stores it (see quantity.stored): never negative; an extended
+        resource a whole number."""
+        self.quantities()  # the same complaints for a malformed one
+        result: Exact = {}
+        for name, raw in self.mapping().items():
+            amount = stored(raw)
+            if amount < 0:
+                self.get(name).fail(f"must be greater than or equal to 0, got {raw!r}")
+            if is_extended(name) and amount != amount.to_integral_value():
+                self.get(name).fail(f"must be an integer, got {raw!r}")
+            result[name] = amount
         return result
 
     def model(self, cls: type[BaseModel], keys: tuple[str, ...] | None = None, drop_empty: bool = False) -> Any:
@@ -236,7 +274,7 @@ def _node(item: _Value) -> KubeNode:
         spec.get("unschedulable").fail(f"expected true or false, got {unschedulable!r}")
     return KubeNode(
         name=_name(item),
-        labels=item.get("metadata").get("labels").strings(),
+        labels=item.get("metadata").get("labels").labels(),
         unschedulable=bool(unschedulable),
         taints=[taint.model(Taint, ("key", "value", "effect")) for taint in spec.get("taints").items()],
         allocatable=allocatable,
@@ -268,17 +306,20 @@ def _pod(item: _Value) -> KubePod:
         priority=spec.get("priority").integer(0, INT32_MIN, INT32_MAX),
         preemption_policy=policy,
         requests=pod_requests(spec),
-        tolerations=[t.model(Toleration, _TOLERATION_KEYS, drop_empty=True) for t in spec.get("tolerations").items()],
-        node_selector=spec.get("nodeSelector").strings(),
+        tolerations=[_toleration(t) for t in spec.get("tolerations").items()],
+        node_selector=spec.get("nodeSelector").labels(),
         affinity=_required_affinity(spec),
         start_time=_time(status.get("startTime")),
         nominated_node=status.get("nominatedNodeName").text(),
         claims=_pod_claims(spec, status),
-        labels=meta.get("labels").strings(),
+        labels=meta.get("labels").labels(),
         containers=_containers(spec),
         **_pod_rules(spec, meta),
         deleting=bool(meta.get("deletionTimestamp").text()),
         preempted=_preempted(status),
+        host_ports=_host_ports(spec),
+        scheduling_gates=_gates(spec),
+        volumes=_unmodelled_volumes(spec),
     )
 
 
@@ -347,6 +388,64 @@ def parse_pdbs(doc: Any, source: str) -> list[KubePdb]:
     return found
 
 
+def _toleration(item: _Value) -> Toleration:
+    if item.get("tolerationSeconds").value is not None and item.get("effect").text() != "NoExecute":
+        item.get("effect").fail("effect must be 'NoExecute' when `tolerationSeconds` is set")
+    item.get("tolerationSeconds").integer()
+    return item.model(Toleration, _TOLERATION_KEYS, drop_empty=True)
+
+
+def _host_ports(spec: _Value) -> tuple[HostPort, ...]:
+    """Ports of the containers and sidecars with a hostPort (hostNetwork: the containerPort, as the API server
+    defaults it). A hostPort or protocol the API server refuses, or one repeated in the pod, is an error."""
+    network = spec.get("hostNetwork").value is True
+    found: dict[tuple[str, str, int], HostPort] = {}
+    sidecars = [c for c in spec.get("initContainers").items() if c.get("restartPolicy").text() == "Always"]
+    for container in [*spec.get("containers").items(), *sidecars]:
+        for entry in container.get("ports").items():
+            number = entry.get("containerPort").integer(0, 1, 65535)
+            host = entry.get("hostPort").integer(number if network else 0, 0, 65535)
+            protocol = entry.get("protocol").text("TCP") or "TCP"
+            if protocol not in ("TCP", "UDP", "SCTP"):
+                entry.get("protocol").fail(f"expected TCP, UDP or SCTP, got {protocol!r}")
+            if not host:
+                continue
+            if network and host != number:
+                entry.get("hostPort").fail("must match `containerPort` when `hostNetwork` is true")
+            ip = entry.get("hostIP").text()
+            key = (protocol, ip, host)
+            if key in found:
+                entry.get("hostPort").fail(f"Duplicate value: {protocol}/{ip}/{host}")
+            found[key] = HostPort(host, protocol, ip or "0.0.0.0")
+    return tuple(found.values())
+
+
+def _gates(spec: _Value) -> tuple[str, ...]:
+    names = [gate.get("name").text() for gate in spec.get("schedulingGates").items()]
+    for index, name in enumerate(names):
+        if error := qualified_name_error(name):
+            spec.get("schedulingGates").items()[index].get("name").fail(error)
+        if name in names[:index]:
+            spec.get("schedulingGates").items()[index].get("name").fail(f"Duplicate value: {name!r}")
+    return tuple(names)
+
+
+_NO_SCHEDULING_EFFECT = ("emptyDir", "configMap", "secret", "downwardAPI", "projected", "hostPath", "image")
+
+
+def _unmodelled_volumes(spec: _Value) -> tuple[str, ...]:
+    """Volumes VolumeBinding, VolumeRestrictions, VolumeZone or NodeVolumeLimits would judge (claims, ephemeral,
+    in-tree and CSI inline volumes), which gpusched does not model; the kinds that never affect scheduling are left
+    out."""
+    found = []
+    for volume in spec.get("volumes").items():
+        kinds = [key for key in volume.mapping() if key != "name"]
+        kind = kinds[0] if kinds else "emptyDir"  # the API server's default
+        if kind not in _NO_SCHEDULING_EFFECT:
+            found.append(f"{volume.get('name').text()} ({kind})")
+    return tuple(found)
+
+
 def _containers(spec: _Value) -> tuple[ContainerRequests, ...]:
     found = [
         ContainerRequests(
@@ -382,59 +481,87 @@ def _required_affinity(spec: _Value) -> list[NodeSelectorTerm] | None:
     required = spec.get("affinity").get("nodeAffinity").get("requiredDuringSchedulingIgnoredDuringExecution")
     if required.value is None:
         return None
-    return [term.model(NodeSelectorTerm) for term in required.get("nodeSelectorTerms").items()]
+    terms = [term.model(NodeSelectorTerm) for term in required.get("nodeSelectorTerms").items()]
+    if not terms:
+        required.get("nodeSelectorTerms").fail("must have at least one node selector term")
+    return terms
 
 
 def _time(value: _Value) -> datetime | None:
     text = value.text()
     if not text:
         return None
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
+    parsed = parse_rfc3339(text)
+    if parsed is None:
         value.fail(f"expected an RFC 3339 time such as 2025-01-31T12:00:00Z, got {text!r}")
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return parsed
 
 
 def add(total: Requests, more: Requests) -> Requests:
     return {name: total.get(name, 0) + more.get(name, 0) for name in total.keys() | more.keys()}
 
 
-def _max(one: Requests, other: Requests) -> Requests:
-    return {name: max(one.get(name, 0), other.get(name, 0)) for name in one.keys() | other.keys()}
+def _add(total: Exact, more: Exact) -> Exact:
+    return {name: total.get(name, Decimal(0)) + more.get(name, Decimal(0)) for name in total.keys() | more.keys()}
+
+
+def _max(one: Exact, other: Exact) -> Exact:
+    return {name: max(one.get(name, Decimal(0)), other.get(name, Decimal(0))) for name in one.keys() | other.keys()}
+
+
+def _exact_requests(resources: _Value) -> Exact:
+    """Requests, each missing one defaulted to its limit (what the API server stores for every resource), checked as
+    the API server checks them: a request at most its limit, an extended resource's equal to it and never without
+    one."""
+    limits, requests = resources.get("limits").exact(), resources.get("requests").exact()
+    for name, amount in requests.items():
+        where = resources.get("requests").get(name)
+        if is_extended(name) and name not in limits:
+            where.fail("Limit must be set for non overcommitable resources")
+        if name in limits and is_extended(name) and amount != limits[name]:
+            where.fail(f"must be equal to {name} limit of {limits[name].normalize():f}")
+        if name in limits and amount > limits[name]:
+            where.fail(f"must be less than or equal to {name} limit of {limits[name].normalize():f}")
+    return {**limits, **requests}
 
 
 def _container_requests(resources: _Value) -> Requests:
-    """Requests, each missing one defaulted to its limit (what the API server stores for every resource)."""
-    return {**resources.get("limits").quantities(), **resources.get("requests").quantities()}
+    return {name: rounded(name, amount) for name, amount in _exact_requests(resources).items()}
 
 
 def pod_requests(spec: _Value) -> Requests:
-    """component-helpers PodRequests: containers plus sidecars, at least any init step's peak, then overhead."""
-    total: Requests = {}
+    """component-helpers PodRequests: containers plus sidecars, at least any init step's peak, then overhead, summed
+    exactly as Quantities are and rounded once (two 0.1Gi containers need 214748365 bytes, not 214748366)."""
+    total: Exact = {}
     for container in spec.get("containers").items():
-        total = add(total, _container_requests(container.get("resources")))
-    sidecars: Requests = {}
-    init_peak: Requests = {}
+        total = _add(total, _exact_requests(container.get("resources")))
+    sidecars: Exact = {}
+    init_peak: Exact = {}
     for container in spec.get("initContainers").items():
-        requests = _container_requests(container.get("resources"))
+        requests = _exact_requests(container.get("resources"))
         if container.get("restartPolicy").text() == "Always":
-            total = add(total, requests)
-            sidecars = add(sidecars, requests)
+            total = _add(total, requests)
+            sidecars = _add(sidecars, requests)
             init_peak = _max(init_peak, sidecars)
         else:
-            init_peak = _max(init_peak, add(requests, sidecars))
+            init_peak = _max(init_peak, _add(requests, sidecars))
     total = _max(total, init_peak)
     total.update(_pod_level(spec.get("resources")))
-    return add(total, spec.get("overhead").quantities())
+    total = _add(total, spec.get("overhead").exact())
+    return {name: rounded(name, amount) for name, amount in total.items()}
 
 
-def _pod_level(resources: _Value) -> Requests:
+def _pod_level(resources: _Value) -> Exact:
     """Pod-level requests (PodLevelResources) replace the containers' sum for cpu, memory and hugepages."""
-    requests = _container_requests(resources)
+    requests = _exact_requests(resources)
     return {
         name: value for name, value in requests.items() if name in ("cpu", "memory") or name.startswith("hugepages-")
     }
+
+
+def is_extended(name: str) -> bool:
+    """An extended resource (`example.com/gpu`): integers only, never overcommitted (IsExtendedResourceName)."""
+    return "/" in name and not name.startswith("requests.") and "kubernetes.io/" not in name
 
 
 def is_scalar(name: str) -> bool:

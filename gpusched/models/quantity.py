@@ -11,7 +11,7 @@ from pydantic import AfterValidator, Field
 
 from ..limits import INT64_MAX
 
-__all__ = ["Quantity", "parse_quantity", "milli", "to_int", "format_quantity"]
+__all__ = ["Quantity", "parse_quantity", "stored", "rounded", "milli", "to_int", "format_quantity"]
 
 _SUFFIXES = {
     "": Decimal(1),
@@ -31,7 +31,8 @@ _SUFFIXES = {
     "Pi": Decimal(2**50),
     "Ei": Decimal(2**60),
 }
-_PATTERN = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
+_PATTERN = re.compile(r"([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)")  # Go's parseQuantityString, in one
+_EXPONENT = re.compile(r"[eE][-+]?[0-9]+")
 _REGEX = "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 _LARGEST = Decimal(INT64_MAX) / 1000  # so that millicores too stay an int64, as the API server keeps them
 _TOO_LARGE = f"must be no more than {INT64_MAX // 1000} (an int64 of millis, as the API server keeps it); got {{!r}}"
@@ -51,16 +52,18 @@ def parse_quantity(value: str | int | float) -> Decimal:
         raise _malformed(value)
     if isinstance(value, int) and abs(value) > INT64_MAX:
         raise ValueError(_TOO_LARGE.format(f"an integer of {value.bit_length()} bits"))
-    match = _PATTERN.match(str(value).strip())
-    if not match or match.group(2) not in _SUFFIXES:
-        raise _malformed(value)
+    match = _PATTERN.fullmatch(str(value).strip())  # Quantity.UnmarshalJSON trims spaces
+    suffix = match.group(2) if match else ""
+    if not match or (suffix not in _SUFFIXES and not _EXPONENT.fullmatch(suffix)):
+        raise _malformed(value)  # a suffix after an exponent (1e3Ki) too, as Go refuses it
     try:
         number = Decimal(match.group(1))
+        scale = _SUFFIXES[suffix] if suffix in _SUFFIXES else Decimal(10) ** min(int(suffix[1:]), 99)
     except InvalidOperation:
         raise _malformed(value) from None
     if not number.is_finite() or (number and number.adjusted() > 30):
         raise ValueError(_TOO_LARGE.format(value))
-    found = number * _SUFFIXES[match.group(2)]
+    found = number * scale
     if abs(found) > _LARGEST:
         raise ValueError(_TOO_LARGE.format(value))
     return found
@@ -76,6 +79,20 @@ Quantity = Annotated[
     Field(description="a Kubernetes quantity: 64, 500m, 512Gi"),
     AfterValidator(_check),
 ]
+
+
+@lru_cache(maxsize=4096)
+def stored(value: str | int | float) -> Decimal:
+    """The quantity as the API server stores a pod's requests, limits and overhead: rounded up to a milli unit
+    (`1.0001m` is kept as `2m`, `0.1Gi` as `107374182400m`). Sums of these are exact, as Quantity.Add is."""
+    return parse_quantity(value).quantize(Decimal("0.001"), rounding="ROUND_CEILING")
+
+
+def rounded(resource: str, amount: Decimal) -> int:
+    """An exact amount as the scheduler counts it: cpu in millicores (MilliValue), the rest in whole units
+    (Value), both rounded up, once."""
+    scaled = amount * 1000 if resource == "cpu" else amount
+    return int(scaled.to_integral_value(rounding="ROUND_CEILING"))
 
 
 @lru_cache(maxsize=4096)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .goparse import label_value_error, parse_int64, qualified_name_error
 
 __all__ = [
     "Frozen",
@@ -33,12 +35,33 @@ class Taint(Frozen):
     value: str = ""
     effect: Effect = "NoSchedule"
 
+    @model_validator(mode="after")
+    def _valid(self) -> Taint:
+        """A qualified-name key and a label value, as the API server validates a node's taints."""
+        if error := qualified_name_error(self.key) or label_value_error(self.value):
+            raise ValueError(f"taint {self.key}={self.value}: {error}")
+        return self
+
 
 class Toleration(Frozen):
     key: str = ""
     operator: Literal["Equal", "Exists"] = "Equal"
     value: str = ""
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+
+    @model_validator(mode="after")
+    def _valid(self) -> Toleration:
+        """The API server's rules (ValidateTolerations): a key is a qualified name, an empty key needs Exists,
+        Exists takes no value, a value is a label value."""
+        if self.key and (error := qualified_name_error(self.key)):
+            raise ValueError(f"key {self.key!r}: {error}")
+        if not self.key and self.operator != "Exists":
+            raise ValueError('operator must be Exists when `key` is empty, which means "match all values and all keys"')
+        if self.operator == "Exists" and self.value:
+            raise ValueError("value must be empty when `operator` is 'Exists'")
+        if error := label_value_error(self.value):
+            raise ValueError(f"value {self.value!r}: {error}")
+        return self
 
     def tolerates(self, taint: Taint) -> bool:
         """Kubernetes' ToleratesTaint: empty key with Exists matches every key; empty effect every effect."""
@@ -83,6 +106,18 @@ class NodeSelectorRequirement(Frozen):
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
     values: tuple[str, ...] = ()
 
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> NodeSelectorRequirement:
+        """The API server's rules (ValidateNodeSelectorRequirement): In/NotIn need values, Exists/DoesNotExist
+        none, Gt/Lt exactly one."""
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError("values: must be specified when `operator` is 'In' or 'NotIn'")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError("values: may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+        if self.operator in ("Gt", "Lt") and len(self.values) != 1:
+            raise ValueError("values: must be specified single value when `operator` is 'Lt' or 'Gt'")
+        return self
+
     def matches(self, labels: dict[str, str]) -> bool:
         """Label-selector semantics: NotIn and DoesNotExist hold for an absent key; Gt/Lt compare integers."""
         present = self.key in labels
@@ -99,10 +134,10 @@ class NodeSelectorRequirement(Frozen):
 
 
 def _compare(value: str, bounds: tuple[str, ...], operator: str) -> bool:
-    """Gt/Lt: both sides must be whole numbers, else the requirement does not match."""
-    try:
-        have, bound = int(value), int(bounds[0])
-    except (ValueError, IndexError):
+    """Gt/Lt: both sides parsed by Go's strconv.ParseInt(s, 10, 64); either failing, the requirement does not
+    match (labels.Requirement.Matches)."""
+    have, bound = parse_int64(value), parse_int64(bounds[0]) if bounds else None
+    if have is None or bound is None:
         return False
     return have > bound if operator == "Gt" else have < bound
 
@@ -114,6 +149,32 @@ class NodeSelectorTerm(Frozen):
 
     match_expressions: tuple[NodeSelectorRequirement, ...] = Field((), alias="matchExpressions")
     match_fields: tuple[NodeSelectorRequirement, ...] = Field((), alias="matchFields")
+
+    @field_validator("match_expressions")
+    @classmethod
+    def _labels(cls, found: tuple[NodeSelectorRequirement, ...]) -> tuple[NodeSelectorRequirement, ...]:
+        """Keys are qualified names, values label values (ValidateNodeSelectorRequirement)."""
+        for requirement in found:
+            if error := qualified_name_error(requirement.key):
+                raise ValueError(f"key {requirement.key!r}: {error}")
+            for value in requirement.values:
+                if error := label_value_error(value):
+                    raise ValueError(f"values: {value!r}: {error}")
+        return found
+
+    @field_validator("match_fields")
+    @classmethod
+    def _node_fields(cls, found: tuple[NodeSelectorRequirement, ...]) -> tuple[NodeSelectorRequirement, ...]:
+        """Only `metadata.name`, only In/NotIn, exactly one value (ValidateNodeFieldSelectorRequirement)."""
+        for requirement in found:
+            if requirement.key != "metadata.name":
+                raise ValueError(f"key {requirement.key!r}: not a valid field selector key")
+            if requirement.operator not in ("In", "NotIn"):
+                raise ValueError(f"operator {requirement.operator!r}: not a valid selector operator")
+            if len(requirement.values) != 1:
+                raise ValueError("values: must be only one value when `operator` is 'In' or 'NotIn' for node field "
+                                 "selector")  # fmt: skip
+        return found
 
     def matches(self, labels: dict[str, str], node_name: str) -> bool:
         if not self.match_expressions and not self.match_fields:

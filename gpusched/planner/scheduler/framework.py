@@ -25,6 +25,7 @@ __all__ = [
 Version = tuple[int, ...]  # a Kubernetes release: (1, 37) or (1, 34, 1)
 OLDEST, NEWEST = (1, 34), (1, 37)  # the releases whose behaviour is simulated
 ERR_REASON_OUTSIDE_PREFILTER = "node(s) didn't satisfy plugin(s) [{plugins}]"
+ERR_REASON_PREFILTER_DISJOINT = ERR_REASON_OUTSIDE_PREFILTER + " simultaneously"  # no node left by the PreFilters
 
 
 class Code(Enum):

@@ -7,6 +7,8 @@ __all__ = [
     "NODE_UNSCHEDULABLE",
     "TAINT_TOLERATION",
     "NODE_AFFINITY",
+    "NODE_PORTS",
+    "SCHEDULING_GATES",
     "NODE_RESOURCES_FIT",
     "POD_TOPOLOGY_SPREAD",
     "INTER_POD_AFFINITY",
@@ -19,6 +21,8 @@ NODE_NAME = "NodeName"
 NODE_UNSCHEDULABLE = "NodeUnschedulable"
 TAINT_TOLERATION = "TaintToleration"
 NODE_AFFINITY = "NodeAffinity"
+NODE_PORTS = "NodePorts"
+SCHEDULING_GATES = "SchedulingGates"
 NODE_RESOURCES_FIT = "NodeResourcesFit"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 INTER_POD_AFFINITY = "InterPodAffinity"

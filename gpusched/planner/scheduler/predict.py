@@ -1,11 +1,13 @@
 """Predict kube-scheduler's verdict for one pod from kubectl JSON: the nodes that fit, or the exact message.
 
-Covers the default profile of 1.34–1.37 for what kubectl shows of Nodes and Pods: NodeName, NodeUnschedulable,
-TaintToleration, NodeAffinity, NodeResourcesFit, PodTopologySpread and InterPodAffinity, then the PostFilter (DRA's
-message and DefaultPreemption, with PodDisruptionBudgets when given). Unbound pods that preemption nominated to a
-node count there for pods of no higher priority: the filters run with them, then, if they pass, without them, as
-RunFilterPluginsWithNominatedPods does. Scores (preferred affinity, ScheduleAnyway and default spread constraints)
-only order the feasible nodes, which are all reported.
+Covers the default profile of 1.34–1.37 for what kubectl shows of Nodes and Pods: PreEnqueue (SchedulingGates,
+DynamicResources' claims), NodeName, NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
+PodTopologySpread and InterPodAffinity, then the PostFilter (DRA's message and DefaultPreemption, with
+PodDisruptionBudgets when given). Unbound pods that preemption nominated to a node count there for pods of no higher
+priority: the filters run with them, then, if they pass, without them, as RunFilterPluginsWithNominatedPods does.
+Scores (preferred affinity, ScheduleAnyway and default spread constraints) only order the feasible nodes, which are
+all reported. What the real scheduler would also check and gpusched does not model is listed as `not_modelled`: the
+prediction may then differ.
 The wording and the version differences follow the Kubernetes sources of each release (pkg/scheduler).
 """
 
@@ -23,8 +25,10 @@ from ..dra.extended import class_mapping, uses_extended
 from ..dra.extended import enabled as extended_enabled
 from ..dra.objects import DraObjects, load_objects
 from .framework import (
+    ERR_REASON_PREFILTER_DISJOINT,
     NEWEST,
     OLDEST,
+    SUCCESS,
     Diagnosis,
     Status,
     Version,
@@ -32,7 +36,7 @@ from .framework import (
     unresolvable,
 )
 from .nodeinfo import KubeNodeInfo, snapshot
-from .plugins import defaultpreemption, dynamicresources, nodeaffinity, noderesources
+from .plugins import defaultpreemption, dynamicresources, nodeaffinity, noderesources, schedulinggates
 from .plugins.defaultpreemption import Candidate
 from .plugins.dynamicresources import ClaimPrediction, DynamicResources
 from .plugins.interpodaffinity import InterPodAffinity
@@ -40,12 +44,15 @@ from .plugins.nodeaffinity import NodeAffinity
 from .plugins.nodename import NodeName
 from .plugins.noderesources import Shortfall, shortfalls
 from .plugins.podtopologyspread import PodTopologySpread
-from .views import Filter, kubectl_filters, run_filters
+from .views import Filter, kubectl_filters
+
+SKIPPED = "Skipped"  # a filter the scheduler never ran on the node: an earlier one had rejected it
 
 __all__ = [
     "Shortfall",
     "NodeVerdict",
     "Nomination",
+    "PreEnqueue",
     "ClaimPrediction",
     "K8sPrediction",
     "parse_version",
@@ -64,6 +71,12 @@ class NodeVerdict(BaseModel):
     code: str = Field("Success", description="Success, Unschedulable or UnschedulableAndUnresolvable")
     reasons: list[str] = Field(default_factory=list)
     shortfalls: list[Shortfall] = Field(default_factory=list)
+    plugins: dict[str, str] = Field(
+        default_factory=dict,
+        description="each filter plugin, in the order they run, and its status code on this node: Success, "
+        f"Unschedulable, UnschedulableAndUnresolvable, or {SKIPPED} after the first rejection (the scheduler stops "
+        "there); empty when a PreFilter ruled the node out",
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -81,6 +94,18 @@ class Nomination(BaseModel):
     message: str = Field("", description="the PodScheduled=False message when this node is nominated")
 
 
+class PreEnqueue(BaseModel):
+    """Why the scheduler never tries the pod: a PreEnqueue plugin holds it out of the queue."""
+
+    plugin: str
+    reason: str = Field(description="the plugin's status (the scheduler only logs it)")
+    condition: dict | None = Field(
+        None,
+        description="the pod's PodScheduled condition (SchedulingGated, which the API server sets); None: no "
+        "condition at all",
+    )
+
+
 class K8sPrediction(BaseModel):
     version: str
     pod: str = Field(description="namespace/name")
@@ -96,6 +121,10 @@ class K8sPrediction(BaseModel):
         description="every node the real scheduler may nominate (it samples candidates from a random start, and "
         "breaks a final tie by that order): its choice is random among these; the first is `nomination`",
     )
+    pre_enqueue: PreEnqueue | None = Field(None, description="when the scheduler never tries the pod, and why")
+    not_modelled: list[str] = Field(
+        default_factory=list, description="what the real scheduler checks here that gpusched does not model"
+    )
     claims: list[ClaimPrediction] = Field(default_factory=list, description="the pod's ResourceClaims (with --objects)")
     extended_resource_claim_status: dict | None = Field(
         None,
@@ -107,6 +136,12 @@ class K8sPrediction(BaseModel):
     @property
     def fits(self) -> bool:
         return bool(self.feasible)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def may_differ(self) -> bool:
+        """True when something not modelled could change the verdict."""
+        return bool(self.not_modelled)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -143,31 +178,53 @@ def _prefilter(pod: KubePod, version: Version, dra: DynamicResources | None) -> 
     pinned = NodeAffinity.prefilter(pod)
     if pinned is not None and not pinned:
         return _PreFilter(failure=nodeaffinity.ERR_REASON_CONFLICT)
-    if dra is not None and dra.cycle.prefilter:
-        return _PreFilter(failure=dra.cycle.prefilter, failed_plugin=dynamicresources.NAME)
     if pinned is not None:
         names = pinned if names is None else names & pinned
         plugins.append(NodeAffinity.name)
+        if not names:  # RunPreFilterPlugins' words, the plugins in the order they ran
+            return _PreFilter(failure=ERR_REASON_PREFILTER_DISJOINT.format(plugins=" ".join(plugins)),
+                              failed_plugin="")  # fmt: skip
+    if dra is not None and dra.cycle.prefilter:
+        return _PreFilter(failure=dra.cycle.prefilter, failed_plugin=dynamicresources.NAME)
     return _PreFilter(names, tuple(sorted(plugins)))
 
 
-def _with_nominated(filters: tuple[Filter, ...], pod: KubePod, info: KubeNodeInfo) -> Status:
-    """RunFilterPluginsWithNominatedPods: with the nominated pods, then, if that passes, without them."""
-    status = run_filters(filters, pod, info)
+def _codes(filters: tuple[Filter, ...], pod: KubePod, info: KubeNodeInfo) -> tuple[Status, dict[str, str]]:
+    """The first rejection (as run_filters), and every plugin's code on the node."""
+    codes: dict[str, str] = {}
+    found = None
+    for plugin in filters:
+        if found is not None:
+            codes[plugin.name] = SKIPPED
+            continue
+        status = plugin.filter(pod, info)
+        codes[plugin.name] = status.code.value
+        found = None if status.ok else status
+    return found or SUCCESS, codes
+
+
+def _each(filters: tuple[Filter, ...], pod: KubePod, info: KubeNodeInfo) -> tuple[Status, dict[str, str]]:
+    """RunFilterPluginsWithNominatedPods: with the nominated pods, then, if that passes, without them; the first
+    rejection and every plugin's code on the node."""
+    status, codes = _codes(filters, pod, info)
     if status.ok and info.nominated:
-        status = run_filters(filters, pod, info.alone())
-    return status
+        status, codes = _codes(filters, pod, info.alone())
+    return status, codes
+
+
+def _with_nominated(filters: tuple[Filter, ...], pod: KubePod, info: KubeNodeInfo) -> Status:
+    return _each(filters, pod, info)[0]
 
 
 def _statuses(
     pod: KubePod, infos: list[KubeNodeInfo], pre: _PreFilter, filters: tuple[Filter, ...]
-) -> dict[str, Status]:
+) -> dict[str, tuple[Status, dict[str, str]]]:
     if pre.failure:
-        return {info.name: unresolvable(pre.failed_plugin, pre.failure) for info in infos}
+        return {info.name: (unresolvable(pre.failed_plugin, pre.failure), {}) for info in infos}
     return {
-        info.name: _with_nominated(filters, pod, info)
+        info.name: _each(filters, pod, info)
         if pre.names is None or info.name in pre.names
-        else outside_prefilter(pre.plugins)
+        else (outside_prefilter(pre.plugins), {})
         for info in infos
     }
 
@@ -180,8 +237,12 @@ def _postfilter(
     filters: tuple[Filter, ...],
     dra: DynamicResources | None,
     pdbs: list[KubePdb],
+    pre: _PreFilter,
 ) -> tuple[str, list[Candidate[KubePod]]]:
-    """DynamicResources then DefaultPreemption; a success drops the reasons gathered before it."""
+    """DynamicResources then DefaultPreemption; a success drops the reasons gathered before it. A PreFilter that
+    failed before DynamicResources' ran leaves DynamicResources no state: its PostFilter errors and nothing follows."""
+    if pre.failure and pre.failed_plugin != dynamicresources.NAME:
+        return dynamicresources.ERR_REASON_NO_STATE, []
     reasons = dynamicresources.postfilter_reasons(dra, version, pod)
     ok, message, found = defaultpreemption.preempt(
         pod, infos, statuses, version, lambda pod, info: _with_nominated(filters, pod, info), pdbs
@@ -199,7 +260,7 @@ def _truncate(message: str) -> str:
     return raw[: EVENT_LIMIT - 4].decode(errors="ignore") + " ..."
 
 
-def _verdict(pod: KubePod, info: KubeNodeInfo, status: Status) -> NodeVerdict:
+def _verdict(pod: KubePod, info: KubeNodeInfo, status: Status, codes: dict[str, str]) -> NodeVerdict:
     return NodeVerdict(
         name=info.name,
         fits=status.ok,
@@ -207,6 +268,7 @@ def _verdict(pod: KubePod, info: KubeNodeInfo, status: Status) -> NodeVerdict:
         code=status.code.value,
         reasons=list(status.reasons),
         shortfalls=shortfalls(pod, info) if status.plugin == noderesources.NAME else [],
+        plugins=codes,
     )
 
 
@@ -216,14 +278,8 @@ def _pod_filters(pod: KubePod, infos: list[KubeNodeInfo]) -> list[Filter]:
     return [plugin for plugin in (spread, affinity) if plugin is not None]
 
 
-def _schedule(
-    pod: KubePod,
-    infos: list[KubeNodeInfo],
-    version: Version,
-    dra: DynamicResources | None,
-    pdbs: list[KubePdb] | None = None,
-) -> K8sPrediction:
-    result = K8sPrediction(
+def _unscheduled(pod: KubePod, version: Version) -> K8sPrediction:
+    return K8sPrediction(
         version=".".join(map(str, version)),
         pod=pod.key,
         priority=pod.priority,
@@ -231,12 +287,23 @@ def _schedule(
         feasible=[],
         nodes=[],
     )
+
+
+def _schedule(
+    pod: KubePod,
+    infos: list[KubeNodeInfo],
+    version: Version,
+    dra: DynamicResources | None,
+    pdbs: list[KubePdb] | None = None,
+) -> K8sPrediction:
+    result = _unscheduled(pod, version)
     if not infos:
         return result.model_copy(update={"message": NO_NODES, "event": NO_NODES})
     filters = (*kubectl_filters(version), *_pod_filters(pod, infos), *([dra] if dra else []))
     pre = _prefilter(pod, version, dra)
-    statuses = _statuses(pod, infos, pre, filters)
-    result.nodes = [_verdict(pod, info, statuses[info.name]) for info in infos]
+    each = _statuses(pod, infos, pre, filters)
+    statuses = {name: status for name, (status, _) in each.items()}
+    result.nodes = [_verdict(pod, info, *each[info.name]) for info in infos]
     result.feasible = [name for name, status in statuses.items() if status.ok]
     if dra is not None:
         result.claims = dra.predictions(result.feasible)
@@ -244,7 +311,7 @@ def _schedule(
         result.extended_resource_claim_status = dra.extended_status(chosen) if chosen else None
     if result.feasible:
         return result
-    post, found = _postfilter(pod, infos, statuses, version, filters, dra, pdbs or [])
+    post, found = _postfilter(pod, infos, statuses, version, filters, dra, pdbs or [], pre)
     diagnosis = Diagnosis(len(infos), statuses, prefilter=pre.failure, postfilter=post)
     result.message = diagnosis.message
     result.event = _truncate(result.message)
@@ -293,7 +360,30 @@ def predict(
                 "spec.resourceClaims",
             )
         dra = DynamicResources.for_pod(pod, nodes, objects, mapping, release)
-    return _schedule(pod, snapshot(nodes, pods, pod, frozenset(mapping)), release, dra, pdbs)
+    held = _pre_enqueue(pod, objects)
+    if held is not None:
+        result = _unscheduled(pod, release).model_copy(update={"pre_enqueue": held})
+    else:
+        result = _schedule(pod, snapshot(nodes, pods, pod, frozenset(mapping)), release, dra, pdbs)
+    return result.model_copy(update={"not_modelled": not_modelled(pod)})
+
+
+def _pre_enqueue(pod: KubePod, objects: DraObjects | None) -> PreEnqueue | None:
+    """SchedulingGates, then DynamicResources: the first PreEnqueue plugin that holds the pod back."""
+    if reason := schedulinggates.pre_enqueue(pod):
+        condition = {"type": "PodScheduled", "status": "False", "reason": schedulinggates.CONDITION_REASON,
+                     "message": schedulinggates.CONDITION_MESSAGE}  # fmt: skip
+        return PreEnqueue(plugin=schedulinggates.NAME, reason=reason, condition=condition)
+    if pod.claims and objects is not None and (reason := dynamicresources.pre_enqueue(pod, objects)):
+        return PreEnqueue(plugin=dynamicresources.NAME, reason=reason)
+    return None
+
+
+def not_modelled(pod: KubePod) -> list[str]:
+    """What the default profile's filters would read here that gpusched does not model."""
+    found = [f"volume {volume}: VolumeBinding, VolumeRestrictions, VolumeZone, NodeVolumeLimits"
+             for volume in pod.volumes]  # fmt: skip
+    return found
 
 
 def predict_files(

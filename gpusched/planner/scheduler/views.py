@@ -17,6 +17,7 @@ from .framework import SUCCESS, Status, Version
 from .plugins.gpudevices import ExtendedGpus, GpuChoice, GpuDevices
 from .plugins.nodeaffinity import NodeAffinity
 from .plugins.nodename import NodeName
+from .plugins.nodeports import NodePorts
 from .plugins.noderesources import HostResourcesFit, NodeResourcesFit
 from .plugins.nodeunschedulable import NodeUnschedulable
 from .plugins.tainttoleration import TaintToleration
@@ -73,4 +74,4 @@ def kubectl_filters(version: Version) -> tuple[Filter, ...]:
     head: tuple[Filter, ...] = (NodeName(), NodeUnschedulable())
     if version[:2] < (1, 37):
         head = head[::-1]
-    return (*head, TaintToleration(version), NodeAffinity(), NodeResourcesFit())
+    return (*head, TaintToleration(version), NodeAffinity(), NodePorts(), NodeResourcesFit())

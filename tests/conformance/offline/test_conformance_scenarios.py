@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 
+import pytest
 from rich.console import Console
 
 from gpusched.cli.conformance import _render_report
@@ -16,7 +17,7 @@ from gpusched.conformance.differential import (
     _scheduler_words,
     _stamped,
 )
-from gpusched.conformance.scenarios import ConformanceScenario, generate
+from gpusched.conformance.scenarios import REFUSED, ConformanceScenario, generate
 from gpusched.errors import InputError
 from gpusched.models.kube import parse_pod
 from gpusched.planner.dra.objects import objects_from
@@ -41,9 +42,35 @@ def test_dra_objects_are_what_gpusched_reads_and_every_pod_claim_exists():
         claims = {claim.metadata.name for claim in objects.claims}
         templates = {template.metadata.name for template in objects.templates.values()}
         for pod in scenario.pods:
-            parse_pod(pod, "pod")
             for entry in pod["spec"].get("resourceClaims", []):
-                assert entry.get("resourceClaimName") in claims or entry.get("resourceClaimTemplateName") in templates
+                named = entry.get("resourceClaimName") or entry.get("resourceClaimTemplateName")
+                assert named in claims | templates or named.endswith("-absent")  # absent: PreEnqueue holds the pod
+
+
+def test_gpusched_refuses_exactly_the_pods_drawn_for_the_api_server_to_refuse():
+    drawn = [pod for i in range(300) for pod in generate(5, i, "ns").pods]
+    refused = [pod for pod in drawn if REFUSED in pod["metadata"].get("annotations", {})]
+    assert 20 <= len(refused) < len(drawn) // 10
+    for pod in drawn:
+        if pod in refused:
+            with pytest.raises(InputError):
+                parse_pod(pod, "pod")
+        else:
+            parse_pod(pod, "pod")
+
+
+def test_the_generator_draws_every_class_of_issue_12():
+    pods = [pod for i in range(300) for pod in generate(5, i, "ns").pods]
+    specs = [pod["spec"] for pod in pods]
+    containers = [c for spec in specs for c in [*spec["containers"], *spec.get("initContainers", [])]]
+    assert sum("schedulingGates" in spec for spec in specs) > 10
+    assert sum(any("hostPort" in port for port in c.get("ports", [])) for c in containers) > 20
+    assert sum(c["resources"].get("requests", {}).get("memory") == "0.1Gi" for c in containers) > 20
+    text = str(specs)
+    assert "'1_000'" in text and "'9223372036854775808'" in text
+    conflicting = [t for spec in specs for t in str(spec.get("affinity", "")).split("matchFields")[1:]
+                   if t.count("metadata.name") == 2]  # fmt: skip
+    assert conflicting
 
 
 def test_nvidia_slices_name_devices_as_the_driver_does():
@@ -174,4 +201,23 @@ def test_the_report_line_counts_preemptions_and_pods_that_came_meanwhile(capsys)
         "conformance against kube-scheduler v1.37.2, seed 3: 4 scenarios, 9 pods, 9 agree (100%); 2 with preemption, "
         "3 pods preempted others, 1 arrived meanwhile, 1 with disruption budgets; pods with podAffinity 3 in 5 s",
         "scenarios per plugin at work (rejected a node, claims, preemption): InterPodAffinity 2 (3 pods)",
+    ]
+
+
+def test_refusals_and_never_tried_pods_agree_only_with_the_same_prediction(capsys):
+    assert PodVerdict(pod="p", refused=True, predicted_refused=True).agrees
+    assert not PodVerdict(pod="p", refused=True).agrees
+    assert not PodVerdict(pod="p", node="n0", feasible=["n0"], predicted_refused=True).agrees
+    assert PodVerdict(pod="p", held="SchedulingGated", predicted_held="SchedulingGated").agrees
+    assert not PodVerdict(pod="p", held="SchedulingGated", predicted_held="no PodScheduled condition").agrees
+    assert not PodVerdict(pod="p", message="m", predicted="m", predicted_held="SchedulingGated").agrees
+    report = ConformanceReport(version="v1.37.2", seed=3, scenarios=4, pods=9, agreed=9, seconds=5.0, disagreements=[],
+                               refused=1, held=2, plugins={"API server refusal": PluginCount(scenarios=1, pods=1),
+                                                           "NodePorts": PluginCount(scenarios=2, pods=2)})  # fmt: skip
+    _render_report(Console(highlight=False, soft_wrap=True), report)
+    assert capsys.readouterr().out.splitlines() == [
+        "conformance against kube-scheduler v1.37.2, seed 3: 4 scenarios, 9 pods, 9 agree (100%); 1 refused by the "
+        "API server, 2 never tried in 5 s",
+        "scenarios per plugin at work (rejected a node, claims, preemption): API server refusal 1 (1 pods), "
+        "NodePorts 2 (2 pods)",
     ]

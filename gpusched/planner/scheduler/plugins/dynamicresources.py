@@ -35,9 +35,20 @@ from ..framework import NEWEST, SUCCESS, Status, Version, unresolvable
 from ..names import DYNAMIC_RESOURCES as NAME
 from ..nodeinfo import KubeNodeInfo
 
-__all__ = ["NAME", "ERR_REASON_NO_CLAIMS", "ClaimPrediction", "DynamicResources", "postfilter_reasons"]
+__all__ = [
+    "NAME",
+    "ERR_REASON_NO_CLAIMS",
+    "ERR_REASON_NO_STATE",
+    "ERR_REASON_DELETING",
+    "ClaimPrediction",
+    "DynamicResources",
+    "postfilter_reasons",
+    "pre_enqueue",
+]
 
 ERR_REASON_NO_CLAIMS = NO_CLAIMS_TO_DEALLOCATE  # the PostFilter's, before 1.37, for a pod without claims too
+ERR_REASON_NO_STATE = "not found"  # the PostFilter's error when an earlier PreFilter failed: its own never ran
+ERR_REASON_DELETING = 'resourceclaim "{name}" is being deleted'
 
 
 class ClaimPrediction(BaseModel):
@@ -170,3 +181,16 @@ def postfilter_reasons(dra: DynamicResources | None, version: Version, pod: Kube
     if dra is None:
         return [ERR_REASON_NO_CLAIMS] if version[:2] < (1, 37) else []
     return [reason for reason in [postfilter_reason(dra.cycle, version, pod.key)] if reason]
+
+
+def pre_enqueue(pod: KubePod, objects: DraObjects) -> str:
+    """'' when the pod may be queued; else why PreEnqueue holds it (foreachPodResourceClaim): a claim it names is
+    missing or being deleted, or a template that would generate one does not exist. A template's claim the
+    controller has yet to create only delays the pod, so gpusched predicts past it (see dra/plugin.pod_unit)."""
+    unit = pod_unit(pod, objects)
+    if unit.missing:
+        return unit.missing
+    for claim in unit.claims:
+        if claim.key not in unit.templates and (claim.metadata.model_extra or {}).get("deletionTimestamp"):
+            return ERR_REASON_DELETING.format(name=claim.metadata.name)
+    return ""
