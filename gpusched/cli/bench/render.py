@@ -107,12 +107,19 @@ def render_synthetic(console: Console, result: SyntheticBench, timing: bool) -> 
     sizes = "/".join(map(str, result.sizes))
     for row in result.rows:
         took = f" in {row.optimum_seconds:.2f} s" if timing else ""
-        console.print(f"{row.nodes} nodes, {row.gpus} GPUs, {row.jobs} jobs: optimum {row.status}{took}", markup=False)
-        table = new_table("plan", "GPUs", "% opt", "jobs", f"stranded {sizes}", *(["seconds"] if timing else []))
+        bound = "-" if row.upper_weighted_gpus is None else f"{row.upper_weighted_gpus:g}"
+        console.print(
+            f"{row.nodes} nodes, {row.gpus} GPUs, {row.jobs} jobs: optimum {row.status}{took}; priority-weighted "
+            f"GPUs between {row.optimum.weighted_gpus} (validated plan) and {bound} (CP-SAT bound)",
+            markup=False,
+        )
+        columns = ("plan", "GPUs", "% opt", "to bound", "jobs", f"stranded {sizes}")
+        table = new_table(*columns, *(["seconds"] if timing else []))
         table.add_row(
             "optimum",
             str(row.optimum.gpus_placed),
             "100.0",
+            _number(row.gap_pct),
             str(row.optimum.jobs_placed),
             "/".join(str(row.optimum.stranded[s]) for s in result.sizes),
             *([f"{row.optimum_seconds:.2f}"] if timing else []),
@@ -122,6 +129,7 @@ def render_synthetic(console: Console, result: SyntheticBench, timing: bool) -> 
                 h.name,
                 str(h.gpus_placed),
                 f"{h.gpus_placed_pct:.1f}",
+                _number(h.to_upper_pct),
                 str(h.jobs_placed),
                 "/".join(str(h.stranded[s]) for s in result.sizes),
                 *([f"{h.seconds:.2f}"] if timing else []),
