@@ -11,12 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
-from gpusched.bench.bracket import _knapsack, bracket
+from gpusched.bench.bracket import PatternLP, _knapsack, bracket, lower_placement, pod_kinds
 from gpusched.bench.openb import RunSpec, arrivals, prepare
 from gpusched.bench.share_check import check_share_placement
 from gpusched.models.cluster import Cluster
-from gpusched.planner.gpushare import SharePod
-from gpusched.scenarios.openb import NODE_FILE, openb_dir
+from gpusched.planner.gpushare import PodTable, SharePod, ShareState
+from gpusched.scenarios.openb import NODE_FILE, OpenbNode, OpenbPod, openb_cluster, openb_dir
 
 DATA = openb_dir()
 TRACE = DATA / "openb_pod_list_default.csv"
@@ -90,6 +90,27 @@ def test_check_accepts_a_real_placement():
 def test_check_names_each_broken_rule(pods, placed, broken):
     errors = check_share_placement(_cluster(), SPECS, pods, placed)
     assert errors and broken in errors[0]
+
+
+def test_pattern_lp_counts_cpu_memory_and_models():
+    nodes = [OpenbNode(name="t4", cpu_milli=8000, memory_mib=1000, gpu=2, model="T4")]
+    pods = [
+        OpenbPod(name="a", cpu_milli=6000, num_gpu=1, gpu_milli=1000),
+        OpenbPod(name="b", cpu_milli=6000, num_gpu=1, gpu_milli=1000),
+        OpenbPod(name="v", cpu_milli=1000, num_gpu=1, gpu_milli=1000, models=("V100M16",)),
+        OpenbPod(name="m", cpu_milli=1000, memory_mib=2000, num_gpu=1, gpu_milli=500),
+    ]
+    table = PodTable.of(pods)
+    state = ShareState(openb_cluster(nodes), table)
+    kinds = pod_kinds(table.pods)
+    lp = PatternLP(state, kinds)
+    upper, objective, _, converged = lp.solve()
+    assert converged
+    assert upper == pytest.approx(8000 / 6000 * 1000)  # cpu binds; v needs a V100, m more memory than the node has
+    assert objective == pytest.approx(upper)
+    placed = lower_placement(state, lp, kinds, table.pods)
+    assert check_share_placement(openb_cluster(nodes), table.specs, table.pods, placed) == []
+    assert sum(table.pods[index].total_milli for index, _, _ in placed) == 1000  # the second has no cpu left
 
 
 def _solve(spec: RunSpec) -> tuple[float, float]:
