@@ -9,10 +9,11 @@ over milli, solved exactly by dynamic programming. The bound reported is not GLO
 of the last duals made feasible: each node type's GPU price raised to the best column's value, which the knapsack
 computes exactly; so it holds even where column generation stops early or the LP solver rounds.
 
-Lower bound: a real placement of the same arrived pods. The LP's columns, rounded down, are dealt to the nodes of
-their type (most GPUs first, each to the node with the most cpu per free GPU), then every pod left over is placed
-best-fit (gangs first, then by GPU milli). The independent check (share_check) recomputes it pod by pod; only
-then does its allocated milli count.
+Lower bound: a real placement of the same arrived pods. The LP is re-solved to prefer light pods among nearly
+optimal solutions, its columns rounded down and dealt to the nodes of their type (most GPUs and cpu first; of three
+ways to pick each one's node, the one that places most), then every pod left over is placed best-fit (gangs first,
+then by GPU milli). The independent check (share_check) recomputes it pod by pod; only then does its allocated
+milli count.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = ["Bracket", "Kind", "NodeType", "PatternLP", "bracket", "lower_placeme
 
 ROUNDS = 400  # column-generation rounds at most; the dual bound is valid after any of them
 STEER = 0.5  # milli per GPU's share of a node's cpu (and of its memory) charged to steer the placement's LP
+DEALS = ("spread", "tight", "even")  # ways to deal the LP's columns to nodes (`_deal`)
 TOLERANCE = 1e-6  # milli: a column better than its GPU price by less than this ends the generation
 
 
@@ -236,14 +238,17 @@ Unit = tuple[int, int, int, list[int]]  # GPUs, cpu, memory, arrivals that share
 
 
 def _deal(
-    state: ShareState, pods: list[SharePod], t: NodeType, units: list[Unit], spread: bool
+    state: ShareState, pods: list[SharePod], t: NodeType, units: list[Unit], how: str
 ) -> tuple[list[Placed], list[int]]:
     """Give each unit, most GPUs and cpu first, a node of type t with that many free GPUs, the cpu and the memory:
-    with `spread` the node with the most cpu per free GPU (cpu-heavy units spread out), else the node with the
-    least cpu left that fits (best fit). Returns what was placed and the arrivals of the units that found no node."""
+    `spread` the node with the most cpu per free GPU (cpu-heavy units spread out), `tight` the node with the least
+    cpu left (best fit), `even` the node left with the cpu per free GPU closest to what the units still to come
+    need. Returns what was placed and the arrivals of the units that found no node."""
     nodes = np.array(t.nodes)
     placed: list[Placed] = []
     left = []
+    cpu_to_come = sum(unit[1] for unit in units)
+    gpus_to_come = sum(unit[0] for unit in units)
     for gpus, cpu, memory, members in sorted(units, key=lambda unit: (-unit[0], -unit[1], -unit[2])):
         free = state.gpu_free_whole[nodes]
         cpu_left = state.cpu_left[nodes]
@@ -251,10 +256,16 @@ def _deal(
         if not ok.any():
             left.extend(members)
             continue
-        if spread:
+        if how == "spread":
             pick = np.argmax(np.where(ok, cpu_left / np.maximum(free, 1), -1.0))
-        else:
+        elif how == "tight":
             pick = np.argmin(np.where(ok, cpu_left, np.iinfo(np.int64).max))
+        else:  # "even": leave each node as much cpu per free GPU as the units still to come need
+            cpu_to_come -= cpu
+            gpus_to_come -= gpus
+            need = cpu_to_come / max(1, gpus_to_come)
+            after = (cpu_left - cpu) / np.maximum(free - gpus, 1)
+            pick = np.argmin(np.where(ok, np.where(free > gpus, np.abs(after - need), 0.0), np.inf))
         node = int(nodes[int(pick)])
         gpu_ids = state.whole_gpus(node, gpus)
         for index in members:
@@ -266,12 +277,12 @@ def _deal(
 def _deal_best(
     state: ShareState, pods: list[SharePod], t: NodeType, units: list[Unit], placed: list[Placed]
 ) -> list[int]:
-    """`_deal` both ways on a copy, then the way that placed more GPU milli for real; returns the arrivals left."""
+    """`_deal` every way on a copy, then the way that placed the most GPU milli for real; returns the arrivals left."""
     tries = []
-    for spread in (True, False):
+    for how in DEALS:
         trial = copy.deepcopy(state)
-        done, left = _deal(trial, pods, t, units, spread)
-        tries.append((sum(pods[index].total_milli for index, _, _ in done), spread))
+        done, left = _deal(trial, pods, t, units, how)
+        tries.append((sum(pods[index].total_milli for index, _, _ in done), how))
     done, left = _deal(state, pods, t, units, max(tries)[1])
     placed.extend(done)
     return left
