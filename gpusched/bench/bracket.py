@@ -9,11 +9,11 @@ over milli, solved exactly by dynamic programming. The bound reported is not GLO
 of the last duals made feasible: each node type's GPU price raised to the best column's value, which the knapsack
 computes exactly; so it holds even where column generation stops early or the LP solver rounds.
 
-Lower bound: a real placement of the same arrived pods. The LP is re-solved to prefer light pods among nearly
-optimal solutions, its columns rounded down and dealt to the nodes of their type (most GPUs and cpu first; of three
-ways to pick each one's node, the one that places most), then every pod left over is placed best-fit (gangs first,
-then by GPU milli). The independent check (share_check) recomputes it pod by pod; only then does its allocated
-milli count.
+Lower bound: a real placement of the same arrived pods. The LP is re-solved to prefer light pods (lightly, then
+hard: the better placement counts), its columns rounded down and dealt to the nodes of their type (most GPUs and cpu
+first; of three ways to pick each one's node, the one that places most), then every pod left over is placed best-fit
+(gangs first, then by GPU milli). The independent check (share_check) recomputes it pod by pod; only then does its
+allocated milli count.
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ from .share_check import Placed, check_share_placement
 __all__ = ["Bracket", "Kind", "NodeType", "PatternLP", "bracket", "lower_placement", "node_types", "pod_kinds"]
 
 ROUNDS = 400  # column-generation rounds at most; the dual bound is valid after any of them
-STEER = 0.5  # milli per GPU's share of a node's cpu (and of its memory) charged to steer the placement's LP
+# milli per GPU's share of a node's cpu (and of its memory) charged to steer the placement's LP: lightly (most
+# traces), and hard (pods confined to cpu-poor node types, as in gpuspec33)
+STEERS = (0.5, 50.0)
 DEALS = ("spread", "tight", "even")  # ways to deal the LP's columns to nodes (`_deal`)
 TOLERANCE = 1e-6  # milli: a column better than its GPU price by less than this ends the generation
 
@@ -343,9 +345,13 @@ def bracket(spec: RunSpec) -> Bracket:
     lp = PatternLP(state, kinds)
     upper, objective, rounds, converged = lp.solve()
     upper = min(upper, state.capacity_milli, sum(pod.total_milli for pod in pods))
-    lp.steer(STEER)
-    lp.solve()
-    placed = lower_placement(state, lp, kinds, pods)
+    placed: list[Placed] = []
+    for steer in STEERS:  # the placement from each steered LP; the one that places the most GPU milli
+        lp.steer(steer)
+        lp.solve()
+        trial = lower_placement(copy.deepcopy(state), lp, kinds, pods)
+        if sum(pods[i].total_milli for i, _, _ in trial) > sum(pods[i].total_milli for i, _, _ in placed):
+            placed = trial
     errors = check_share_placement(prepared.cluster, prepared.table.specs, pods, placed)
     if errors:
         raise RuntimeError(f"the offline placement breaks the rules: {errors[0]}")
