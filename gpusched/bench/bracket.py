@@ -337,7 +337,7 @@ def lower_placement(
 def bracket(spec: RunSpec) -> Bracket:
     """The bracket for the pods that arrive under `spec.seed` (deterministic: no time limit, only ROUNDS)."""
     began = time.process_time()
-    prepared = prepare(spec.trace, spec.nodes, spec.node_count)
+    prepared = prepare(spec.trace, spec.nodes, spec.node_count, spec.variant)
     state = ShareState(prepared.cluster, prepared.table)
     order = arrivals(prepared.milli, state.capacity_milli, spec.ratio, spec.seed)
     pods = [prepared.table.pods[i] for i in order.tolist()]

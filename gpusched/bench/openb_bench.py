@@ -137,8 +137,7 @@ def bench_openb(
         RunSpec(trace=file, nodes=nodes, node_count=node_count, variant=variant, policy=kind, seed=seed, ratio=ratio)
         for file in files
         for variant in moved
-        # the bracket reads the trace as shipped, so a generated variant gets none
-        for kind in policies + ([BRACKET] if bound and variant is None else [])
+        for kind in policies + ([BRACKET] if bound else [])
         for seed in seeds
     ]
     began = time.perf_counter()

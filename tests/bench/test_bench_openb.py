@@ -276,7 +276,10 @@ def test_a_generated_variant_runs_beside_its_trace(gpusched):
     base, moved = result.json()["traces"]
     assert (base["trace"], moved["trace"]) == ("default", "default+cpu-heavy:0.3")
     assert round(0.7 * moved["pods"]) == 8152 - 1088  # GPU pods kept, CPU-only pods now 30% of all
-    assert {b["trace"] for b in result.json()["bounds"]} == {"default"}  # the bound reads the shipped trace only
+    brackets = {b["trace"]: b for b in result.json()["brackets"]}  # the variant gets its own bracket
+    assert set(brackets) == {"default", "default+cpu-heavy:0.3"}
+    for r in result.json()["runs"]:
+        assert r["allocation_pct"] <= brackets[r["trace"]]["upper_pct"]
     assert moved["policies"][0]["published_pct"] is None
     again = _bench(gpusched, "--policies", "binpack", "--variant", "cpu-heavy:0.3", "--no-bound", "--json")
     assert [r["allocation_pct"] for r in again.json()["runs"]] == [
