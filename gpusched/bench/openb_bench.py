@@ -1,4 +1,4 @@
-"""`bench openb`: every (trace, policy, seed) run of the FGD protocol and the offline bound per (trace, seed), fanned
+"""`bench openb`: every (trace, policy, seed) run of the FGD protocol and the offline bracket per (trace, seed), fanned
 out, then summarised per trace beside the published numbers, and written as CSV, JSON and a plot on request.
 """
 
@@ -16,13 +16,13 @@ from pydantic import BaseModel, Field
 
 from ..files import make_folder, write_files
 from ..scenarios.openb import trace_files
-from .bound import BoundResult, offline_bound
+from .bracket import Bracket, bracket
 from .fanout import executor_name, fan_out
 from .openb import CURVE_POINTS, DEFAULT_RATIO, RunResult, RunSpec, prepare, run
 from .published import published
 
 __all__ = [
-    "BOUND",
+    "BRACKET",
     "OpenbBench",
     "PolicySummary",
     "TraceSummary",
@@ -33,7 +33,7 @@ __all__ = [
 
 R = TypeVar("R", bound=BaseModel)
 
-BOUND = "offline-bound"  # the pseudo-policy of a bound task
+BRACKET = "offline-bracket"  # the pseudo-policy of a bracket task
 
 
 class PolicySummary(BaseModel):
@@ -43,7 +43,9 @@ class PolicySummary(BaseModel):
     std_pct: float
     published_pct: float | None = Field(description="the FGD paper's number (full cluster at 130% only)")
     difference_pp: float | None
-    gap_to_lp_pp: float | None = Field(description="LP upper bound minus the allocation: at least the true gap")
+    to_upper_pp: float | None = Field(
+        description="the offline upper bound minus the allocation, mean over seeds: at least the distance to the optimum"
+    )
     dropped: float = Field(description="pods that fitted nowhere, mean over seeds")
     decision_us: float = Field(description="CPU time per decision, microseconds, mean over seeds")
     curve: list[float | None] = Field(description="mean allocation % per arrived % 0..130")
@@ -60,22 +62,23 @@ class TraceSummary(BaseModel):
     published: bool = Field(description="the full cluster at 130%: the paper's numbers apply")
     seeds: list[int]
     policies: list[PolicySummary]
-    lp_pct: float | None = Field(description="LP upper bound on the allocation, mean over seeds")
-    offline_pct: float | None = Field(description="an offline greedy placement of the arrived pods, mean")
+    upper_pct: float | None = Field(description="offline upper bound on the allocation (pattern LP), mean over seeds")
+    lower_pct: float | None = Field(description="a checked offline placement of the arrived pods, mean over seeds")
+    gap_pp: float | None = Field(description="upper minus lower, mean over seeds: the optimum is known to this")
 
 
 class OpenbBench(BaseModel):
     traces: list[TraceSummary]
     runs: list[RunResult]
-    bounds: list[BoundResult]
+    brackets: list[Bracket] = Field(description="the offline bracket per trace and seed")
     executor: str
     seconds: float
     outputs: list[str] = Field(default_factory=list)
 
 
-def _execute(spec: RunSpec) -> RunResult | BoundResult:
+def _execute(spec: RunSpec) -> RunResult | Bracket:
     """One task, in whichever process or Ray worker it lands."""
-    return offline_bound(spec) if spec.policy == BOUND else run(spec)
+    return bracket(spec) if spec.policy == BRACKET else run(spec)
 
 
 def _mean(values: list[float]) -> float:
@@ -90,7 +93,7 @@ def _mean_curve(runs: list[RunResult]) -> list[float | None]:
     return curve
 
 
-def _summary(policy: str, runs: list[RunResult], full: bool, lp: float | None) -> PolicySummary:
+def _summary(policy: str, runs: list[RunResult], full: bool, upper: dict[int, float]) -> PolicySummary:
     allocation = _mean([r.allocation_pct for r in runs])
     paper = published(runs[0].trace, policy) if full else None
     return PolicySummary(
@@ -100,7 +103,7 @@ def _summary(policy: str, runs: list[RunResult], full: bool, lp: float | None) -
         std_pct=round(float(np.std([r.allocation_pct for r in runs])), 4),
         published_pct=paper,
         difference_pp=None if paper is None else round(allocation - paper, 2),
-        gap_to_lp_pp=None if lp is None else round(lp - allocation, 2),
+        to_upper_pp=_mean([upper[r.seed] - r.allocation_pct for r in runs]) if upper else None,
         dropped=_mean([r.dropped for r in runs]),
         decision_us=round(float(np.mean([r.decision_us for r in runs])), 1),
         curve=_mean_curve(runs),
@@ -121,7 +124,7 @@ def bench_openb(
     progress: Callable[[int, int], None] | None = None,
     variants: list[str | None] | None = None,
 ) -> OpenbBench:
-    """The protocol for every trace (× variant) × policy × seed (plus the bound per trace × seed), summarised per
+    """The protocol for every trace (× variant) × policy × seed (plus the bracket per trace × seed), summarised per
     trace. A variant (scenarios.openb_variants) is generated from its trace in each worker; None is the trace as is.
     """
     node_path, pod_paths = trace_files(traces, data_dir, nodes_file)
@@ -134,22 +137,21 @@ def bench_openb(
         RunSpec(trace=file, nodes=nodes, node_count=node_count, variant=variant, policy=kind, seed=seed, ratio=ratio)
         for file in files
         for variant in moved
-        # the bound reads the trace as shipped, so a generated variant gets no bound
-        for kind in policies + ([BOUND] if bound and variant is None else [])
+        for kind in policies + ([BRACKET] if bound else [])
         for seed in seeds
     ]
     began = time.perf_counter()
     results = fan_out(_execute, tasks, workers, ray, progress)
     seconds = time.perf_counter() - began
     runs = [r for r in results if isinstance(r, RunResult)]
-    bounds = [r for r in results if isinstance(r, BoundResult)]
+    brackets = [r for r in results if isinstance(r, Bracket)]
     full = node_count is None and nodes_file is None and ratio == DEFAULT_RATIO
     summaries = []
     for file, variant in ((file, variant) for file in files for variant in moved):
         prepared = prepare(file, nodes, node_count, variant)
         mine = [r for r in runs if r.trace == prepared.name]
-        limits = [b for b in bounds if b.trace == prepared.name]
-        lp = _mean([b.lp_pct for b in limits]) if limits else None
+        limits = [b for b in brackets if b.trace == prepared.name]
+        upper = {b.seed: b.upper_pct for b in limits}
         summaries.append(
             TraceSummary(
                 trace=prepared.name,
@@ -162,14 +164,15 @@ def bench_openb(
                 published=full and variant is None,
                 seeds=seeds,
                 policies=[
-                    _summary(p, [r for r in mine if r.policy == p], full and variant is None, lp) for p in policies
+                    _summary(p, [r for r in mine if r.policy == p], full and variant is None, upper) for p in policies
                 ],
-                lp_pct=lp,
-                offline_pct=_mean([b.offline_pct for b in limits]) if limits else None,
+                upper_pct=_mean([b.upper_pct for b in limits]) if limits else None,
+                lower_pct=_mean([b.lower_pct for b in limits]) if limits else None,
+                gap_pp=_mean([b.gap_pp for b in limits]) if limits else None,
             )
         )
     return OpenbBench(
-        traces=summaries, runs=runs, bounds=bounds, executor=executor_name(workers, ray), seconds=round(seconds, 2)
+        traces=summaries, runs=runs, brackets=brackets, executor=executor_name(workers, ray), seconds=round(seconds, 2)
     )
 
 

@@ -35,8 +35,10 @@ def plot_openb(result: OpenbBench, path: Path | IO[bytes]) -> None:
             points = [(x, 100 - y) for x, y in enumerate(summary.curve) if y is not None]
             axis.plot([x for x, _ in points], [y for _, y in points], label=summary.policy, linewidth=1.5)
         axis.plot([0, 100], [100, 0], linestyle=":", color="grey", label="ideal")
-        if trace.lp_pct is not None:
-            axis.axhline(100 - trace.lp_pct, linestyle="--", color="black", linewidth=0.8, label="LP bound")
+        if trace.upper_pct is not None:
+            axis.axhline(
+                100 - trace.upper_pct, linestyle="--", color="black", linewidth=0.8, label="offline upper bound"
+            )
         axis.set_xlim(70, 130)
         axis.set_ylim(0, 30)
         axis.set_title(f"{trace.trace}: {trace.nodes} nodes, {trace.gpus} GPUs, mean of {len(trace.seeds)} seeds")

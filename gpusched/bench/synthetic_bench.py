@@ -44,6 +44,7 @@ class HeuristicRow(BaseModel):
     weighted_gpus: int = Field(description="priority-weighted GPUs placed: what the optimum maximises first")
     gpus_placed: int
     gpus_placed_pct: float = Field(description="% of the optimum's GPUs placed")
+    to_upper_pct: float | None = Field(description="how far below the upper bound on the weighted GPUs, % of the bound")
     jobs_placed: int
     gpus_held_by_partial_jobs: int
     stranded: dict[int, int]
@@ -63,6 +64,12 @@ class SyntheticRow(BaseModel):
     jobs: int
     status: str = Field(description="CP-SAT: OPTIMAL when proven")
     optimum: OptimumRow
+    upper_weighted_gpus: float | None = Field(
+        description="CP-SAT's proven bound on the priority-weighted GPUs placed (None: no bound known)"
+    )
+    gap_pct: float | None = Field(
+        description="bound minus the validated plan's weighted GPUs, % of the bound: 0 if proven"
+    )
     optimum_seconds: float = Field(description="classes, patterns, solve, disaggregation and validation")
     heuristics: list[HeuristicRow]
 
@@ -92,6 +99,12 @@ def _one(spec: SyntheticSpec) -> SyntheticRow:
     optimum_seconds = time.perf_counter() - began
     sizes = tuple(sorted(report.metrics.stranded))
     best = max(1, report.metrics.gpus_placed)
+    first = report.solve.levels[0]  # priority-weighted GPUs placed: the bracket is on this level
+    upper = first.best_bound
+
+    def below(weighted: int) -> float | None:
+        return None if upper is None else round(100 * (upper - weighted) / max(1.0, upper), 2)
+
     rows = []
     for policy in POLICIES:
         for mode in MODES:
@@ -103,6 +116,7 @@ def _one(spec: SyntheticSpec) -> SyntheticRow:
                     weighted_gpus=metrics.weighted_gpus,
                     gpus_placed=metrics.gpus_placed,
                     gpus_placed_pct=round(100 * metrics.gpus_placed / best, 2),
+                    to_upper_pct=below(metrics.weighted_gpus),
                     jobs_placed=metrics.jobs_placed,
                     gpus_held_by_partial_jobs=metrics.gpus_held_by_partial_jobs,
                     stranded=metrics.stranded,
@@ -120,6 +134,8 @@ def _one(spec: SyntheticSpec) -> SyntheticRow:
             jobs_placed=report.metrics.jobs_placed,
             stranded=report.metrics.stranded,
         ),
+        upper_weighted_gpus=upper,
+        gap_pct=below(report.metrics.weighted_gpus),
         optimum_seconds=round(optimum_seconds, 3),
         heuristics=rows,
     )

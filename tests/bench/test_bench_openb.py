@@ -179,11 +179,20 @@ def test_printed_table_carries_the_means(gpusched):
     for policy in ("binpack", "BestFit"):
         assert float(rows[policy][2]) == pytest.approx(mean[policy], abs=0.006)
         assert rows[policy][1] == "-"  # a subset: the paper's numbers do not apply
-    lp = summary["lp_pct"]
+    brackets = {b["seed"]: b for b in data.json()["brackets"]}
+    assert sorted(brackets) == list(SEEDS)
     for p in summary["policies"]:
-        assert float(rows[p["policy"]][5]) == pytest.approx(lp - p["allocation_pct"], abs=0.006)
-        assert p["allocation_pct"] <= lp + 1e-9
-    assert text.lines[6].startswith("offline bound: placed all at once, these pods allocate between")
+        mine = [r for r in data.json()["runs"] if r["policy"] == p["policy"]]
+        distance = np.mean([brackets[r["seed"]]["upper_pct"] - r["allocation_pct"] for r in mine])
+        assert float(rows[p["policy"]][5]) == pytest.approx(distance, abs=0.006)
+        for r in mine:  # a real online placement can never beat the offline upper bound
+            assert r["allocation_pct"] <= brackets[r["seed"]]["upper_pct"]
+    upper, lower, gap = summary["upper_pct"], summary["lower_pct"], summary["gap_pp"]
+    assert lower <= upper
+    assert text.lines[6] == (
+        f"offline optimum of these pods, placed all at once: between {lower:.2f}% (a checked placement) and "
+        f"{upper:.2f}% (pattern LP bound), gap {gap:.2f} points"
+    )
 
 
 def test_full_cluster_prints_the_published_number_beside_the_reproduction(gpusched):
@@ -233,7 +242,11 @@ def test_outputs_and_workers(gpusched, tmp_path):
         return [(x["policy"], x["seed"], x["allocation_pct"], x["curve"]) for x in r]
 
     assert strip(one.json()["runs"]) == strip(two.json()["runs"])
-    assert one.json()["bounds"] == two.json()["bounds"]
+
+    def figures(brackets):
+        return [{k: v for k, v in b.items() if k != "cpu_seconds"} for b in brackets]
+
+    assert figures(one.json()["brackets"]) == figures(two.json()["brackets"])
     with (tmp_path / "openb.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 4 and {r["policy"] for r in rows} == {"Random", "GpuPacking"}
@@ -263,7 +276,10 @@ def test_a_generated_variant_runs_beside_its_trace(gpusched):
     base, moved = result.json()["traces"]
     assert (base["trace"], moved["trace"]) == ("default", "default+cpu-heavy:0.3")
     assert round(0.7 * moved["pods"]) == 8152 - 1088  # GPU pods kept, CPU-only pods now 30% of all
-    assert {b["trace"] for b in result.json()["bounds"]} == {"default"}  # the bound reads the shipped trace only
+    brackets = {b["trace"]: b for b in result.json()["brackets"]}  # the variant gets its own bracket
+    assert set(brackets) == {"default", "default+cpu-heavy:0.3"}
+    for r in result.json()["runs"]:
+        assert r["allocation_pct"] <= brackets[r["trace"]]["upper_pct"]
     assert moved["policies"][0]["published_pct"] is None
     again = _bench(gpusched, "--policies", "binpack", "--variant", "cpu-heavy:0.3", "--no-bound", "--json")
     assert [r["allocation_pct"] for r in again.json()["runs"]] == [

@@ -34,11 +34,18 @@ def test_heuristics_never_beat_the_optimum(gpusched, tmp_path):
         assert row["status"] == "OPTIMAL"
         best = row["optimum"]
         assert len(row["heuristics"]) == 6
+        upper = row["upper_weighted_gpus"]
+        assert best["weighted_gpus"] <= upper + 1e-9
+        assert row["gap_pct"] == round(100 * (upper - best["weighted_gpus"]) / max(1, upper), 2)
         for h in row["heuristics"]:
             assert h["weighted_gpus"] <= best["weighted_gpus"]
+            assert h["to_upper_pct"] == round(100 * (upper - h["weighted_gpus"]) / max(1, upper), 2)
             assert h["gpus_placed_pct"] == round(100 * h["gpus_placed"] / max(1, best["gpus_placed"]), 2)
     text = gpusched("bench", "synthetic", "--nodes", "20", "--time-limit", "20", "--workers", "1", "--no-timing")
     first = rows[0]
-    assert text.lines[0] == f"20 nodes, {first['gpus']} GPUs, {first['jobs']} jobs: optimum OPTIMAL"
+    assert text.lines[0] == (
+        f"20 nodes, {first['gpus']} GPUs, {first['jobs']} jobs: optimum OPTIMAL; priority-weighted GPUs between "
+        f"{first['optimum']['weighted_gpus']} (validated plan) and {first['upper_weighted_gpus']:g} (CP-SAT bound)"
+    )
     assert text.words[2][:2] == ["optimum", str(first["optimum"]["gpus_placed"])]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["synthetic.csv", "synthetic.json", "synthetic.png"]

@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusched.bench.bound import lp_bound, offline_greedy
 from gpusched.errors import InputError
 from gpusched.planner.gpushare import PodTable, ShareState, policy_named, target_workload
 from gpusched.planner.gpushare.policies import POLICIES
@@ -248,20 +247,3 @@ def test_bad_rows_name_the_line_and_field(tmp_path, text, field, message):
     with pytest.raises(InputError) as caught:
         load_openb_pods(path)
     assert caught.value.field == field and message in caught.value.message
-
-
-def test_lp_bound_counts_cpu_memory_and_models():
-    nodes = [OpenbNode(name="t4", cpu_milli=8000, memory_mib=1000, gpu=2, model="T4")]
-    pods = [
-        OpenbPod(name="a", cpu_milli=6000, num_gpu=1, gpu_milli=1000),
-        OpenbPod(name="b", cpu_milli=6000, num_gpu=1, gpu_milli=1000),
-        OpenbPod(name="v", cpu_milli=1000, num_gpu=1, gpu_milli=1000, models=("V100M16",)),
-        OpenbPod(name="m", cpu_milli=1000, memory_mib=2000, num_gpu=1, gpu_milli=500),
-    ]
-    table = PodTable.of(pods)
-    state = ShareState(openb_cluster(nodes), table)
-    upper, status = lp_bound(state, table.pods)
-    assert status == "OPTIMAL"
-    assert upper == pytest.approx(8000 / 6000 * 1000)  # cpu binds; v needs a V100, m more memory than the node has
-    placed = offline_greedy(state, table, table.pods)
-    assert placed == 1000  # one whole pod: the second has no cpu left

@@ -208,7 +208,8 @@ def bench_openb_command(
     bound: Annotated[
         bool,
         typer.Option(
-            "--bound/--no-bound", help="the offline bound per seed (LP relaxation and an offline greedy placement)"
+            "--bound/--no-bound",
+            help="the offline bracket per seed: a pattern-LP upper bound and a checked offline placement",
         ),
     ] = True,
     workers: Workers = CPUS,

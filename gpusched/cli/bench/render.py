@@ -68,7 +68,7 @@ def render_openb(console: Console, result: OpenbBench, timing: bool) -> None:
             f"{trace.arrivals:g} arrive ({100 * trace.ratio:g}% of GPU capacity); seeds {_seeds_text(trace.seeds)}",
             markup=False,
         )
-        columns = ["policy", "paper", "alloc", "sd", "diff", "LP gap", "dropped"]
+        columns = ["policy", "paper", "alloc", "sd", "diff", "to opt", "dropped"]
         table = new_table(*columns, *(["µs/dec"] if timing else []))
         for p in trace.policies:
             row = [
@@ -77,7 +77,7 @@ def render_openb(console: Console, result: OpenbBench, timing: bool) -> None:
                 _number(p.allocation_pct),
                 _number(p.std_pct),
                 _number(p.difference_pp, True),
-                _number(p.gap_to_lp_pp),
+                _number(p.to_upper_pp),
                 f"{p.dropped:g}",
             ]
             table.add_row(*row, *([f"{p.decision_us:.0f}"] if timing else []))
@@ -90,14 +90,14 @@ def render_openb(console: Console, result: OpenbBench, timing: bool) -> None:
                 f"{ours.allocation_pct - fgd:+.2f} points",
                 markup=False,
             )
-        if trace.lp_pct is not None and trace.offline_pct is not None:
+        if trace.upper_pct is not None and trace.lower_pct is not None and trace.gap_pp is not None:
             console.print(
-                f"offline bound: placed all at once, these pods allocate between {trace.offline_pct:.2f}% "
-                f"(offline greedy) and {trace.lp_pct:.2f}% (LP relaxation)",
+                f"offline optimum of these pods, placed all at once: between {trace.lower_pct:.2f}% (a checked "
+                f"placement) and {trace.upper_pct:.2f}% (pattern LP bound), gap {trace.gap_pp:.2f} points",
                 markup=False,
             )
     if timing:
-        runs = len(result.runs) + len(result.bounds)
+        runs = len(result.runs) + len(result.brackets)
         console.print(f"{runs} runs in {result.seconds:.1f} s ({result.executor})", markup=False)
     for path in result.outputs:
         console.print(f"wrote {path}", markup=False)
@@ -107,12 +107,19 @@ def render_synthetic(console: Console, result: SyntheticBench, timing: bool) -> 
     sizes = "/".join(map(str, result.sizes))
     for row in result.rows:
         took = f" in {row.optimum_seconds:.2f} s" if timing else ""
-        console.print(f"{row.nodes} nodes, {row.gpus} GPUs, {row.jobs} jobs: optimum {row.status}{took}", markup=False)
-        table = new_table("plan", "GPUs", "% opt", "jobs", f"stranded {sizes}", *(["seconds"] if timing else []))
+        bound = "-" if row.upper_weighted_gpus is None else f"{row.upper_weighted_gpus:g}"
+        console.print(
+            f"{row.nodes} nodes, {row.gpus} GPUs, {row.jobs} jobs: optimum {row.status}{took}; priority-weighted "
+            f"GPUs between {row.optimum.weighted_gpus} (validated plan) and {bound} (CP-SAT bound)",
+            markup=False,
+        )
+        columns = ("plan", "GPUs", "% opt", "to bound", "jobs", f"stranded {sizes}")
+        table = new_table(*columns, *(["seconds"] if timing else []))
         table.add_row(
             "optimum",
             str(row.optimum.gpus_placed),
             "100.0",
+            _number(row.gap_pct),
             str(row.optimum.jobs_placed),
             "/".join(str(row.optimum.stranded[s]) for s in result.sizes),
             *([f"{row.optimum_seconds:.2f}"] if timing else []),
@@ -122,6 +129,7 @@ def render_synthetic(console: Console, result: SyntheticBench, timing: bool) -> 
                 h.name,
                 str(h.gpus_placed),
                 f"{h.gpus_placed_pct:.1f}",
+                _number(h.to_upper_pct),
                 str(h.jobs_placed),
                 "/".join(str(h.stranded[s]) for s in result.sizes),
                 *([f"{h.seconds:.2f}"] if timing else []),
