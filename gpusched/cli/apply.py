@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from ..actions.journal import Step, state_dir
-from ..actions.run import journal_status, resume
+from ..actions.journal import Journal, Step, state_dir
+from ..actions.kube import Kube
+from ..actions.run import carry_out, journal_status, open_cluster, resume
 from ..actions.runner import RunOutcome
 from .common import JsonFlag, app, err, out, run, show
 
@@ -117,6 +120,26 @@ def render_outcome(console: Console, outcome: RunOutcome) -> None:
             console.print(f"done: {len(outcome.steps)} steps; journal {outcome.journal}", markup=False)
         else:
             console.print(f"resume: gpusched apply --resume {shlex.quote(outcome.journal)} --yes", markup=False)
+
+
+Target = tuple[str, str | None, str, str]  # the kubeconfig, its context, the command, and how to re-plan
+
+
+def apply_plan(
+    kubeconfig: str | None,
+    context: str | None,
+    command: str,
+    steps: Callable[[Kube, Target], Journal],
+    yes: bool,
+    journal: str | None,
+    as_json: bool,
+) -> int:
+    """Carry a computed plan out on the --kubeconfig cluster: `steps` turns it into a journal for the cluster and
+    the Target, dry-run unless `yes`; the outcome shown; its exit code."""
+    assert kubeconfig is not None  # check_apply refused --apply without it
+    with open_cluster(kubeconfig, context) as kube:
+        target = (str(Path(kubeconfig).resolve()), context, command, replan_command())
+        return finish(carry_out(kube, steps(kube, target), yes, journal, progress(as_json)), as_json)
 
 
 def finish(outcome: RunOutcome, as_json: bool) -> int:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 import yaml
 from rich.console import Console
 
+from ..actions.journal import Journal
+from ..actions.kube import Kube
 from ..actions.plans import mig_journal
-from ..actions.run import carry_out, open_cluster
 from ..planner.optimize.mig import InstanceOut, MigPlan, plan_mig
 from ..planner.optimize.mig.layouts import (
     MigGpu,
@@ -28,14 +28,13 @@ from .apply import (
     JournalOpt,
     KubeconfigOpt,
     PdbTimeoutOpt,
+    Target,
     WaitTimeoutOpt,
     YesFlag,
+    apply_plan,
     check_apply,
-    finish,
     live_cluster,
     options,
-    progress,
-    replan_command,
 )
 from .common import (
     JsonFlag,
@@ -119,13 +118,13 @@ def plan_command(
             if target:
                 _render_emitted(console, target, emitted is not None)
         if apply and plan.labels:
-            assert kubeconfig is not None
-            with open_cluster(kubeconfig, context) as kube:
-                where = (str(Path(kubeconfig).resolve()), context, "mig plan", replan_command())
-                settings = options(pdb_timeout, wait_timeout, mig_timeout=mig_timeout)
-                outcome = carry_out(kube, mig_journal(kube, plan, where, settings), yes, journal, progress(as_json))
-                code = finish(outcome, as_json)
-                return code or (0 if plan.outcome.met else 1)
+            settings = options(pdb_timeout, wait_timeout, mig_timeout=mig_timeout)
+
+            def steps(kube: Kube, where: Target) -> Journal:
+                return mig_journal(kube, plan, where, settings)
+
+            code = apply_plan(kubeconfig, context, "mig plan", steps, yes, journal, as_json)
+            return code or (0 if plan.outcome.met else 1)
         return 0 if plan.outcome.met else 1
 
     run(body)

@@ -6,14 +6,14 @@ beats. Exit codes: 0 a plan, 1 no plan (infeasible, or none found in time), 2 ba
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from ..actions.journal import Journal
+from ..actions.kube import Kube
 from ..actions.plans import defrag_journal, preempt_journal
-from ..actions.run import carry_out, open_cluster
 from ..limits import MAX_PODS
 from ..planner.explain.target import pick_pending
 from ..planner.optimize.defrag import DefragReport, defrag, parse_shape
@@ -26,14 +26,13 @@ from .apply import (
     JournalOpt,
     KubeconfigOpt,
     PdbTimeoutOpt,
+    Target,
     WaitTimeoutOpt,
     YesFlag,
+    apply_plan,
     check_apply,
-    finish,
     live_cluster,
     options,
-    progress,
-    replan_command,
 )
 from .common import (
     JsonFlag,
@@ -228,11 +227,12 @@ def preempt_command(
             return 0 if report.feasible else 1
         if not as_json:
             render_preempt(out, report)
-        assert kubeconfig is not None
-        with open_cluster(kubeconfig, context) as kube:
-            target = (str(Path(kubeconfig).resolve()), context, f"preempt {wanted}", replan_command())
-            planned = preempt_journal(kube, report, wanted, target, options(pdb_timeout, wait_timeout))
-            return finish(carry_out(kube, planned, yes, journal, progress(as_json)), as_json)
+        settings = options(pdb_timeout, wait_timeout)
+
+        def steps(kube: Kube, where: Target) -> Journal:
+            return preempt_journal(kube, report, wanted, where, settings)
+
+        return apply_plan(kubeconfig, context, f"preempt {wanted}", steps, yes, journal, as_json)
 
     run(body)
 
@@ -273,10 +273,11 @@ def defrag_command(
             return 0 if report.feasible else 1
         if not as_json:
             render_defrag(out, report)
-        assert kubeconfig is not None
-        with open_cluster(kubeconfig, context) as kube:
-            where = (str(Path(kubeconfig).resolve()), context, f"defrag --for {shape}", replan_command())
-            planned = defrag_journal(kube, report, where, options(pdb_timeout, wait_timeout))
-            return finish(carry_out(kube, planned, yes, journal, progress(as_json)), as_json)
+        settings = options(pdb_timeout, wait_timeout)
+
+        def steps(kube: Kube, where: Target) -> Journal:
+            return defrag_journal(kube, report, where, settings)
+
+        return apply_plan(kubeconfig, context, f"defrag --for {shape}", steps, yes, journal, as_json)
 
     run(body)
