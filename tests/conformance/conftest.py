@@ -15,15 +15,20 @@ from gpusched.conformance.api import Rest
 from gpusched.conformance.build import ensure_built, releases
 from gpusched.conformance.cluster import RunningCluster, start
 
+RELEASES = [release.pin for release in releases()]
+NEWEST = max(RELEASES, key=lambda pin: tuple(int(part) for part in pin.lstrip("v").split(".")))
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every live test `conformance`; a module marked `newest_release` (written against the newest release's
+    behaviour and checked there only) is skipped on the older ones, saying so."""
     for item in items:
         path = item.nodeid.replace("\\", "/")
         if "tests/conformance/" in path and "tests/conformance/offline/" not in path:
             item.add_marker(pytest.mark.conformance)
-
-
-RELEASES = [release.pin for release in releases()]
+        release = getattr(item, "callspec", None) and item.callspec.params.get("control_plane")
+        if item.get_closest_marker("newest_release") and release and release != NEWEST:
+            item.add_marker(pytest.mark.skip(reason=f"checked against {NEWEST} only"))
 
 
 @pytest.fixture(scope="session", params=RELEASES)

@@ -17,6 +17,8 @@ from gpusched.planner.dra.cel import CelError, compile_selector
 from gpusched.planner.dra.objects import objects_from
 from gpusched.planner.scheduler.predict import predict
 
+pytestmark = pytest.mark.newest_release  # checked against the newest release only
+
 RESOURCE = "/apis/resource.k8s.io/v1"
 A = "device.attributes['gpu.example.com']"
 ACCEPTED = [

@@ -18,6 +18,8 @@ from gpusched.conformance.sync import await_verdict
 from gpusched.planner.scheduler.plugins.defaultpreemption import ERR_REASON_TERMINATING
 from gpusched.planner.scheduler.predict import predict
 
+pytestmark = pytest.mark.newest_release  # checked against the newest release only
+
 NAMESPACE = "gpu-preempt-rules"
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
 PDBS = f"/apis/policy/v1/namespaces/{NAMESPACE}/poddisruptionbudgets"
