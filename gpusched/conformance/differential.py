@@ -500,8 +500,9 @@ def _claim_names(pod: dict) -> list[tuple[str, str | None]]:
 
 
 def _scheduler_words(error: InputError) -> str:
-    """The error as the scheduler words it: gpusched adds the failing CEL expression."""
-    return error.message.split(" (expression: ")[0]
+    """The error as the scheduler words it: gpusched adds the failing CEL expression, or the note that the search
+    time is not modelled."""
+    return error.message.split(" (expression: ")[0].split(" (not modelled: ")[0]
 
 
 def _stamped(message: str | None, pod: dict) -> str | None:

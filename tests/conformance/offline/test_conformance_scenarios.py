@@ -221,3 +221,11 @@ def test_refusals_and_never_tried_pods_agree_only_with_the_same_prediction(capsy
         "scenarios per plugin at work (rejected a node, claims, preemption): API server refusal 1 (1 pods), "
         "NodePorts 2 (2 pods)",
     ]
+
+
+def test_the_schedulers_words_leave_out_what_gpusched_adds():
+    timed_out = InputError("objects", 'running "DynamicResources" filter plugin: node n: timed out trying to allocate '
+                           "devices (not modelled: the search time; gpusched gave up after 3 devices tried)")  # fmt: skip
+    assert _scheduler_words(timed_out) == (
+        'running "DynamicResources" filter plugin: node n: timed out trying to allocate devices'
+    )
