@@ -272,9 +272,6 @@ class Gpusched(Fgd):
         return self.target.frag(left, cpu, nodes) + STRAND_WEIGHT * self.target.stranded(left, cpu)
 
 
-Balanced = Gpusched  # the name the offline greedy in bench/bound.py imports, until that greedy goes
-
-
 class Binpack(SharePolicy):
     """gpusched's binpack: the least GPU milli left on the node afterwards."""
 
