@@ -110,6 +110,16 @@ def show(result: Any, as_json: bool, renderer: Callable[[Console, Any], None]) -
         renderer(out, result)
 
 
+def run_and_show(measure: Callable[[], Any], as_json: bool, renderer: Callable[[Console, Any], None]) -> None:
+    """Run a command whose whole work is one measurement shown as it came (exit 0), bad input handled as `run`."""
+
+    def body() -> int:
+        show(measure(), as_json, renderer)
+        return 0
+
+    run(body)
+
+
 def sizes(text: str) -> tuple[int, ...]:
     return tuple(sorted(set(DEFAULT_SIZES) | set(counts("--sizes", text))))
 

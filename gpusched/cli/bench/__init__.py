@@ -45,6 +45,7 @@ from ..common import (
     counts,
     finite,
     run,
+    run_and_show,
     show,
     solver_config,
 )
@@ -367,11 +368,7 @@ def bench_dra_command(
 ) -> None:
     """Time one 4-GPU matchAttribute claim over a mostly fragmented cluster (Filter on every node, then Score)."""
 
-    def body() -> int:
-        show(bench_dra(nodes, every, prune), as_json, render_dra_bench)
-        return 0
-
-    run(body)
+    run_and_show(lambda: bench_dra(nodes, every, prune), as_json, render_dra_bench)
 
 
 @bench_app.command("mig")
@@ -390,12 +387,11 @@ def bench_mig_command(
 ) -> None:
     """Time `mig plan` on a generated cluster of MIG GPUs (half their instances busy) against a demand."""
 
-    def body() -> int:
-        result = bench_mig(gpus, seed, solver_config(time_limit, workers, seed), random_layouts)
-        show(result, as_json, render_mig_bench)
-        return 0
-
-    run(body)
+    run_and_show(
+        lambda: bench_mig(gpus, seed, solver_config(time_limit, workers, seed), random_layouts),
+        as_json,
+        render_mig_bench,
+    )
 
 
 @bench_app.command("plan")
@@ -446,12 +442,11 @@ def bench_preempt_command(
 ) -> None:
     """Time `preempt` on a busy generated cluster."""
 
-    def body() -> int:
-        result = bench_preempt(nodes, seed, pods, gpus, solver_config(time_limit, workers, 0), fill)
-        show(result, as_json, render_repair_bench)
-        return 0
-
-    run(body)
+    run_and_show(
+        lambda: bench_preempt(nodes, seed, pods, gpus, solver_config(time_limit, workers, 0), fill),
+        as_json,
+        render_repair_bench,
+    )
 
 
 @bench_app.command("defrag")
@@ -488,9 +483,8 @@ def bench_explain_command(
 ) -> None:
     """Time `explain` on a busy generated cluster: the diagnosis and every planner behind its changes."""
 
-    def body() -> int:
-        result = bench_explain(nodes, seed, gpus, solver_config(time_limit, workers, 0), fill)
-        show(result, as_json, render_explain_bench)
-        return 0
-
-    run(body)
+    run_and_show(
+        lambda: bench_explain(nodes, seed, gpus, solver_config(time_limit, workers, 0), fill),
+        as_json,
+        render_explain_bench,
+    )
