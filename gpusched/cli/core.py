@@ -17,6 +17,7 @@ from ..planner.emit import DEFAULT_GPU_WEIGHT, kueue_setup, scheduler_config
 from ..planner.frag import fragmentation
 from ..planner.gang import simulate
 from ..planner.place import DEFAULT_GRADIENT_GB, place
+from ..planner.scheduler.framework import NEWEST as NEWEST_RELEASE
 from ..planner.scheduler.live import predict_live
 from ..planner.scheduler.predict import predict_files
 from ..planner.state import ClusterState, advertised
@@ -262,7 +263,13 @@ def k8s_command(
         str | None, typer.Option("--kubeconfig", help="read nodes and pods from this cluster")
     ] = None,
     context: Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: current)")] = None,
-    k8s_version: Annotated[str, typer.Option("--k8s-version", help="1.34 to 1.37, a patch optional (1.34.1)")] = "1.37",
+    k8s_version: Annotated[
+        str | None,
+        typer.Option(
+            "--k8s-version",
+            help="1.34 to 1.37, a patch optional (1.34.1); default: the server's release with --kubeconfig, else 1.37",
+        ),
+    ] = None,
     objects: Annotated[
         list[str] | None,
         typer.Option(
@@ -285,7 +292,7 @@ def k8s_command(
                 )
             result = predict_live(kubeconfig, context, pod, k8s_version)
         elif nodes:
-            result = predict_files(nodes, pods, pod, k8s_version, objects, pdbs)
+            result = predict_files(nodes, pods, pod, k8s_version or NEWEST_RELEASE, objects, pdbs)
         else:
             raise ValueError("--nodes is required (kubectl get nodes -o json), or --kubeconfig to read a cluster")
         show(result, as_json, render.k8s)

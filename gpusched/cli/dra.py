@@ -14,9 +14,10 @@ from ..actions.apply import ApplyReport, apply_objects
 from ..planner.dra.objects import objects_from, read_all
 from ..planner.dra.run import DraReport, run_dra
 from ..planner.dra.slices import DRIVERS, EXAMPLE, cluster_slices, driver_classes
-from ..planner.scheduler.predict import parse_version
+from ..planner.scheduler.framework import NEWEST as NEWEST_RELEASE
+from ..planner.scheduler.predict import parse_version, server_release
 from ..scenarios import load_cluster
-from ..scenarios.live import fetch_dra
+from ..scenarios.live import fetch_dra, fetch_version
 from .common import ClusterArg, JsonFlag, app, emit_json, run, show
 
 DriverOpt = Annotated[str, typer.Option("--driver", help=" | ".join(DRIVERS))]
@@ -104,13 +105,19 @@ def dra_command(
     ] = None,
     context: Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: current)")] = None,
     driver: DriverOpt = EXAMPLE,
-    k8s_version: Annotated[str, typer.Option("--k8s-version", help="1.34 to 1.37 (the PostFilter wording)")] = "1.37",
+    k8s_version: Annotated[
+        str | None,
+        typer.Option(
+            "--k8s-version",
+            help="1.34 to 1.37 (features and wording); default: the server's release with --kubeconfig, else 1.37",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Allocate ResourceClaims as kube-scheduler's DRA allocator would: per claim the node and devices, or why not."""
 
     def body() -> int:
-        version = parse_version(k8s_version)
+        version = parse_version(k8s_version or NEWEST_RELEASE)
         if driver not in DRIVERS:
             raise ValueError(f"--driver: expected {' or '.join(DRIVERS)}, got {driver!r}")
         if not objects and not kubeconfig:
@@ -124,6 +131,8 @@ def dra_command(
                 "--kubeconfig reads the cluster's own ResourceSlices: drop --cluster (its slices would be added twice)"
             )
         documents = fetch_dra(kubeconfig, context) if kubeconfig else []
+        if kubeconfig and not k8s_version:
+            version = server_release(fetch_version(kubeconfig, context))
         documents += [(source, read_all(source)) for source in objects or []]
         model = load_cluster(cluster) if cluster else None
         report = run_dra(model, objects_from(documents), driver, version)

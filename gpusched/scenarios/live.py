@@ -345,6 +345,16 @@ def fetch(
     return nodes, pods, target, documents
 
 
+def fetch_version(kubeconfig: str | Path, context: str | None) -> str:
+    """The API server's release as `/version` reports it (gitVersion), for predictions that follow the server."""
+    api = connect(kubeconfig, context)
+    with api:
+        found = _get(api, "/version").get("gitVersion")
+    if not isinstance(found, str):
+        raise InputError(api.configuration.host, f"GET /version: expected a gitVersion string, got {found!r}")
+    return found
+
+
 def fetch_budgets(kubeconfig: str | Path, context: str | None) -> Any:
     """Every PodDisruptionBudget, as `kubectl get pdb -A -o json` prints them (preemption respects them)."""
     api = connect(kubeconfig, context)

@@ -96,6 +96,15 @@ def test_gpusched_reads_the_same_from_the_api_server(walkthrough, control_plane,
     assert result.json()["message"] == verdicts["gpu-c"][1]
 
 
+def test_without_a_version_the_prediction_follows_the_server(walkthrough, control_plane, gpusched):
+    _, verdicts = walkthrough
+    result = gpusched("k8s", "--kubeconfig", control_plane.kubeconfig, "--pod", f"{NAMESPACE}/gpu-c", "--json")
+    assert result.exit_code == 1
+    report = result.json()
+    assert report["version"] == control_plane.info.version.lstrip("v")
+    assert report["message"] == verdicts["gpu-c"][1]
+
+
 def test_deleting_gpu_a_schedules_gpu_c(walkthrough):
     rest, _ = walkthrough
     rest.delete(f"{PODS}/gpu-a")

@@ -5,16 +5,17 @@ Kept out of gpusched.scenarios so the input layer never imports the planner (the
 
 from __future__ import annotations
 
-from ...scenarios.live import fetch, fetch_budgets
+from ...scenarios.live import fetch, fetch_budgets, fetch_version
 from ..dra.objects import objects_from
-from .predict import K8sPrediction, parse_version, predict
+from .predict import K8sPrediction, parse_version, predict, server_release
 
 __all__ = ["predict_live"]
 
 
-def predict_live(kubeconfig: str, context: str | None, pod: str, version: str) -> K8sPrediction:
-    """The same prediction as from files, errors naming the server's paths."""
-    release = parse_version(version)
+def predict_live(kubeconfig: str, context: str | None, pod: str, version: str | None = None) -> K8sPrediction:
+    """The same prediction as from files, errors naming the server's paths; as the server's release unless
+    `version` is given."""
+    release = parse_version(version) if version else server_release(fetch_version(kubeconfig, context))
     nodes, pods, target, documents = fetch(kubeconfig, context, pod)
     objects = objects_from(documents, pods=False) if documents is not None else None
     budgets = fetch_budgets(kubeconfig, context)

@@ -13,6 +13,7 @@ The wording and the version differences follow the Kubernetes sources of each re
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,7 @@ __all__ = [
     "ClaimPrediction",
     "K8sPrediction",
     "parse_version",
+    "server_release",
     "predict",
     "predict_files",
 ]
@@ -159,6 +161,19 @@ def parse_version(version: str | Version) -> Version:
     if not 2 <= len(parsed) <= 3 or not OLDEST <= parsed[:2] <= NEWEST:
         raise ValueError(f"--k8s-version: expected 1.34 to 1.37, optionally with a patch such as 1.34.1, got {text!r}")
     return parsed
+
+
+def server_release(git_version: str) -> Version:
+    """The release an API server reports (`/version`'s gitVersion, v1.35.4 or a vendor's v1.35.4-eks-1f2e3d):
+    predictions from a live cluster follow it unless --k8s-version says otherwise."""
+    match = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", git_version.strip())
+    release = tuple(int(part) for part in match.groups() if part is not None) if match else ()
+    if not release or not OLDEST <= release[:2] <= NEWEST:
+        raise ValueError(
+            f"the API server runs {git_version!r}; gpusched predicts 1.34 to 1.37: "
+            "pass --k8s-version to predict as one of them"
+        )
+    return release
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpusched.errors import InputError
-from gpusched.planner.scheduler.predict import parse_version, predict
+from gpusched.planner.scheduler.predict import parse_version, predict, server_release
 
 CP = "cc-lab-control-plane"
 GPU = "example.com/gpu"
@@ -601,3 +601,17 @@ def test_predict_names_documents_by_source():
 @pytest.mark.parametrize(("text", "parsed"), [("1.37", (1, 37)), ("v1.34.1", (1, 34, 1)), ((1, 35), (1, 35))])
 def test_parse_version(text, parsed):
     assert parse_version(text) == parsed
+
+
+@pytest.mark.parametrize(
+    ("reported", "release"),
+    [("v1.35.4", (1, 35, 4)), ("v1.34.2-eks-1f2e3d4", (1, 34, 2)), ("v1.37.0+k3s1", (1, 37, 0)), ("1.36", (1, 36))],
+)
+def test_the_release_a_server_reports(reported, release):
+    assert server_release(reported) == release
+
+
+@pytest.mark.parametrize("reported", ["v1.30.2", "v1.38.0", "v0.0.0-master+$Format:%H$", "unknown"])
+def test_a_server_release_outside_the_modelled_ones_is_refused(reported):
+    with pytest.raises(ValueError, match=r"gpusched predicts 1\.34 to 1\.37: pass --k8s-version"):
+        server_release(reported)
