@@ -52,8 +52,8 @@ def _todo(journal: Journal, index: int) -> set[int]:
 def moved_on(journal: Journal, index: int, pods: list[dict], cluster: Cluster) -> list[str]:
     """Everything that changed so that the plan's steps from `index` on no longer hold; empty: it still holds."""
     findings = _objects(journal, index, pods)
-    findings += [f for f in validator_findings(journal, index, pods, cluster) if f not in journal.baseline]
-    return findings
+    checked = validator_findings(journal, index, pods, cluster)
+    return findings + [f"the validator on the rest of the plan: {f}" for f in checked if f not in journal.baseline]
 
 
 # --- the objects the plan acts on --------------------------------------------------------------------------------
@@ -75,9 +75,14 @@ def _objects(journal: Journal, index: int, pods: list[dict]) -> list[str]:
         now = by_key.get(step.target)
         if step.kind not in ("evict", "bind"):
             continue
-        if now is None:
-            if step.kind == "bind":
-                found.append(f"pod {step.target} is gone")
+        if now is None:  # a step that ran before (a resume) may have evicted it: gone is then its own doing
+            if step.kind == "bind" or step.state == "pending":
+                found.append(f"pod {step.target} is gone (deleted by someone else; the plan {step.kind}s it at step "
+                             f"{number + 1})")  # fmt: skip
+            continue
+        if step.state == "pending" and now["metadata"].get("deletionTimestamp"):
+            found.append(f"pod {step.target} is being deleted by someone else (metadata.deletionTimestamp); the plan "
+                         f"{step.kind}s it at step {number + 1}")  # fmt: skip
             continue
         if step.uid and now["metadata"]["uid"] != step.uid:
             found.append(f"pod {step.target} is another pod now (metadata.uid {now['metadata']['uid']}, "

@@ -360,6 +360,140 @@ def test_a_defrag_stops_when_the_cluster_moved_on(fragmented, gpusched, tmp_path
     _d1_untouched(rest)
 
 
+def _defrag_journal(plane):
+    """The plan for room for 4 GPUs, and its journal, with the cluster as it is."""
+    from gpusched.actions.plans import defrag_journal
+    from gpusched.actions.run import open_cluster
+    from gpusched.planner.optimize.defrag import defrag, parse_shape
+    from gpusched.scenarios import load_cluster
+
+    report = defrag(load_cluster(str(plane.kubeconfig)), parse_shape("4"))
+    with open_cluster(str(plane.kubeconfig), None) as kube:
+        target = (str(plane.kubeconfig), None, "defrag --for 4", "gpusched defrag --for 4 --kubeconfig K --apply")
+        return defrag_journal(kube, report, target, {"wait_timeout": 30})
+
+
+def _carry_out(plane, planned, path, hook):
+    from gpusched.actions.run import carry_out, open_cluster
+
+    with open_cluster(str(plane.kubeconfig), None) as kube:
+        return carry_out(kube, planned, True, str(path), hook)
+
+
+def _taint(rest: Rest, node: str) -> None:
+    taints = [{"key": "someone/else", "value": "x", "effect": "NoSchedule"}]
+    rest.call("PATCH", f"/api/v1/nodes/{node}", {"spec": {"taints": taints}}, "application/merge-patch+json")
+
+
+def test_a_defrag_stops_before_a_move_to_a_node_someone_tainted(fragmented, tmp_path):
+    """No pod appears and none goes: only the validator, on the cluster read again, sees that the second move can
+    no longer land where the plan says."""
+    plane, rest = fragmented
+    planned = _defrag_journal(plane)
+    assert planned.baseline == [] and len(planned.placements) == 3  # two moves and the room they make
+    first, second = [s for s in planned.steps if s.kind == "replacement"]
+
+    def someone_taints(number, step):
+        if step is first:
+            _taint(rest, second.node)
+
+    journal = tmp_path / "j.json"
+    outcome = _carry_out(plane, planned, journal, someone_taints)
+    assert outcome.drift and not outcome.finished and outcome.replan == planned.replan
+    expected = f"the validator on the rest of the plan: {second.target} on {second.node}: taint someone/else not"
+    assert outcome.stopped == f"the cluster moved on: {expected} tolerated"
+    states = [(s.kind, s.state) for s in load_journal(journal).steps]
+    assert states == [("cordon", "pending"), ("evict", "done"), ("replacement", "done"), ("evict", "failed"),
+                      ("replacement", "pending"), ("uncordon", "pending")]  # fmt: skip
+    assert load_journal(journal).steps[3].error == f"not started: {outcome.stopped}"
+    owner = second.target.split("/")[1].rsplit("-", 1)[0]
+    assert _owners(rest)[owner] == "d1"  # the second pod was not evicted
+    _d1_untouched(rest)  # the cordon is undone
+
+
+def test_a_defrag_stops_when_a_pod_to_move_is_deleted(fragmented, tmp_path):
+    plane, rest = fragmented
+    planned = _defrag_journal(plane)
+    evictions = [s for s in planned.steps if s.kind == "evict"]
+
+    def someone_deletes(number, step):
+        if step.kind == "cordon":  # before any eviction, someone deletes the second pod to move
+            rest.delete(f"{PODS}/{evictions[1].target.split('/')[1]}")
+
+    journal = tmp_path / "j.json"
+    outcome = _carry_out(plane, planned, journal, someone_deletes)
+    assert outcome.drift and f"the cluster moved on: pod {evictions[1].target} is " in (outcome.stopped or "")
+    assert "by someone else" in (outcome.stopped or "") and "the plan evicts it at step 4" in (outcome.stopped or "")
+    steps = load_journal(journal).steps
+    assert [s.state for s in steps] == ["pending", "failed", "pending", "pending", "pending", "pending"]
+    first_owner = evictions[0].target.split("/")[1].rsplit("-", 1)[0]
+    assert _owners(rest)[first_owner] == "d1" and evictions[0].target.split("/")[1] in running(rest)  # untouched
+    _d1_untouched(rest)
+
+
+def test_a_resumed_defrag_re_validates_and_stops_when_the_cluster_moved_on(fragmented, gpusched, tmp_path):
+    plane, rest = fragmented
+    planned = _defrag_journal(plane)
+    second = [s for s in planned.steps if s.kind == "replacement"][1]
+
+    def interrupt(number, step):
+        if step.kind == "replacement":  # Ctrl-C after the first move
+            raise KeyboardInterrupt
+
+    journal = tmp_path / "j.json"
+    with pytest.raises(KeyboardInterrupt):
+        _carry_out(plane, planned, journal, interrupt)
+    rest.create(PODS, bare_pod("intruder", 1, selector={"kubernetes.io/hostname": second.node}))
+    rest.wait(lambda: running(rest).get("intruder") == second.node)  # the second move's node is full now
+
+    resumed = gpusched("apply", "--resume", journal, "--yes")
+    assert resumed.exit_code == 1, resumed.stdout + resumed.stderr
+    assert f"stopped: the cluster moved on: pod {NS}/intruder now runs on {second.node} (spec.nodeName)" in (
+        resumed.stdout
+    )
+    assert f"the validator on the rest of the plan: {second.node}: GPU " in resumed.stdout
+    assert f"re-plan: {planned.replan}" in resumed.stdout
+    assert f"resume: gpusched apply --resume {journal} --yes" in resumed.stdout
+    steps = load_journal(journal).steps  # checked before the resume's first step: the re-armed cordon
+    assert [s.state for s in steps] == ["failed", "done", "done", "pending", "pending", "pending"]
+    assert steps[0].error.startswith("not started: the cluster moved on: ")
+    owner = second.target.split("/")[1].rsplit("-", 1)[0]
+    assert _owners(rest)[owner] == "d1"  # the second pod was not evicted
+    _d1_untouched(rest)  # not cordoned again
+    status = gpusched("apply", "--status", journal)
+    assert status.exit_code == 1 and "1. cordon d1: FAILED: not started: the cluster moved on" in status.stdout
+
+
+def test_a_preemption_stops_when_a_pod_takes_the_room_it_makes(budgeted, tmp_path):
+    from gpusched.actions.plans import preempt_journal
+    from gpusched.actions.run import carry_out, open_cluster
+    from gpusched.planner.optimize.preempt import preempt
+    from gpusched.scenarios import load_scenario
+
+    plane, rest = budgeted
+    budget = f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/low-budget"
+    rest.call("PATCH", budget, {"spec": {"minAvailable": 0}}, "application/merge-patch+json")
+    rest.wait(lambda: rest.get(budget).get("status", {}).get("disruptionsAllowed") == 2)
+    scenario = load_scenario(str(plane.kubeconfig))
+    wanted = next(p for p in scenario.pods.pods if p.name == f"{NS}/urgent")
+    report = preempt(scenario.cluster, wanted)
+
+    def sneaks_in(number, step):
+        if number == 1:  # the first victim is gone: another pod takes its GPUs before the second is evicted
+            rest.create(PODS, bare_pod("sneaky", 2))
+            rest.wait(lambda: running(rest).get("sneaky") == "p1")
+
+    with open_cluster(str(plane.kubeconfig), None) as kube:
+        target = (str(plane.kubeconfig), None, f"preempt {NS}/urgent", "gpusched preempt")
+        planned = preempt_journal(kube, report, f"{NS}/urgent", target, {"wait_timeout": 30})
+        assert planned.baseline == [] and [p.node for p in planned.placements] == ["p1"]
+        outcome = carry_out(kube, planned, True, str(tmp_path / "j.json"), sneaks_in)
+    assert outcome.drift and f"pod {NS}/sneaky now runs on p1" in (outcome.stopped or "")
+    assert "the validator on the rest of the plan: p1: GPU " in (outcome.stopped or "")
+    assert [s.state for s in outcome.steps] == ["done", "failed", "pending"]
+    assert sorted(running(rest)) == ["low-1", "sneaky", "urgent"]  # the second victim was not evicted
+
+
 # --- plan --apply ------------------------------------------------------------------------------------------------
 
 
@@ -411,7 +545,7 @@ def test_plan_apply_rolls_back_an_incomplete_gang(gang, tmp_path):
         outcome = carry_out(kube, planned, True, str(tmp_path / "j.json"), someone_else_binds_train_1)
     assert outcome.drift and "apply/train-1 is bound to" in (outcome.stopped or "")
     kinds = [(s.kind, s.target, s.state) for s in outcome.steps]
-    assert kinds == [("bind", f"{NS}/train-0", "done"), ("bind", f"{NS}/train-1", "pending"),
+    assert kinds == [("bind", f"{NS}/train-0", "done"), ("bind", f"{NS}/train-1", "failed"),  # not started
                      ("delete", f"{NS}/train-0", "done"), ("delete", f"{NS}/train-1", "skipped")]  # fmt: skip
     assert rest.wait(lambda: "train-0" not in running(rest))  # gpusched's half of the gang is rolled back
     assert running(rest)["train-1"] == first  # the pod gpusched did not bind is left alone
