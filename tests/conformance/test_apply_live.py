@@ -668,3 +668,38 @@ def test_the_readme_walkthrough(gpusched, tmp_path, monkeypatch, capsys):
         assert again.exit_code == 0 and "every step is done already" in again.stderr
     finally:
         assert gpusched("cluster", "down", "--dir", folder).exit_code == 0
+
+
+def test_the_kubectl_plugin_takes_kubectls_namespace_context_and_kubeconfig(budgeted, monkeypatch, capsys, tmp_path):
+    """`kubectl gpusched explain POD -n NS`, the context's namespace when -n is absent, and --context/--kubeconfig
+    as kubectl passes them on to a plugin."""
+    import yaml
+
+    from gpusched.cli import kubectl_main
+
+    plane, rest = budgeted
+
+    def plugin(*args):
+        monkeypatch.setattr("sys.argv", ["kubectl-gpusched", *args])
+        with pytest.raises(SystemExit) as exited:
+            kubectl_main()
+        return exited.value.code, capsys.readouterr()
+
+    monkeypatch.setenv("KUBECONFIG", str(plane.kubeconfig))
+    for flags in (["-n", NS], [f"-n{NS}"], [f"--namespace={NS}"], ["--namespace", NS]):
+        code, seen = plugin("explain", "urgent", *flags)
+        assert code == 1 and seen.out.startswith(f"{NS}/urgent is Pending"), seen
+    code, seen = plugin("explain", "urgent")  # the current context names no namespace: default
+    assert code == 2 and "default/urgent" in seen.err
+
+    config = yaml.safe_load(plane.kubeconfig.read_text())
+    for context in config["contexts"]:
+        if context["name"] == "gpusched":
+            context["context"]["namespace"] = NS
+    config["current-context"] = "viewer"  # a user with no rights: the --context below must be the one used
+    copy = tmp_path / "kubeconfig"
+    copy.write_text(yaml.safe_dump(config))
+    code, seen = plugin("explain", "urgent", "--kubeconfig", str(copy), "--context", "gpusched")
+    assert code == 1 and seen.out.startswith(f"{NS}/urgent is Pending"), seen
+    code, seen = plugin("defrag", "--for", "4", "-n", NS)
+    assert code == 2 and "-n/--namespace completes a pod's name: only with explain, preempt, k8s" in seen.err
