@@ -9,8 +9,11 @@ The harness plays the kubelet (a thread): bound pods start Running and Ready, te
 
 from __future__ import annotations
 
+import re
+import shlex
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -634,40 +637,81 @@ def test_mig_repartition_with_a_fake_mig_manager(partitioned, gpusched, tmp_path
 # --- the README's walk-through, and the kubectl plugin -------------------------------------------------------------
 
 
+def _readme_walkthrough() -> list[tuple[list[str], list[str]]]:
+    """The commands of the README's full apply (its `text` block under `--apply`), each with the output shown."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("### --apply: carry a plan out on a real cluster")[1].split("\n### ")[0]
+    block = re.search(r"```text\n(.*?)```", section, re.S)
+    assert block, "the README's --apply section shows no full run"
+    runs: list[tuple[list[str], list[str]]] = []
+    for line in block.group(1).splitlines():
+        if line.startswith("$ gpusched "):
+            runs.append((shlex.split(line.removeprefix("$ gpusched ")), []))
+        else:
+            runs[-1][1].append(line)
+    return runs
+
+
+VOLATILE = re.compile(r" up in | at https://|^export KUBECONFIG=|apply-\d{8}T\d{6}-[0-9a-f]{6}")  # ports, run ids
+
+
 def test_the_readme_walkthrough(gpusched, tmp_path, monkeypatch, capsys):
-    """cluster up, cluster load preemption, preempt --apply (dry run, then --yes), apply --resume, cluster down;
-    on the way, `kubectl gpusched explain` through the plugin's entry point, reading $KUBECONFIG."""
+    """The README's full apply, command by command, on the built-in `preemption` scenario loaded into `cluster up`:
+    each line it shows (but ports, times and the run id) is printed, in order. On the way, `kubectl gpusched
+    explain` through the plugin's entry point, reading $KUBECONFIG."""
     from gpusched.cli import kubectl_main
 
-    folder = tmp_path / "cp"
+    folder, state = tmp_path / "cp", tmp_path / "state" / "gpusched"
+    kubeconfig = folder / "kubeconfig"
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    up = gpusched("cluster", "up", "--controller-manager", "--dir", folder)
+    runs = _readme_walkthrough()
+    assert [args[:2] for args, _ in runs] == [["cluster", "up"], ["cluster", "load"], ["preempt", "default/train-8"],
+                                              ["preempt", "default/train-8"], ["apply", "--resume"],
+                                              ["cluster", "down"]]  # fmt: skip
+    journal: list[Path] = []
+
+    def run(args: list[str], shown: list[str]):
+        path = str(journal[0]) if journal else ""
+        args = [str(kubeconfig) if a == "$KUBECONFIG" else (path if a.startswith("~/.local/state/") else a)
+                for a in args]  # fmt: skip
+        result = gpusched(*args, *(["--dir", folder] if args[0] == "cluster" else []))
+        planned = next((line.split()[2] for line in result.lines if line.startswith("default/train-8 -> ")), "dgx-a")
+        assert planned in ("dgx-a", "dgx-b")  # the two DGX nodes tie (four 1-GPU notebooks each): either is shown
+        other = {"dgx-a": "dgx-b", "notebook-a": "notebook-b"} if planned == "dgx-b" else {}
+        lines = iter(result.lines)
+        for line in shown:
+            if line == "..." or VOLATILE.search(line):
+                continue
+            for old, new in other.items():
+                line = line.replace(old, new)
+            line = line.replace("~/.local/state/gpusched", str(state))
+            assert line in lines, (line, result.stdout, result.stderr)  # in order: the iterator moves on
+        return result
+
+    up = run(*runs[0])
     assert up.exit_code == 0, up.stderr
     try:
-        kubeconfig = folder / "kubeconfig"
-        loaded = gpusched("cluster", "load", "preemption", "--dir", folder)
-        assert loaded.lines[0] == "loaded preemption: 3 nodes, 12 running pods, 3 pending"
+        loaded = run(*runs[1])
+        assert loaded.exit_code == 0 and loaded.lines[0] == "loaded preemption: 3 nodes, 12 running pods, 3 pending"
 
         monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'missing'}:{kubeconfig}")  # the first file that exists
-        monkeypatch.setattr("sys.argv", ["kubectl-gpusched", "explain", "default/train-8"])
+        monkeypatch.setattr("sys.argv", ["kubectl-gpusched", "explain", "train-8", "-n", "default"])
         with pytest.raises(SystemExit) as exited:
             kubectl_main()
         assert exited.value.code == 1  # Pending
         assert capsys.readouterr().out.startswith("default/train-8 is Pending")
 
-        dry = gpusched("preempt", "default/train-8", "--kubeconfig", kubeconfig, "--apply")
+        dry = run(*runs[2])
         assert dry.exit_code == 0 and "dry run: nothing was changed" in dry.stdout
-        assert dry.stdout.count("server: accepted (dry run)") == 4 and not (tmp_path / "state").exists()
-        done = gpusched("preempt", "default/train-8", "--kubeconfig", kubeconfig, "--apply", "--yes")
+        assert dry.stdout.count("server: accepted (dry run)") == 4 and not state.exists()
+        done = run(*runs[3])
         assert done.exit_code == 0, done.stdout + done.stderr
-        planned = next(line for line in done.lines if line.startswith("default/train-8 -> ")).split()[2]
-        assert planned in ("dgx-a", "dgx-b")  # the two DGX nodes tie: four 1-GPU notebooks each
-        assert f"5. wait for default/train-8 to be scheduled: done (scheduled on {planned})" in done.stdout
-        (journal,) = (tmp_path / "state" / "gpusched").iterdir()
-        again = gpusched("apply", "--resume", journal, "--yes")
+        journal.extend(state.iterdir())
+        assert len(journal) == 1 and load_journal(journal[0]).finished
+        again = run(*runs[4])
         assert again.exit_code == 0 and "every step is done already" in again.stderr
     finally:
-        assert gpusched("cluster", "down", "--dir", folder).exit_code == 0
+        assert run(*runs[5]).exit_code == 0
 
 
 def test_the_kubectl_plugin_takes_kubectls_namespace_context_and_kubeconfig(budgeted, monkeypatch, capsys, tmp_path):
