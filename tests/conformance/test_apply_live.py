@@ -634,6 +634,39 @@ def test_mig_repartition_with_a_fake_mig_manager(partitioned, gpusched, tmp_path
         assert [s.state for s in steps] == ["pending", "done", "done", "failed", "pending"]
 
 
+def test_a_mig_repartition_stops_when_someone_repartitioned_the_gpu_meanwhile(partitioned, tmp_path):
+    from gpusched.actions.plans import mig_journal
+    from gpusched.actions.run import carry_out, open_cluster
+    from gpusched.planner.optimize.mig import plan_mig
+    from gpusched.planner.optimize.solver import SolverConfig
+    from gpusched.scenarios import load_cluster
+
+    plane, rest = partitioned
+    plan = plan_mig(load_cluster(str(plane.kubeconfig)), {"3g.40gb": 1}, SolverConfig())
+
+    def someone_repartitions(number, step):
+        if step.kind == "cordon":  # the device plugin now advertises three 1g.10gb and two 2g.20gb
+            advertised = {"nvidia.com/mig-1g.10gb": "3", "nvidia.com/mig-2g.20gb": "2"}
+            body = {"status": {"capacity": advertised, "allocatable": advertised}}
+            rest.call("PATCH", "/api/v1/nodes/m1/status", body, "application/merge-patch+json")
+
+    with open_cluster(str(plane.kubeconfig), None) as kube:
+        target = (str(plane.kubeconfig), None, "mig plan", "gpusched mig plan --demand 3g.40gb=1")
+        planned = mig_journal(kube, plan, target, {"mig_timeout": 30})
+        assert planned.baseline == [] and [c.node for c in planned.mig_changes] == ["m1"]
+        outcome = carry_out(kube, planned, True, str(tmp_path / "j.json"), someone_repartitions)
+    assert outcome.drift and (outcome.stopped or "").startswith(
+        "the cluster moved on: the validator on the rest of the plan: node m1 GPU 0: MIG layout is now "
+    )
+    assert "2g.20gb@" in (outcome.stopped or "") and "the plan started from 1g.10gb@0, 1g.10gb@1" in (
+        outcome.stopped or ""
+    )
+    assert [s.state for s in outcome.steps] == ["pending", "failed", "pending", "pending", "pending"]
+    node = rest.get("/api/v1/nodes/m1")
+    assert not node["spec"].get("unschedulable") and "p" in running(rest)  # uncordoned; p not evicted
+    assert node["metadata"]["labels"]["nvidia.com/mig.config"] == "all-1g.10gb"  # not relabelled
+
+
 # --- the README's walk-through, and the kubectl plugin -------------------------------------------------------------
 
 
