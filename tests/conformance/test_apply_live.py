@@ -9,6 +9,7 @@ The harness plays the kubelet (a thread): bound pods start Running and Ready, te
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 import threading
@@ -224,10 +225,9 @@ def test_a_budget_blocks_then_allows_the_eviction(budgeted, gpusched, tmp_path):
     assert running(rest) == {"urgent": "p1"}
 
 
-def test_a_user_who_may_not_evict_gets_a_clear_error_and_nothing_changes(budgeted, gpusched, tmp_path):
-    plane, rest = budgeted
-    rules = [{"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["get", "list", "watch"]},
-             {"apiGroups": ["resource.k8s.io"], "resources": ["*"], "verbs": ["get", "list"]}]  # fmt: skip
+@contextlib.contextmanager
+def viewer_may(rest: Rest, rules: list[dict]):
+    """The kubeconfig's `viewer` user, granted these rules for the block."""
     rbac = "/apis/rbac.authorization.k8s.io/v1"
     rest.create(f"{rbac}/clusterroles", {"metadata": {"name": "apply-reader"}, "rules": rules})
     rest.create(f"{rbac}/clusterrolebindings", {
@@ -236,6 +236,19 @@ def test_a_user_who_may_not_evict_gets_a_clear_error_and_nothing_changes(budgete
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "viewer"}],
     })  # fmt: skip
     try:
+        yield
+    finally:
+        rest.delete(f"{rbac}/clusterrolebindings/apply-reader")
+        rest.delete(f"{rbac}/clusterroles/apply-reader")
+
+
+READ = [{"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["*"], "verbs": ["get", "list"]}]  # fmt: skip
+
+
+def test_a_user_who_may_not_evict_gets_a_clear_error_and_nothing_changes(budgeted, gpusched, tmp_path):
+    plane, rest = budgeted
+    with viewer_may(rest, READ):
         rest.call("PATCH", f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/low-budget",
                   {"spec": {"minAvailable": 0}}, "application/merge-patch+json")  # fmt: skip
         journal = tmp_path / "forbidden.json"
@@ -246,9 +259,6 @@ def test_a_user_who_may_not_evict_gets_a_clear_error_and_nothing_changes(budgete
         assert 'cannot create resource "pods/eviction"' in result.stderr and "nothing was changed" in result.stderr
         assert not journal.exists()
         assert sorted(running(rest)) == ["low-0", "low-1", "urgent"]
-    finally:
-        rest.delete(f"{rbac}/clusterrolebindings/apply-reader")
-        rest.delete(f"{rbac}/clusterroles/apply-reader")
 
 
 # --- defrag --apply ----------------------------------------------------------------------------------------------
@@ -361,6 +371,24 @@ def test_a_defrag_stops_when_the_cluster_moved_on(fragmented, gpusched, tmp_path
     assert outcome.drift and "apply/intruder now runs on d3" in (outcome.stopped or "")
     assert _owners(rest) == {"a": "d1", "b": "d1"}  # nothing moved
     _d1_untouched(rest)
+
+
+def test_a_user_who_may_cordon_but_not_evict_changes_nothing_not_even_the_cordon(fragmented, gpusched, tmp_path):
+    """Step 1 (the cordon) is allowed, step 2 (an eviction) is not: the server-side dry run of every step comes
+    first, so the run stops before step 1 is done."""
+    plane, rest = fragmented
+    before = rest.get("/api/v1/nodes/d1")["metadata"]["resourceVersion"]
+    cordon = {"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]}
+    with viewer_may(rest, [*READ, cordon]):
+        journal = tmp_path / "forbidden.json"
+        result = gpusched("defrag", "--for", "4", "--kubeconfig", plane.kubeconfig, "--context", "viewer",
+                          "--apply", "--yes", "--journal", journal)  # fmt: skip
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert "error: " in result.stderr and "step 2 (evict apply/" in result.stderr
+    assert 'forbidden by the server: 403 pods "' in result.stderr and "nothing was changed" in result.stderr
+    assert not journal.exists() and not (tmp_path / "state").exists()
+    assert rest.get("/api/v1/nodes/d1")["metadata"]["resourceVersion"] == before  # not cordoned
+    assert _owners(rest) == {"a": "d1", "b": "d1"}
 
 
 def _defrag_journal(plane):
@@ -515,10 +543,13 @@ def gang(fresh):
 
 def test_plan_apply_binds_a_gang(gang, gpusched, tmp_path):
     plane, rest = gang
+    versions = sorted(p["metadata"]["resourceVersion"] for p in rest.get(PODS)["items"])
     dry = gpusched("plan", "--kubeconfig", plane.kubeconfig, "--apply")
     assert dry.exit_code == 0, dry.stdout + dry.stderr
     assert f"bind {NS}/train-0 to g" in dry.stdout and "server: accepted (dry run)" in dry.stdout
     assert running(rest) == {"train-0": None, "train-1": None, "solo": None}  # the dry run bound nothing
+    assert sorted(p["metadata"]["resourceVersion"] for p in rest.get(PODS)["items"]) == versions
+    assert not (tmp_path / "state").exists()  # nor wrote a journal
     done = gpusched("plan", "--kubeconfig", plane.kubeconfig, "--apply", "--yes", "--journal", tmp_path / "j.json")
     assert done.exit_code == 0, done.stdout + done.stderr
     placed = running(rest)
