@@ -25,6 +25,7 @@ from ..models.cluster import Cluster, GpuBlock
 from ..planner.optimize.disrupt import problems, without
 from ..planner.optimize.mig import layout_violations
 from ..planner.optimize.mig.layouts import inventory
+from ..planner.optimize.mig.report import GpuChange
 from ..planner.validate import Assignment
 from .journal import Journal, Placement, Step
 from .kube import controller_uid
@@ -51,7 +52,7 @@ def _todo(journal: Journal, index: int) -> set[int]:
 
 def moved_on(journal: Journal, index: int, pods: list[dict], cluster: Cluster) -> list[str]:
     """Everything that changed so that the plan's steps from `index` on no longer hold; empty: it still holds."""
-    findings = _objects(journal, index, pods)
+    findings = _objects(journal, index, pods) + _mig_layouts(journal, _todo(journal, index), cluster)
     checked = validator_findings(journal, index, pods, cluster)
     return findings + [f"the validator on the rest of the plan: {f}" for f in checked if f not in journal.baseline]
 
@@ -196,29 +197,42 @@ def _take_mig(block: GpuBlock, open_slots: set[tuple[int, int]], p: Placement) -
     return tuple(chosen)
 
 
-def _mig(journal: Journal, todo: set[int], cluster: Cluster) -> list[str]:
-    """The GPUs of the nodes not yet relabelled: the layout the plan started from, and its layouts still valid."""
+def _mig_waiting(journal: Journal, todo: set[int]) -> list[GpuChange]:
+    """The GPU changes of the nodes not yet relabelled."""
     waiting = {journal.steps[i].target for i in todo if journal.steps[i].kind == "label"}
-    changes = [c for c in journal.mig_changes if c.node in waiting]
-    if not changes:
-        return []
-    nodes = {node.name: node for node in cluster.nodes}
+    return [change for change in journal.mig_changes if change.node in waiting]
+
+
+def _now(cluster: Cluster, change: GpuChange) -> list[tuple[str, int]] | None:
+    """The GPU's MIG instances as the loader reads them now (from the device plugin's nvidia.com/mig-* counts);
+    None when the node or its GPUs are no longer read."""
+    node = next((n for n in cluster.nodes if n.name == change.node), None)
+    if node is None or node.gpu is None:
+        return None
+    return sorted((m.profile, m.start) for m in node.gpu.mig if m.gpu == change.gpu)
+
+
+def _mig_layouts(journal: Journal, todo: set[int], cluster: Cluster) -> list[str]:
+    """Each GPU still to repartition has the layout the plan started from."""
     found = []
-    for change in changes:
-        node = nodes.get(change.node)
-        if node is None or node.gpu is None:
+    for change in _mig_waiting(journal, todo):
+        now, then = _now(cluster, change), sorted((i.profile, i.start) for i in change.before or [])
+        if now is None:
             found.append(f"node {change.node}: gone, or its GPUs are no longer read")
-            continue
-        now = sorted((m.profile, m.start) for m in node.gpu.mig if m.gpu == change.gpu)
-        then = sorted((i.profile, i.start) for i in change.before or [])
-        if now != then:
-            found.append(f"node {change.node} GPU {change.gpu}: MIG layout is now {_layout(now)} (labels "
-                         f"nvidia.com/mig-*.count), the plan started from {_layout(then)}")  # fmt: skip
-    if found:
-        return found
+        elif now != then:
+            found.append(f"node {change.node} GPU {change.gpu}: MIG layout is now {_layout(now)} (status.allocatable "
+                         f"nvidia.com/mig-*), the plan started from {_layout(then)}")  # fmt: skip
+    return found
+
+
+def _mig(journal: Journal, todo: set[int], cluster: Cluster) -> list[str]:
+    """The MIG plan validator on the new layouts of the GPUs still to repartition (those whose layout changed
+    under the plan are reported as such, by _mig_layouts)."""
     gpus = {gpu.name: gpu for gpu in inventory(cluster)}
-    layouts = {}
-    for change in changes:
+    layouts, found = {}, []
+    for change in _mig_waiting(journal, todo):
+        if _now(cluster, change) != sorted((i.profile, i.start) for i in change.before or []):
+            continue
         gpu = gpus.get(f"{change.node}/{change.gpu}")
         if gpu is None:
             found.append(f"node {change.node} GPU {change.gpu}: no longer a GPU a MIG plan may change")
@@ -226,6 +240,8 @@ def _mig(journal: Journal, todo: set[int], cluster: Cluster) -> list[str]:
         kept = set(gpu.kept)
         free = [(i.profile, i.start) for i in change.after if (i.profile, i.start) not in kept]
         layouts[gpu.name] = tuple(sorted(free, key=lambda i: i[1])) if change.after else None
+    if not layouts:
+        return found
     return found + layout_violations(cluster, list(gpus.values()), layouts, journal.mig_demand)
 
 

@@ -687,9 +687,9 @@ def test_a_mig_repartition_stops_when_someone_repartitioned_the_gpu_meanwhile(pa
         assert planned.baseline == [] and [c.node for c in planned.mig_changes] == ["m1"]
         outcome = carry_out(kube, planned, True, str(tmp_path / "j.json"), someone_repartitions)
     assert outcome.drift and (outcome.stopped or "").startswith(
-        "the cluster moved on: the validator on the rest of the plan: node m1 GPU 0: MIG layout is now "
+        "the cluster moved on: node m1 GPU 0: MIG layout is now "
     )
-    assert "2g.20gb@" in (outcome.stopped or "") and "the plan started from 1g.10gb@0, 1g.10gb@1" in (
+    assert "2g.20gb@0, 2g.20gb@2 (status.allocatable nvidia.com/mig-*), the plan started from 1g.10gb@0, 1g" in (
         outcome.stopped or ""
     )
     assert [s.state for s in outcome.steps] == ["pending", "failed", "pending", "pending", "pending"]
