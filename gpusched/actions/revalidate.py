@@ -61,6 +61,7 @@ def moved_on(journal: Journal, index: int, pods: list[dict], cluster: Cluster) -
 
 
 def _objects(journal: Journal, index: int, pods: list[dict]) -> list[str]:
+    """The pods the plan's steps from `index` on act on, and the pods on its nodes, as they are now (`pods`)."""
     by_key = {pod_key(pod): pod for pod in pods}
     todo = _todo(journal, index)
     owners = {s.owner for s in journal.steps if s.kind == "replacement" and s.owner}
@@ -76,12 +77,12 @@ def _objects(journal: Journal, index: int, pods: list[dict]) -> list[str]:
         now = by_key.get(step.target)
         if step.kind not in ("evict", "bind"):
             continue
-        if now is None:  # a step that ran before (a resume) may have evicted it: gone is then its own doing
-            if step.kind == "bind" or step.state == "pending":
+        if now is None:  # a step that started before (then resumed) may have evicted it: gone is its own doing
+            if step.kind == "bind" or step.started is None:
                 found.append(f"pod {step.target} is gone (deleted by someone else; the plan {step.kind}s it at step "
                              f"{number + 1})")  # fmt: skip
             continue
-        if step.state == "pending" and now["metadata"].get("deletionTimestamp"):
+        if step.started is None and now["metadata"].get("deletionTimestamp"):
             found.append(f"pod {step.target} is being deleted by someone else (metadata.deletionTimestamp); the plan "
                          f"{step.kind}s it at step {number + 1}")  # fmt: skip
             continue
