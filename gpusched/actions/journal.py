@@ -17,8 +17,13 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import InputError
 from ..files import make_folder, read_text, write_files
+from ..models.workload import GpuNeeds
+from ..planner.optimize.mig.report import GpuChange
 
-__all__ = ["Journal", "Step", "StepKind", "StepState", "default_path", "load_journal", "save_journal", "state_dir"]
+__all__ = [
+    "Journal", "Placement", "Step", "StepKind", "StepState", "default_path", "load_journal", "save_journal",
+    "state_dir",
+]  # fmt: skip
 
 StepKind = Literal["cordon", "uncordon", "evict", "replacement", "label", "mig-state", "bind", "delete", "scheduled"]
 StepState = Literal["pending", "running", "done", "failed", "skipped"]
@@ -56,6 +61,20 @@ class Step(BaseModel):
         }[self.kind]
 
 
+class Placement(BaseModel):
+    """Where the plan puts a pod: the validator re-checks it against the cluster before every step until it is
+    there."""
+
+    pod: str
+    node: str
+    needs: GpuNeeds
+    gpus: list[int] = Field(default_factory=list, description="the plan's GPUs (the device plugin picks the real ones)")
+    mig: list[tuple[int, int]] = Field(default_factory=list, description="(gpu, start) of MIG instances")
+    step: int | None = Field(
+        None, description="the step (0-based) that puts it there; None: room the plan makes, never filled by the run"
+    )
+
+
 class Journal(BaseModel):
     """A run: the command that planned it, the cluster it acts on, and its steps in order."""
 
@@ -71,6 +90,14 @@ class Journal(BaseModel):
     )
     options: dict[str, Any] = Field(default_factory=dict, description="timeouts and rollback")
     steps: list[Step]
+    placements: list[Placement] = Field(
+        default_factory=list, description="what the rest of the plan puts where: re-validated before each step"
+    )
+    mig_changes: list[GpuChange] = Field(default_factory=list, description="mig plan: the GPUs it repartitions")
+    mig_demand: dict[str, int] = Field(default_factory=dict, description="mig plan: the demand it serves")
+    baseline: list[str] = Field(
+        default_factory=list, description="what the validator found already when the plan was made: not drift"
+    )
     notes: list[str] = Field(default_factory=list, description="what the plan leaves out, and why")
     created: float = Field(default_factory=time.time)
 

@@ -1,5 +1,6 @@
 """The few cluster operations an apply run makes, over gpusched.scenarios.live's one client (its timeouts, its
-RestError): read pods and nodes, cordon, label, evict through the Eviction subresource, bind, delete.
+RestError): read pods and nodes, cordon, label, evict through the Eviction subresource, bind, delete; and the
+cluster as the live loader reads it (`imported`), which the plans were made from.
 
 Every write can be a server-side dry run (`dryRun=All`): the API server authorises, admits and checks it (a
 PodDisruptionBudget for an eviction) and stores nothing.
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from ..scenarios.importer import Imported, import_cluster
 from ..scenarios.live import Expired, RestError, request, root_cause, split_name
 
 if TYPE_CHECKING:
@@ -44,8 +46,13 @@ class Unreachable(InputError):
 
 
 class Kube:
-    def __init__(self, api: client.ApiClient) -> None:
-        self.api = api
+    def __init__(self, api: client.ApiClient, kubeconfig: str, context: str | None) -> None:
+        self.api, self.kubeconfig, self.context = api, kubeconfig, context
+
+    def imported(self) -> Imported:
+        """The cluster, and its Pending GPU pods, as the live loader reads it now: the loader `preempt`, `defrag`,
+        `mig plan` and `plan` plan from."""
+        return import_cluster(self.kubeconfig, self.context)
 
     @property
     def server(self) -> str:

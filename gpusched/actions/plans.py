@@ -11,6 +11,10 @@
   mig-manager's `nvidia.com/mig.config.state=success`, uncordon.
 - plan: bind each planned pod whose schedulerName is gpusched's profile, a gang's pods one after the other, with a
   rollback (delete the gang's bound pods) only when asked for.
+
+Each journal also keeps where the plan puts pods (and, for mig plan, the GPUs it repartitions), with each pod's
+needs as the live loader reads them, so the rest of the plan can be re-validated before every step
+(gpusched.actions.revalidate); and what the validator finds already now, which is not drift later.
 """
 
 from __future__ import annotations
@@ -18,13 +22,17 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ..models.workload import Pod
+from ..models.kube import parse_pod
+from ..models.quantity import format_quantity
+from ..models.workload import GpuNeeds, Pod
 from ..planner.optimize.defrag import DefragReport
 from ..planner.optimize.mig.report import MigPlan
-from ..planner.optimize.plan.report import PendingJob, PlanReport
+from ..planner.optimize.plan.report import PendingJob, PlannedPod, PlanReport
 from ..planner.optimize.preempt import PreemptReport
-from .journal import Journal, Step, new_run_id
+from ..scenarios.importer import Imported
+from .journal import Journal, Placement, Step, new_run_id
 from .kube import Kube, controller_uid
+from .revalidate import validator_findings
 from .runner import MIG_CONFIG
 
 __all__ = ["GANG_LABEL", "bind_journal", "gpusched_jobs", "defrag_journal", "mig_journal", "preempt_journal"]
@@ -55,12 +63,34 @@ def _uid(pods: dict[str, dict], key: str) -> str | None:
     return None if pod is None else str(pod["metadata"]["uid"])
 
 
-def _journal(kube: Kube, target: tuple[str, str | None, str, str], **fields: Any) -> Journal:
+def _journal(kube: Kube, target: tuple[str, str | None, str, str], pods: dict[str, dict], fresh: Imported,
+             **fields: Any) -> Journal:  # fmt: skip
+    """The journal, with the validator's findings on the plan as the cluster is now: its baseline."""
     kubeconfig, context, command, replan = target
-    return Journal(
+    journal = Journal(
         run=new_run_id(), command=command, replan=replan, kubeconfig=kubeconfig, context=context,
         server=kube.server, **fields,
     )  # fmt: skip
+    if journal.steps:
+        journal.baseline = validator_findings(journal, 0, list(pods.values()), fresh.cluster)
+    if journal.baseline:
+        journal.notes.append("the validator finds, already as planned (not counted as the cluster moving on): "
+                             + "; ".join(journal.baseline))  # fmt: skip
+    return journal
+
+
+def _pending_needs(fresh: Imported) -> dict[str, GpuNeeds]:
+    """The Pending GPU pods' needs as the live loader reads them (cpu and memory included)."""
+    return {pod.name: GpuNeeds.model_validate(pod.model_dump(include=set(GpuNeeds.model_fields)))
+            for pod in fresh.pending.pods}  # fmt: skip
+
+
+def _moved_needs(running: GpuNeeds | None, pod: dict) -> GpuNeeds:
+    """A running pod's needs (the loader's: priority, labels, tolerations, selector) with its cpu and memory
+    requests, which its replacement takes to the node it moves to."""
+    requests = parse_pod({**pod, "kind": "Pod"}, _key(pod)).requests  # items of a list carry no kind
+    more = {name: format_quantity(name, int(requests[name])) for name in ("cpu", "memory") if requests.get(name)}
+    return (running or GpuNeeds()).model_copy(update=more)
 
 
 def preempt_journal(kube: Kube, report: PreemptReport, pending: str, target: tuple[str, str | None, str, str],
@@ -69,14 +99,19 @@ def preempt_journal(kube: Kube, report: PreemptReport, pending: str, target: tup
     steps = [Step(kind="evict", target=v.pod, uid=_uid(pods, v.pod), node=v.node) for v in report.victims]
     planned = next((p.node for p in report.placements), None)
     steps.append(Step(kind="scheduled", target=pending, node=planned))
+    fresh = kube.imported()
+    needs = _pending_needs(fresh).get(pending, GpuNeeds())
+    placements = [Placement(pod=p.pod, node=p.node, needs=needs, gpus=p.gpus, mig=p.mig, step=len(steps) - 1)
+                  for p in report.placements]  # fmt: skip
     nodes = {v.node for v in report.victims}
-    return _journal(kube, target, steps=steps, watch=_watch(pods, nodes), options=options)
+    return _journal(kube, target, pods, fresh, steps=steps, watch=_watch(pods, nodes), options=options,
+                    placements=placements)  # fmt: skip
 
 
 def defrag_journal(kube: Kube, report: DefragReport, target: tuple[str, str | None, str, str],
                    options: dict) -> Journal:  # fmt: skip
     """The moves as steps; a plan with a move that cannot be carried out gets no steps, and notes saying why."""
-    pods = _live(kube)
+    pods, fresh = _live(kube), kube.imported()
     notes = []
     for move in report.moves:
         pod = pods.get(move.pod)
@@ -89,20 +124,28 @@ def defrag_journal(kube: Kube, report: DefragReport, target: tuple[str, str | No
     if any(step.action != "move" for step in report.steps):
         notes.append("not carried out: the plan takes a pod off the cluster for a while; its owner re-creates it")
     if notes:
-        return _journal(kube, target, steps=[], notes=notes, options=options)
+        return _journal(kube, target, pods, fresh, steps=[], notes=notes, options=options)
     sources = {m.from_node for m in report.moves}
     emptied = sorted(sources - {m.to_node for m in report.moves})
     steps = [Step(kind="cordon", target=node) for node in emptied]
+    running = fresh.cluster.running
+    placements = []
     for move in report.moves:
         uid, owner = _uid(pods, move.pod), controller_uid(pods[move.pod])
         steps.append(Step(kind="evict", target=move.pod, uid=uid, node=move.from_node))
         steps.append(Step(kind="replacement", target=move.pod, uid=uid, owner=owner, node=move.to_node))
+        needs = _moved_needs(running.get(move.pod), pods[move.pod])
+        placements.append(Placement(pod=move.pod, node=move.to_node, needs=needs, gpus=move.to_gpus,
+                                    step=len(steps) - 1))  # fmt: skip
+    shape = GpuNeeds(nvlink=report.shape.island)
+    placements += [Placement(pod=t.pod, node=t.node, needs=shape, gpus=t.gpus) for t in report.targets]
     steps += [Step(kind="uncordon", target=node, cleanup=True) for node in emptied]
     shared = sorted(sources - set(emptied))
     if shared:
         notes.append(f"not cordoned: {', '.join(shared)} (pods move there too); a replacement may land back there")
     watch = _watch(pods, sources | {m.to_node for m in report.moves})
-    return _journal(kube, target, steps=steps, watch=watch, notes=notes, options=options)
+    return _journal(kube, target, pods, fresh, steps=steps, watch=watch, notes=notes, options=options,
+                    placements=placements)  # fmt: skip
 
 
 def mig_journal(kube: Kube, plan: MigPlan, target: tuple[str, str | None, str, str], options: dict) -> Journal:
@@ -124,25 +167,32 @@ def mig_journal(kube: Kube, plan: MigPlan, target: tuple[str, str | None, str, s
         "the GPU Operator's MIG config (its ConfigMap, default-mig-parted-config, or the one named by "
         "migManager.config.name) before applying"
     ]
-    return _journal(kube, target, steps=steps, watch=_watch(pods, set(plan.labels)), notes=notes, options=options)
+    changes = [change for change in plan.changes if change.node in plan.labels]
+    watch = _watch(pods, set(plan.labels))
+    return _journal(kube, target, pods, kube.imported(), steps=steps, watch=watch, notes=notes, options=options,
+                    mig_changes=changes, mig_demand=plan.demand)  # fmt: skip
 
 
 def bind_journal(kube: Kube, report: PlanReport, members: dict[str, list[str]],
                  target: tuple[str, str | None, str, str], options: dict) -> Journal:  # fmt: skip
     """Bind steps per planned job (`members`: job -> its pods, in order); rollback steps for gangs if asked."""
-    pods = _live(kube)
-    planned: dict[str, list[str]] = defaultdict(list)
+    pods, fresh = _live(kube), kube.imported()
+    needs = _pending_needs(fresh)
+    planned: dict[str, list[PlannedPod]] = defaultdict(list)
     for assignment in report.assignments:
-        planned[assignment.job].append(assignment.node)
-    steps, rollback = [], []
-    for job, nodes in planned.items():
-        for key, node in zip(members[job], nodes, strict=True):
-            steps.append(Step(kind="bind", target=key, uid=_uid(pods, key), node=node, owner=job))
-            if options.get("rollback") and len(nodes) > 1:
+        planned[assignment.job].append(assignment)
+    steps, rollback, placements = [], [], []
+    for job, assigned in planned.items():
+        for key, a in zip(members[job], assigned, strict=True):
+            steps.append(Step(kind="bind", target=key, uid=_uid(pods, key), node=a.node, owner=job))
+            placements.append(Placement(pod=key, node=a.node, needs=needs.get(key, GpuNeeds()), gpus=a.gpus,
+                                        mig=a.mig, step=len(steps) - 1))  # fmt: skip
+            if options.get("rollback") and len(assigned) > 1:
                 rollback.append(Step(kind="delete", target=key, uid=_uid(pods, key), owner=job, cleanup=True))
     notes = [f"not bound: {job} (no room in the plan)" for job in report.unplaced]
-    used = {node for found in planned.values() for node in found}
-    return _journal(kube, target, steps=steps + rollback, watch=_watch(pods, used), notes=notes, options=options)
+    used = {a.node for found in planned.values() for a in found}
+    return _journal(kube, target, pods, fresh, steps=steps + rollback, watch=_watch(pods, used), notes=notes,
+                    options=options, placements=placements)  # fmt: skip
 
 
 def gpusched_jobs(kube: Kube, pending: list[Pod], scheduler: str) -> tuple[list[PendingJob], dict[str, list[str]]]:

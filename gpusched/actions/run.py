@@ -26,7 +26,7 @@ Progress = Callable[[int, Step], None]
 def open_cluster(kubeconfig: str, context: str | None) -> Iterator[Kube]:
     api = connect(kubeconfig, context)
     with api:
-        yield Kube(api)
+        yield Kube(api, kubeconfig, context)
 
 
 def carry_out(kube: Kube, journal: Journal, yes: bool, path: str | None, progress: Progress) -> RunOutcome:

@@ -3,9 +3,10 @@
 - Before any step the whole run is dry-run on the server (`preflight`): a request the user may not make (RBAC 403)
   or the server refuses stops everything before anything is changed (InputError: exit 2). A 429 there only means a
   budget blocks the eviction now; the real run waits for it.
-- Before each step the cluster is read again and the rest of the plan re-checked (`drift`): the pods it acts on
-  are still there, with the same uid, where the plan saw them, and no pod the plan did not expect has landed on
-  the nodes it uses. If the cluster moved on, the run stops and offers a re-plan.
+- Before each step the cluster is read again with the live loader and the rest of the plan re-validated
+  (gpusched.actions.revalidate): the pods it acts on, and the independent validator on where it puts pods. If the
+  cluster moved on, the step is journalled as failed (not started, with what changed), the cleanup steps run, and
+  the run stops and offers a re-plan.
 - Each step is written to the journal as running before it starts and as done (or failed, with the API server's
   error) after; steps already done are never run again, and every step checks first whether its effect already
   holds, so a step interrupted while running is safe to run again.
@@ -25,6 +26,7 @@ from ..errors import InputError
 from ..scenarios.live import RestError
 from .journal import Journal, Step, save_journal
 from .kube import CORDON_ANNOTATION, Kube, Unreachable, controller_uid
+from .revalidate import alive, moved_on, pod_key
 
 __all__ = ["MIG_CONFIG", "MIG_STATE", "DryRunLine", "RunOutcome", "StepFailed", "execute", "preflight"]
 
@@ -144,52 +146,6 @@ def _budget(error: RestError) -> str:
     return "; ".join(error.causes) or error.message
 
 
-# --- re-validation -----------------------------------------------------------------------------------------------
-
-
-def _alive(pod: dict) -> bool:
-    status = pod.get("status") or {}
-    return not pod["metadata"].get("deletionTimestamp") and status.get("phase") not in ("Succeeded", "Failed")
-
-
-def _key(pod: dict) -> str:
-    return f"{pod['metadata'].get('namespace', 'default')}/{pod['metadata']['name']}"
-
-
-def drift(kube: Kube, journal: Journal, step: Step) -> str | None:
-    """What changed in the cluster that the rest of the plan did not expect; None: it still holds."""
-    pods = kube.pods()
-    by_key = {_key(pod): pod for pod in pods}
-    owners = {s.owner for s in journal.steps if s.kind == "replacement" and s.owner}
-    expected = {s.target for s in journal.steps if s.kind in ("bind", "scheduled")}
-    for pod in pods:
-        node = (pod.get("spec") or {}).get("nodeName")
-        key = _key(pod)
-        if node in journal.watch and _alive(pod) and key not in journal.watch[node] and key not in expected:
-            if controller_uid(pod) not in owners:
-                return f"{key} now runs on {node}, which the plan did not expect"
-    for later in journal.steps[journal.steps.index(step) :]:
-        if later.state in ("done", "skipped") or later.cleanup:
-            continue
-        found = by_key.get(later.target)
-        if (
-            later.kind in ("evict", "bind")
-            and found is not None
-            and later.uid
-            and found["metadata"]["uid"] != later.uid
-        ):
-            return f"{later.target} is another pod now (uid {found['metadata']['uid']}, planned {later.uid})"
-        if later.kind == "evict" and found is not None and found["spec"].get("nodeName") != later.node:
-            return f"{later.target} runs on {found['spec'].get('nodeName')}, the plan saw it on {later.node}"
-        if later.kind == "bind":
-            if found is None:
-                return f"{later.target} is gone"
-            bound = found["spec"].get("nodeName")
-            if bound and bound != later.node:
-                return f"{later.target} is bound to {bound} already, the plan binds it to {later.node}"
-    return None
-
-
 # --- the steps ---------------------------------------------------------------------------------------------------
 
 
@@ -269,10 +225,10 @@ def _replacement(kube: Kube, journal: Journal, step: Step, settings: Settings) -
 
     def bound() -> str | None:
         for pod in kube.pods():
-            if controller_uid(pod) == step.owner and pod["metadata"]["uid"] != step.uid and _alive(pod):
+            if controller_uid(pod) == step.owner and pod["metadata"]["uid"] != step.uid and alive(pod):
                 node = pod["spec"].get("nodeName")
-                if node and not any(s.result and s.result.startswith(_key(pod) + " ") for s in journal.steps):
-                    return f"{_key(pod)} {node}"
+                if node and not any(s.result and s.result.startswith(pod_key(pod) + " ") for s in journal.steps):
+                    return f"{pod_key(pod)} {node}"
         return None
 
     found = _wait(bound, settings.wait_timeout, settings)
@@ -404,6 +360,21 @@ ACTIONS: dict[str, Callable[[Kube, Journal, Step, Settings], str | None]] = {
 }
 
 
+def _revalidate(kube: Kube, journal: Journal, path: str | Path, number: int) -> StepFailed | None:
+    """Read the cluster again and re-check the rest of the plan; what moved on fails the step before it starts."""
+    try:
+        moved = moved_on(journal, number - 1, kube.pods(), kube.imported().cluster)
+    except InputError as error:  # a lost connection (Unreachable) or a cluster the loader cannot read: resumable
+        return StepFailed(str(error))
+    if not moved:
+        return None
+    failure = StepFailed("the cluster moved on: " + "; ".join(moved), drift=True)
+    step = journal.steps[number - 1]
+    step.state, step.error, step.finished = "failed", f"not started: {failure}", time.time()
+    save_journal(journal, path)
+    return failure
+
+
 def execute(
     kube: Kube, journal: Journal, path: str | Path, settings: Settings, progress: Callable[[int, Step], None]
 ) -> RunOutcome:
@@ -415,13 +386,8 @@ def execute(
             if step.state in ("done", "skipped") or (stopped is not None and not step.cleanup):
                 continue
             if stopped is None and not step.cleanup:
-                try:
-                    moved = drift(kube, journal, step)
-                except Unreachable as error:
-                    stopped = StepFailed(str(error))
-                    continue
-                if moved is not None:
-                    stopped = StepFailed(f"the cluster moved on: {moved}", drift=True)
+                stopped = _revalidate(kube, journal, path, number)
+                if stopped is not None:
                     continue
             failure = _run_step(kube, journal, path, settings, number, step)
             stopped = stopped or failure

@@ -49,20 +49,18 @@ def main() -> Any:
     return load(COMMAND_MODULES[command] if command in COMMAND_MODULES else None)()
 
 
-# commands that read a live cluster with --kubeconfig; `mig` is a group (`mig plan`)
-LIVE_COMMANDS = ("explain", "k8s", "import", "dra", "preempt", "defrag", "plan", "mig")
-
-
 def kubectl_main() -> Any:
-    """`kubectl gpusched ...` (the kubectl-gpusched plugin): as `gpusched ...` on the cluster kubectl talks to,
-    i.e. --kubeconfig set to the file kubectl reads (its current context) unless the command names a cluster."""
-    from ..scenarios.live import default_kubeconfig
+    """`kubectl gpusched ...` (the kubectl-gpusched plugin): as `gpusched ...` on the cluster, context and
+    namespace kubectl uses (gpusched.cli.kubectl)."""
+    from .kubectl import plugin_argv
 
     args = sys.argv[1:]
     command = next((arg for arg in args if not arg.startswith("-")), "")
-    named = any(arg.split("=")[0] in ("--kubeconfig", "--cluster") for arg in args)
-    if command in LIVE_COMMANDS and not named:
-        sys.argv[1:] = [*args, "--kubeconfig", default_kubeconfig()]
+    try:
+        sys.argv[1:] = plugin_argv(args, load(COMMAND_MODULES.get(command)))
+    except ValueError as error:
+        _common.err.print(f"error: {error}", markup=False)
+        raise SystemExit(2) from None
     sys.argv[0] = "kubectl gpusched"
     return main()
 

@@ -12,8 +12,11 @@ from gpusched.actions.kube import CORDON_ANNOTATION
 from gpusched.actions.plans import defrag_journal
 from gpusched.actions.runner import Settings, execute, preflight
 from gpusched.errors import InputError
+from gpusched.models.cluster import Cluster, Node
+from gpusched.models.workload import PodList
 from gpusched.planner.optimize.defrag.report import DefragReport, Move, ShapeInfo
 from gpusched.planner.optimize.defrag.report import Step as DefragStep
+from gpusched.scenarios.importer import Imported
 from gpusched.scenarios.live import RestError
 
 BUDGET = "The disruption budget web-pdb needs 2 healthy pods and has 2 currently"
@@ -38,6 +41,12 @@ class FakeKube:
 
     def pods(self) -> list[dict]:
         return [json.loads(json.dumps(pod)) for pod in self.items.values()]
+
+    def imported(self) -> Imported:
+        """The nodes as the live loader would read them (no GPUs: these journals place no pod)."""
+        nodes = [Node(name=name, unschedulable=bool(node["spec"].get("unschedulable")))
+                 for name, node in sorted(self.nodes.items()) if name]  # fmt: skip
+        return Imported(Cluster(nodes=nodes), PodList(pods=[]), None)  # type: ignore[arg-type]
 
     def pod(self, key: str) -> dict | None:
         return self.items.get(key)
@@ -166,9 +175,12 @@ def test_a_pod_the_plan_did_not_expect_stops_the_run_before_anything(tmp_path):
     outcome = execute(kube, planned, tmp_path / "j.json", settings(Clock()), lambda n, s: None)
     assert (
         outcome.drift
-        and outcome.stopped == "the cluster moved on: ns/new now runs on n1, which the plan did not expect"
+        and outcome.stopped
+        == "the cluster moved on: pod ns/new now runs on n1 (spec.nodeName), which the plan did not expect"
     )
     assert outcome.replan == "gpusched preempt x" and evictions(kube) == []
+    (step,) = load_journal(tmp_path / "j.json").steps  # journalled: failed before it started
+    assert step.state == "failed" and step.started is None and step.error == f"not started: {outcome.stopped}"
 
 
 def test_ctrl_c_undoes_the_cordon_and_rearms_it_for_the_resume(tmp_path):

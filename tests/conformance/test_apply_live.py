@@ -9,8 +9,12 @@ The harness plays the kubelet (a thread): bound pods start Running and Ready, te
 
 from __future__ import annotations
 
+import contextlib
+import re
+import shlex
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -221,10 +225,9 @@ def test_a_budget_blocks_then_allows_the_eviction(budgeted, gpusched, tmp_path):
     assert running(rest) == {"urgent": "p1"}
 
 
-def test_a_user_who_may_not_evict_gets_a_clear_error_and_nothing_changes(budgeted, gpusched, tmp_path):
-    plane, rest = budgeted
-    rules = [{"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["get", "list", "watch"]},
-             {"apiGroups": ["resource.k8s.io"], "resources": ["*"], "verbs": ["get", "list"]}]  # fmt: skip
+@contextlib.contextmanager
+def viewer_may(rest: Rest, rules: list[dict]):
+    """The kubeconfig's `viewer` user, granted these rules for the block."""
     rbac = "/apis/rbac.authorization.k8s.io/v1"
     rest.create(f"{rbac}/clusterroles", {"metadata": {"name": "apply-reader"}, "rules": rules})
     rest.create(f"{rbac}/clusterrolebindings", {
@@ -233,6 +236,19 @@ def test_a_user_who_may_not_evict_gets_a_clear_error_and_nothing_changes(budgete
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "viewer"}],
     })  # fmt: skip
     try:
+        yield
+    finally:
+        rest.delete(f"{rbac}/clusterrolebindings/apply-reader")
+        rest.delete(f"{rbac}/clusterroles/apply-reader")
+
+
+READ = [{"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["*"], "verbs": ["get", "list"]}]  # fmt: skip
+
+
+def test_a_user_who_may_not_evict_gets_a_clear_error_and_nothing_changes(budgeted, gpusched, tmp_path):
+    plane, rest = budgeted
+    with viewer_may(rest, READ):
         rest.call("PATCH", f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/low-budget",
                   {"spec": {"minAvailable": 0}}, "application/merge-patch+json")  # fmt: skip
         journal = tmp_path / "forbidden.json"
@@ -243,9 +259,6 @@ def test_a_user_who_may_not_evict_gets_a_clear_error_and_nothing_changes(budgete
         assert 'cannot create resource "pods/eviction"' in result.stderr and "nothing was changed" in result.stderr
         assert not journal.exists()
         assert sorted(running(rest)) == ["low-0", "low-1", "urgent"]
-    finally:
-        rest.delete(f"{rbac}/clusterrolebindings/apply-reader")
-        rest.delete(f"{rbac}/clusterroles/apply-reader")
 
 
 # --- defrag --apply ----------------------------------------------------------------------------------------------
@@ -360,6 +373,158 @@ def test_a_defrag_stops_when_the_cluster_moved_on(fragmented, gpusched, tmp_path
     _d1_untouched(rest)
 
 
+def test_a_user_who_may_cordon_but_not_evict_changes_nothing_not_even_the_cordon(fragmented, gpusched, tmp_path):
+    """Step 1 (the cordon) is allowed, step 2 (an eviction) is not: the server-side dry run of every step comes
+    first, so the run stops before step 1 is done."""
+    plane, rest = fragmented
+    before = rest.get("/api/v1/nodes/d1")["metadata"]["resourceVersion"]
+    cordon = {"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]}
+    with viewer_may(rest, [*READ, cordon]):
+        journal = tmp_path / "forbidden.json"
+        result = gpusched("defrag", "--for", "4", "--kubeconfig", plane.kubeconfig, "--context", "viewer",
+                          "--apply", "--yes", "--journal", journal)  # fmt: skip
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert "error: " in result.stderr and "step 2 (evict apply/" in result.stderr
+    assert 'forbidden by the server: 403 pods "' in result.stderr and "nothing was changed" in result.stderr
+    assert not journal.exists() and not (tmp_path / "state").exists()
+    assert rest.get("/api/v1/nodes/d1")["metadata"]["resourceVersion"] == before  # not cordoned
+    assert _owners(rest) == {"a": "d1", "b": "d1"}
+
+
+def _defrag_journal(plane):
+    """The plan for room for 4 GPUs, and its journal, with the cluster as it is."""
+    from gpusched.actions.plans import defrag_journal
+    from gpusched.actions.run import open_cluster
+    from gpusched.planner.optimize.defrag import defrag, parse_shape
+    from gpusched.scenarios import load_cluster
+
+    report = defrag(load_cluster(str(plane.kubeconfig)), parse_shape("4"))
+    with open_cluster(str(plane.kubeconfig), None) as kube:
+        target = (str(plane.kubeconfig), None, "defrag --for 4", "gpusched defrag --for 4 --kubeconfig K --apply")
+        return defrag_journal(kube, report, target, {"wait_timeout": 30})
+
+
+def _carry_out(plane, planned, path, hook):
+    from gpusched.actions.run import carry_out, open_cluster
+
+    with open_cluster(str(plane.kubeconfig), None) as kube:
+        return carry_out(kube, planned, True, str(path), hook)
+
+
+def _taint(rest: Rest, node: str) -> None:
+    taints = [{"key": "someone/else", "value": "x", "effect": "NoSchedule"}]
+    rest.call("PATCH", f"/api/v1/nodes/{node}", {"spec": {"taints": taints}}, "application/merge-patch+json")
+
+
+def test_a_defrag_stops_before_a_move_to_a_node_someone_tainted(fragmented, tmp_path):
+    """No pod appears and none goes: only the validator, on the cluster read again, sees that the second move can
+    no longer land where the plan says."""
+    plane, rest = fragmented
+    planned = _defrag_journal(plane)
+    assert planned.baseline == [] and len(planned.placements) == 3  # two moves and the room they make
+    first, second = [s for s in planned.steps if s.kind == "replacement"]
+
+    def someone_taints(number, step):
+        if step is first:
+            _taint(rest, second.node)
+
+    journal = tmp_path / "j.json"
+    outcome = _carry_out(plane, planned, journal, someone_taints)
+    assert outcome.drift and not outcome.finished and outcome.replan == planned.replan
+    expected = f"the validator on the rest of the plan: {second.target} on {second.node}: taint someone/else not"
+    assert outcome.stopped == f"the cluster moved on: {expected} tolerated"
+    states = [(s.kind, s.state) for s in load_journal(journal).steps]
+    assert states == [("cordon", "pending"), ("evict", "done"), ("replacement", "done"), ("evict", "failed"),
+                      ("replacement", "pending"), ("uncordon", "pending")]  # fmt: skip
+    assert load_journal(journal).steps[3].error == f"not started: {outcome.stopped}"
+    owner = second.target.split("/")[1].rsplit("-", 1)[0]
+    assert _owners(rest)[owner] == "d1"  # the second pod was not evicted
+    _d1_untouched(rest)  # the cordon is undone
+
+
+def test_a_defrag_stops_when_a_pod_to_move_is_deleted(fragmented, tmp_path):
+    plane, rest = fragmented
+    planned = _defrag_journal(plane)
+    evictions = [s for s in planned.steps if s.kind == "evict"]
+
+    def someone_deletes(number, step):
+        if step.kind == "cordon":  # before any eviction, someone deletes the second pod to move
+            rest.delete(f"{PODS}/{evictions[1].target.split('/')[1]}")
+
+    journal = tmp_path / "j.json"
+    outcome = _carry_out(plane, planned, journal, someone_deletes)
+    assert outcome.drift and f"the cluster moved on: pod {evictions[1].target} is " in (outcome.stopped or "")
+    assert "by someone else" in (outcome.stopped or "") and "the plan evicts it at step 4" in (outcome.stopped or "")
+    steps = load_journal(journal).steps
+    assert [s.state for s in steps] == ["pending", "failed", "pending", "pending", "pending", "pending"]
+    first_owner = evictions[0].target.split("/")[1].rsplit("-", 1)[0]
+    assert _owners(rest)[first_owner] == "d1" and evictions[0].target.split("/")[1] in running(rest)  # untouched
+    _d1_untouched(rest)
+
+
+def test_a_resumed_defrag_re_validates_and_stops_when_the_cluster_moved_on(fragmented, gpusched, tmp_path):
+    plane, rest = fragmented
+    planned = _defrag_journal(plane)
+    second = [s for s in planned.steps if s.kind == "replacement"][1]
+
+    def interrupt(number, step):
+        if step.kind == "replacement":  # Ctrl-C after the first move
+            raise KeyboardInterrupt
+
+    journal = tmp_path / "j.json"
+    with pytest.raises(KeyboardInterrupt):
+        _carry_out(plane, planned, journal, interrupt)
+    rest.create(PODS, bare_pod("intruder", 1, selector={"kubernetes.io/hostname": second.node}))
+    rest.wait(lambda: running(rest).get("intruder") == second.node)  # the second move's node is full now
+
+    resumed = gpusched("apply", "--resume", journal, "--yes")
+    assert resumed.exit_code == 1, resumed.stdout + resumed.stderr
+    assert f"stopped: the cluster moved on: pod {NS}/intruder now runs on {second.node} (spec.nodeName)" in (
+        resumed.stdout
+    )
+    assert f"the validator on the rest of the plan: {second.node}: GPU " in resumed.stdout
+    assert f"re-plan: {planned.replan}" in resumed.stdout
+    assert f"resume: gpusched apply --resume {journal} --yes" in resumed.stdout
+    steps = load_journal(journal).steps  # checked before the resume's first step: the re-armed cordon
+    assert [s.state for s in steps] == ["failed", "done", "done", "pending", "pending", "pending"]
+    assert steps[0].error.startswith("not started: the cluster moved on: ")
+    owner = second.target.split("/")[1].rsplit("-", 1)[0]
+    assert _owners(rest)[owner] == "d1"  # the second pod was not evicted
+    _d1_untouched(rest)  # not cordoned again
+    status = gpusched("apply", "--status", journal)
+    assert status.exit_code == 1 and "1. cordon d1: FAILED: not started: the cluster moved on" in status.stdout
+
+
+def test_a_preemption_stops_when_a_pod_takes_the_room_it_makes(budgeted, tmp_path):
+    from gpusched.actions.plans import preempt_journal
+    from gpusched.actions.run import carry_out, open_cluster
+    from gpusched.planner.optimize.preempt import preempt
+    from gpusched.scenarios import load_scenario
+
+    plane, rest = budgeted
+    budget = f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/low-budget"
+    rest.call("PATCH", budget, {"spec": {"minAvailable": 0}}, "application/merge-patch+json")
+    rest.wait(lambda: rest.get(budget).get("status", {}).get("disruptionsAllowed") == 2)
+    scenario = load_scenario(str(plane.kubeconfig))
+    wanted = next(p for p in scenario.pods.pods if p.name == f"{NS}/urgent")
+    report = preempt(scenario.cluster, wanted)
+
+    def sneaks_in(number, step):
+        if number == 1:  # the first victim is gone: another pod takes its GPUs before the second is evicted
+            rest.create(PODS, bare_pod("sneaky", 2))
+            rest.wait(lambda: running(rest).get("sneaky") == "p1")
+
+    with open_cluster(str(plane.kubeconfig), None) as kube:
+        target = (str(plane.kubeconfig), None, f"preempt {NS}/urgent", "gpusched preempt")
+        planned = preempt_journal(kube, report, f"{NS}/urgent", target, {"wait_timeout": 30})
+        assert planned.baseline == [] and [p.node for p in planned.placements] == ["p1"]
+        outcome = carry_out(kube, planned, True, str(tmp_path / "j.json"), sneaks_in)
+    assert outcome.drift and f"pod {NS}/sneaky now runs on p1" in (outcome.stopped or "")
+    assert "the validator on the rest of the plan: p1: GPU " in (outcome.stopped or "")
+    assert [s.state for s in outcome.steps] == ["done", "failed", "pending"]
+    assert sorted(running(rest)) == ["low-1", "sneaky", "urgent"]  # the second victim was not evicted
+
+
 # --- plan --apply ------------------------------------------------------------------------------------------------
 
 
@@ -378,10 +543,13 @@ def gang(fresh):
 
 def test_plan_apply_binds_a_gang(gang, gpusched, tmp_path):
     plane, rest = gang
+    versions = sorted(p["metadata"]["resourceVersion"] for p in rest.get(PODS)["items"])
     dry = gpusched("plan", "--kubeconfig", plane.kubeconfig, "--apply")
     assert dry.exit_code == 0, dry.stdout + dry.stderr
     assert f"bind {NS}/train-0 to g" in dry.stdout and "server: accepted (dry run)" in dry.stdout
     assert running(rest) == {"train-0": None, "train-1": None, "solo": None}  # the dry run bound nothing
+    assert sorted(p["metadata"]["resourceVersion"] for p in rest.get(PODS)["items"]) == versions
+    assert not (tmp_path / "state").exists()  # nor wrote a journal
     done = gpusched("plan", "--kubeconfig", plane.kubeconfig, "--apply", "--yes", "--journal", tmp_path / "j.json")
     assert done.exit_code == 0, done.stdout + done.stderr
     placed = running(rest)
@@ -411,7 +579,7 @@ def test_plan_apply_rolls_back_an_incomplete_gang(gang, tmp_path):
         outcome = carry_out(kube, planned, True, str(tmp_path / "j.json"), someone_else_binds_train_1)
     assert outcome.drift and "apply/train-1 is bound to" in (outcome.stopped or "")
     kinds = [(s.kind, s.target, s.state) for s in outcome.steps]
-    assert kinds == [("bind", f"{NS}/train-0", "done"), ("bind", f"{NS}/train-1", "pending"),
+    assert kinds == [("bind", f"{NS}/train-0", "done"), ("bind", f"{NS}/train-1", "failed"),  # not started
                      ("delete", f"{NS}/train-0", "done"), ("delete", f"{NS}/train-1", "skipped")]  # fmt: skip
     assert rest.wait(lambda: "train-0" not in running(rest))  # gpusched's half of the gang is rolled back
     assert running(rest)["train-1"] == first  # the pod gpusched did not bind is left alone
@@ -497,40 +665,149 @@ def test_mig_repartition_with_a_fake_mig_manager(partitioned, gpusched, tmp_path
         assert [s.state for s in steps] == ["pending", "done", "done", "failed", "pending"]
 
 
+def test_a_mig_repartition_stops_when_someone_repartitioned_the_gpu_meanwhile(partitioned, tmp_path):
+    from gpusched.actions.plans import mig_journal
+    from gpusched.actions.run import carry_out, open_cluster
+    from gpusched.planner.optimize.mig import plan_mig
+    from gpusched.planner.optimize.solver import SolverConfig
+    from gpusched.scenarios import load_cluster
+
+    plane, rest = partitioned
+    plan = plan_mig(load_cluster(str(plane.kubeconfig)), {"3g.40gb": 1}, SolverConfig())
+
+    def someone_repartitions(number, step):
+        if step.kind == "cordon":  # the device plugin now advertises three 1g.10gb and two 2g.20gb
+            advertised = {"nvidia.com/mig-1g.10gb": "3", "nvidia.com/mig-2g.20gb": "2"}
+            body = {"status": {"capacity": advertised, "allocatable": advertised}}
+            rest.call("PATCH", "/api/v1/nodes/m1/status", body, "application/merge-patch+json")
+
+    with open_cluster(str(plane.kubeconfig), None) as kube:
+        target = (str(plane.kubeconfig), None, "mig plan", "gpusched mig plan --demand 3g.40gb=1")
+        planned = mig_journal(kube, plan, target, {"mig_timeout": 30})
+        assert planned.baseline == [] and [c.node for c in planned.mig_changes] == ["m1"]
+        outcome = carry_out(kube, planned, True, str(tmp_path / "j.json"), someone_repartitions)
+    assert outcome.drift and (outcome.stopped or "").startswith(
+        "the cluster moved on: node m1 GPU 0: MIG layout is now "
+    )
+    assert "2g.20gb@0, 2g.20gb@2 (status.allocatable nvidia.com/mig-*), the plan started from 1g.10gb@0, 1g" in (
+        outcome.stopped or ""
+    )
+    assert [s.state for s in outcome.steps] == ["pending", "failed", "pending", "pending", "pending"]
+    node = rest.get("/api/v1/nodes/m1")
+    assert not node["spec"].get("unschedulable") and "p" in running(rest)  # uncordoned; p not evicted
+    assert node["metadata"]["labels"]["nvidia.com/mig.config"] == "all-1g.10gb"  # not relabelled
+
+
 # --- the README's walk-through, and the kubectl plugin -------------------------------------------------------------
 
 
+def _readme_walkthrough() -> list[tuple[list[str], list[str]]]:
+    """The commands of the README's full apply (its `text` block under `--apply`), each with the output shown."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("### --apply: carry a plan out on a real cluster")[1].split("\n### ")[0]
+    block = re.search(r"```text\n(.*?)```", section, re.S)
+    assert block, "the README's --apply section shows no full run"
+    runs: list[tuple[list[str], list[str]]] = []
+    for line in block.group(1).splitlines():
+        if line.startswith("$ gpusched "):
+            runs.append((shlex.split(line.removeprefix("$ gpusched ")), []))
+        else:
+            runs[-1][1].append(line)
+    return runs
+
+
+VOLATILE = re.compile(r" up in | at https://|^export KUBECONFIG=|apply-\d{8}T\d{6}-[0-9a-f]{6}")  # ports, run ids
+
+
 def test_the_readme_walkthrough(gpusched, tmp_path, monkeypatch, capsys):
-    """cluster up, cluster load preemption, preempt --apply (dry run, then --yes), apply --resume, cluster down;
-    on the way, `kubectl gpusched explain` through the plugin's entry point, reading $KUBECONFIG."""
+    """The README's full apply, command by command, on the built-in `preemption` scenario loaded into `cluster up`:
+    each line it shows (but ports, times and the run id) is printed, in order. On the way, `kubectl gpusched
+    explain` through the plugin's entry point, reading $KUBECONFIG."""
     from gpusched.cli import kubectl_main
 
-    folder = tmp_path / "cp"
+    folder, state = tmp_path / "cp", tmp_path / "state" / "gpusched"
+    kubeconfig = folder / "kubeconfig"
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    up = gpusched("cluster", "up", "--controller-manager", "--dir", folder)
+    runs = _readme_walkthrough()
+    assert [args[:2] for args, _ in runs] == [["cluster", "up"], ["cluster", "load"], ["preempt", "default/train-8"],
+                                              ["preempt", "default/train-8"], ["apply", "--resume"],
+                                              ["cluster", "down"]]  # fmt: skip
+    journal: list[Path] = []
+
+    def run(args: list[str], shown: list[str]):
+        path = str(journal[0]) if journal else ""
+        args = [str(kubeconfig) if a == "$KUBECONFIG" else (path if a.startswith("~/.local/state/") else a)
+                for a in args]  # fmt: skip
+        result = gpusched(*args, *(["--dir", folder] if args[0] == "cluster" else []))
+        planned = next((line.split()[2] for line in result.lines if line.startswith("default/train-8 -> ")), "dgx-a")
+        assert planned in ("dgx-a", "dgx-b")  # the two DGX nodes tie (four 1-GPU notebooks each): either is shown
+        other = {"dgx-a": "dgx-b", "notebook-a": "notebook-b"} if planned == "dgx-b" else {}
+        lines = iter(result.lines)
+        for line in shown:
+            if line == "..." or VOLATILE.search(line):
+                continue
+            for old, new in other.items():
+                line = line.replace(old, new)
+            line = line.replace("~/.local/state/gpusched", str(state))
+            assert line in lines, (line, result.stdout, result.stderr)  # in order: the iterator moves on
+        return result
+
+    up = run(*runs[0])
     assert up.exit_code == 0, up.stderr
     try:
-        kubeconfig = folder / "kubeconfig"
-        loaded = gpusched("cluster", "load", "preemption", "--dir", folder)
-        assert loaded.lines[0] == "loaded preemption: 3 nodes, 12 running pods, 3 pending"
+        loaded = run(*runs[1])
+        assert loaded.exit_code == 0 and loaded.lines[0] == "loaded preemption: 3 nodes, 12 running pods, 3 pending"
 
         monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'missing'}:{kubeconfig}")  # the first file that exists
-        monkeypatch.setattr("sys.argv", ["kubectl-gpusched", "explain", "default/train-8"])
+        monkeypatch.setattr("sys.argv", ["kubectl-gpusched", "explain", "train-8", "-n", "default"])
         with pytest.raises(SystemExit) as exited:
             kubectl_main()
         assert exited.value.code == 1  # Pending
         assert capsys.readouterr().out.startswith("default/train-8 is Pending")
 
-        dry = gpusched("preempt", "default/train-8", "--kubeconfig", kubeconfig, "--apply")
+        dry = run(*runs[2])
         assert dry.exit_code == 0 and "dry run: nothing was changed" in dry.stdout
-        assert dry.stdout.count("server: accepted (dry run)") == 4 and not (tmp_path / "state").exists()
-        done = gpusched("preempt", "default/train-8", "--kubeconfig", kubeconfig, "--apply", "--yes")
+        assert dry.stdout.count("server: accepted (dry run)") == 4 and not state.exists()
+        done = run(*runs[3])
         assert done.exit_code == 0, done.stdout + done.stderr
-        planned = next(line for line in done.lines if line.startswith("default/train-8 -> ")).split()[2]
-        assert planned in ("dgx-a", "dgx-b")  # the two DGX nodes tie: four 1-GPU notebooks each
-        assert f"5. wait for default/train-8 to be scheduled: done (scheduled on {planned})" in done.stdout
-        (journal,) = (tmp_path / "state" / "gpusched").iterdir()
-        again = gpusched("apply", "--resume", journal, "--yes")
+        journal.extend(state.iterdir())
+        assert len(journal) == 1 and load_journal(journal[0]).finished
+        again = run(*runs[4])
         assert again.exit_code == 0 and "every step is done already" in again.stderr
     finally:
-        assert gpusched("cluster", "down", "--dir", folder).exit_code == 0
+        assert run(*runs[5]).exit_code == 0
+
+
+def test_the_kubectl_plugin_takes_kubectls_namespace_context_and_kubeconfig(budgeted, monkeypatch, capsys, tmp_path):
+    """`kubectl gpusched explain POD -n NS`, the context's namespace when -n is absent, and --context/--kubeconfig
+    as kubectl passes them on to a plugin."""
+    import yaml
+
+    from gpusched.cli import kubectl_main
+
+    plane, rest = budgeted
+
+    def plugin(*args):
+        monkeypatch.setattr("sys.argv", ["kubectl-gpusched", *args])
+        with pytest.raises(SystemExit) as exited:
+            kubectl_main()
+        return exited.value.code, capsys.readouterr()
+
+    monkeypatch.setenv("KUBECONFIG", str(plane.kubeconfig))
+    for flags in (["-n", NS], [f"-n{NS}"], [f"--namespace={NS}"], ["--namespace", NS]):
+        code, seen = plugin("explain", "urgent", *flags)
+        assert code == 1 and seen.out.startswith(f"{NS}/urgent is Pending"), seen
+    code, seen = plugin("explain", "urgent")  # the current context names no namespace: default
+    assert code == 2 and "default/urgent" in seen.err
+
+    config = yaml.safe_load(plane.kubeconfig.read_text())
+    for context in config["contexts"]:
+        if context["name"] == "gpusched":
+            context["context"]["namespace"] = NS
+    config["current-context"] = "viewer"  # a user with no rights: the --context below must be the one used
+    copy = tmp_path / "kubeconfig"
+    copy.write_text(yaml.safe_dump(config))
+    code, seen = plugin("explain", "urgent", "--kubeconfig", str(copy), "--context", "gpusched")
+    assert code == 1 and seen.out.startswith(f"{NS}/urgent is Pending"), seen
+    code, seen = plugin("defrag", "--for", "4", "-n", NS)
+    assert code == 2 and "-n/--namespace completes a pod's name: only with explain, preempt, k8s" in seen.err

@@ -1,0 +1,100 @@
+"""The re-validation before each step, on cluster models: the independent validator on where the rest of the plan
+puts pods (tests/conformance/test_apply_live.py changes a real cluster between steps)."""
+
+from __future__ import annotations
+
+from gpusched.actions.journal import Journal, Placement, Step
+from gpusched.actions.revalidate import moved_on, validator_findings
+from gpusched.models.cluster import BusyGpu, Cluster, GpuBlock, Node, Taint
+from gpusched.models.workload import GpuNeeds
+
+
+def node(name: str, busy: tuple[int, ...] = (), **fields) -> Node:
+    block = GpuBlock(model="A100-SXM4-80GB", count=2, memory_gib=80,
+                     busy=[BusyGpu(gpu=g, pod=f"ns/on-{name}-{g}") for g in busy])  # fmt: skip
+    return Node(name=name, gpu=block, cpu="8", memory="64Gi", **fields)
+
+
+def pod(key: str, node_name: str) -> dict:
+    namespace, name = key.split("/")
+    return {"metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}"}, "spec": {"nodeName": node_name},
+            "status": {"phase": "Running"}}  # fmt: skip
+
+
+def move_journal(**fields) -> Journal:
+    """Move ns/web from n1 to n2 (one GPU, 2 cpu), the room it makes on n1 for a 2-GPU pod."""
+    steps = [Step(kind="cordon", target="n1", state="done", result="cordoned"),
+             Step(kind="evict", target="ns/web", uid="uid-web", node="n1"),
+             Step(kind="replacement", target="ns/web", uid="uid-web", owner="rs", node="n2"),
+             Step(kind="uncordon", target="n1", cleanup=True)]  # fmt: skip
+    placements = [Placement(pod="ns/web", node="n2", needs=GpuNeeds(cpu="2"), gpus=[1], step=2),
+                  Placement(pod="target-0", node="n1", needs=GpuNeeds(), gpus=[0, 1])]  # fmt: skip
+    return Journal(run="r", command="defrag", replan="gpusched defrag", kubeconfig="k", server="s", steps=steps,
+                   placements=placements, **fields)  # fmt: skip
+
+
+def cluster(n2: Node, n1_unschedulable: bool = True) -> Cluster:
+    """n1 runs web (GPU 0 and, for the room, nothing else); cordoned by the run unless said otherwise."""
+    web = GpuBlock(model="A100-SXM4-80GB", count=2, memory_gib=80, busy=[BusyGpu(gpu=0, pod="ns/web")])
+    n1 = Node(name="n1", gpu=web, cpu="8", memory="64Gi", unschedulable=n1_unschedulable)
+    return Cluster(nodes=[n1, n2], running={"ns/web": GpuNeeds()})
+
+
+def test_the_plan_still_fits_as_planned_with_the_runs_own_cordon():
+    assert validator_findings(move_journal(), 1, [pod("ns/web", "n1")], cluster(node("n2"))) == []
+
+
+def test_a_planned_gpu_taken_by_another_pod_is_re_picked_on_a_free_one():
+    assert validator_findings(move_journal(), 1, [pod("ns/web", "n1")], cluster(node("n2", busy=(1,)))) == []
+
+
+def test_a_pod_on_the_last_free_gpu_of_the_target_is_found():
+    found = validator_findings(move_journal(), 1, [pod("ns/web", "n1")], cluster(node("n2", busy=(0, 1))))
+    assert found == ["n2: GPU 1 holds 2 pods, has 1 replica(s)"]
+
+
+def test_a_taint_someone_put_on_the_target_is_found():
+    tainted = node("n2", taints=[Taint(key="someone/else", effect="NoSchedule")])
+    found = validator_findings(move_journal(), 1, [pod("ns/web", "n1")], cluster(tainted))
+    assert found == ["ns/web on n2: taint someone/else not tolerated"]
+
+
+def test_cpu_the_target_no_longer_has_is_found():
+    found = validator_findings(move_journal(), 1, [pod("ns/web", "n1")], cluster(node("n2").model_copy(
+        update={"cpu": "1"})))  # fmt: skip
+    assert "n2: cpu over allocatable" in found
+
+
+def test_a_cordon_by_someone_else_is_found():
+    planned = move_journal()
+    planned.steps[0].result = "already cordoned by someone else: left as it is, and not uncordoned"
+    found = validator_findings(planned, 1, [pod("ns/web", "n1")], cluster(node("n2")))
+    assert found == ["target-0 on n1: node is cordoned"]
+
+
+def test_a_move_whose_replacement_is_bound_already_is_not_placed_twice():
+    replacement = pod("ns/web-2", "n2") | {"metadata": {"name": "web-2", "namespace": "ns", "uid": "uid-web-2",
+                                                       "ownerReferences": [{"controller": True, "uid": "rs"}]}}  # fmt: skip
+    planned = move_journal()
+    planned.steps[1].state = "done"
+    full = node("n2", busy=(0, 1))  # its GPU 1 is the replacement's
+    assert validator_findings(planned, 2, [replacement], cluster(full)) == []
+
+
+def test_what_was_so_when_planned_is_not_drift():
+    full = cluster(node("n2", busy=(0, 1)))
+    planned = move_journal(baseline=["n2: GPU 1 holds 2 pods, has 1 replica(s)"])
+    assert moved_on(planned, 1, [pod("ns/web", "n1")], full) == []
+    assert moved_on(move_journal(), 1, [pod("ns/web", "n1")], full) == [
+        "the validator on the rest of the plan: n2: GPU 1 holds 2 pods, has 1 replica(s)"
+    ]
+
+
+def test_a_pod_to_evict_that_someone_deleted_is_drift():
+    gone = moved_on(move_journal(), 1, [], cluster(node("n2")))
+    assert gone[0] == "pod ns/web is gone (deleted by someone else; the plan evicts it at step 2)"
+    deleting = pod("ns/web", "n1")
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert moved_on(move_journal(), 1, [deleting], cluster(node("n2")))[0].startswith(
+        "pod ns/web is being deleted by someone else (metadata.deletionTimestamp)"
+    )
