@@ -280,19 +280,24 @@ def k8s_command(
     pdbs: Annotated[
         str | None, typer.Option("--pdbs", help="kubectl get pdb -A -o json: the budgets preemption respects")
     ] = None,
+    namespaces: Annotated[
+        str | None,
+        typer.Option("--namespaces", help="kubectl get namespaces -o json: the labels namespaceSelectors match"),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Predict kube-scheduler's verdict for one pod: the nodes that fit, or the FailedScheduling message word for word."""
 
     def body() -> int:
         if kubeconfig:
-            if nodes or pods or objects or pdbs:
+            if nodes or pods or objects or pdbs or namespaces:
                 raise ValueError(
-                    "--kubeconfig reads nodes and pods from the cluster: drop --nodes, --pods, --objects and --pdbs"
+                    "--kubeconfig reads nodes and pods from the cluster: "
+                    "drop --nodes, --pods, --objects, --pdbs and --namespaces"
                 )
             result = predict_live(kubeconfig, context, pod, k8s_version)
         elif nodes:
-            result = predict_files(nodes, pods, pod, k8s_version or NEWEST_RELEASE, objects, pdbs)
+            result = predict_files(nodes, pods, pod, k8s_version or NEWEST_RELEASE, objects, pdbs, namespaces)
         else:
             raise ValueError("--nodes is required (kubectl get nodes -o json), or --kubeconfig to read a cluster")
         show(result, as_json, render.k8s)

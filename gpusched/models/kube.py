@@ -18,7 +18,7 @@ from ..limits import INT32_MAX, INT32_MIN, INT64_MAX
 from .goparse import label_value_error, parse_rfc3339, qualified_name_error
 from .quantity import milli, rounded, stored, to_int
 from .scheduling import NodeSelectorTerm, Taint, Toleration
-from .topology import LabelSelector, PodAffinityTerm, TopologySpreadConstraint, WeightedPodAffinityTerm
+from .topology import METADATA_NAME, LabelSelector, PodAffinityTerm, TopologySpreadConstraint, WeightedPodAffinityTerm
 
 __all__ = [
     "KubeNode",
@@ -27,6 +27,7 @@ __all__ = [
     "ContainerRequests",
     "HostPort",
     "KubePdb",
+    "parse_namespaces",
     "parse_nodes",
     "parse_pdbs",
     "parse_pods",
@@ -368,6 +369,17 @@ class KubePdb:
         if not pod.labels or pod.namespace != self.namespace or self.selector is None or self.selector.everything:
             return False
         return self.selector.matches(pod.labels)
+
+
+def parse_namespaces(doc: Any, source: str) -> dict[str, dict[str, str]]:
+    """`kubectl get namespaces -o json`: each namespace's labels, with the name label the API server always sets."""
+    found: dict[str, dict[str, str]] = {}
+    for item in _objects(doc, "Namespace", source):
+        name = _name(item)
+        if name in found:
+            raise InputError(source, f"namespace {name!r} appears more than once", "metadata.name")
+        found[name] = {**item.get("metadata").get("labels").labels(), METADATA_NAME: name}
+    return found
 
 
 def parse_pdbs(doc: Any, source: str) -> list[KubePdb]:

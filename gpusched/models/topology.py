@@ -3,6 +3,7 @@ constraints. Checked as the API server validates them, so a pod it would refuse 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
@@ -16,14 +17,20 @@ __all__ = [
     "PodAffinityTerm",
     "WeightedPodAffinityTerm",
     "TopologySpreadConstraint",
+    "NamespaceLabels",
     "namespace_labels",
 ]
 
 METADATA_NAME = "kubernetes.io/metadata.name"  # the label the API server puts on every Namespace
 
 
-def namespace_labels(namespace: str) -> dict[str, str]:
-    """A namespace's labels as far as gpusched knows them: only the one the API server always sets."""
+NamespaceLabels = Mapping[str, Mapping[str, str]]  # namespace -> its labels, as the scheduler's namespace lister sees
+
+
+def namespace_labels(namespace: str, known: NamespaceLabels | None = None) -> Mapping[str, str]:
+    """A namespace's labels: as read (`kubectl get namespaces`), else only the one the API server always sets."""
+    if known is not None and namespace in known:
+        return known[namespace]
     return {METADATA_NAME: namespace}
 
 
@@ -40,7 +47,7 @@ class LabelSelectorRequirement(Frozen):
             raise ValueError(f"values: may not be specified when operator is {self.operator}")
         return self
 
-    def matches(self, labels: dict[str, str]) -> bool:
+    def matches(self, labels: Mapping[str, str]) -> bool:
         present = self.key in labels
         if self.operator == "In":
             return present and labels[self.key] in self.values
@@ -62,7 +69,7 @@ class LabelSelector(Frozen):
         """labels.Selector.Empty(): no requirement at all."""
         return not self.match_labels and not self.match_expressions
 
-    def matches(self, labels: dict[str, str]) -> bool:
+    def matches(self, labels: Mapping[str, str]) -> bool:
         return all(labels.get(key) == value for key, value in self.match_labels.items()) and all(
             requirement.matches(labels) for requirement in self.match_expressions
         )
@@ -79,7 +86,7 @@ class LabelSelector(Frozen):
         return self.model_copy(update={"match_expressions": self.match_expressions + fresh}) if fresh else self
 
 
-def matches(selector: LabelSelector | None, labels: dict[str, str]) -> bool:
+def matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
     """A nil selector matches nothing (metav1.LabelSelectorAsSelector gives labels.Nothing())."""
     return selector is not None and selector.matches(labels)
 
@@ -115,11 +122,22 @@ class PodAffinityTerm(Frozen):
             namespaces = (owner_namespace,)
         return self.model_copy(update={"label_selector": selector, "namespaces": namespaces})
 
-    def selects(self, namespace: str, labels: dict[str, str]) -> bool:
+    def selects(self, namespace: str, labels: dict[str, str], known: NamespaceLabels | None = None) -> bool:
         """PodMatchesTermsNamespaceAndSelector, on a resolved term: the namespace is listed or its labels match the
         namespaceSelector, and the pod's labels match the selector."""
-        in_namespace = namespace in self.namespaces or matches(self.namespace_selector, namespace_labels(namespace))
+        in_namespace = namespace in self.namespaces or matches(
+            self.namespace_selector, namespace_labels(namespace, known)
+        )
         return in_namespace and matches(self.label_selector, labels)
+
+    @property
+    def reads_namespace_labels(self) -> bool:
+        """Whether the namespaceSelector asks for a label other than the name label every namespace has."""
+        selector = self.namespace_selector
+        if selector is None:
+            return False
+        keys = set(selector.match_labels) | {requirement.key for requirement in selector.match_expressions}
+        return bool(keys - {METADATA_NAME})
 
 
 class WeightedPodAffinityTerm(Frozen):

@@ -39,7 +39,7 @@ __all__ = [
     "default_kubeconfig",
     "exec_timeout",
     "fetch",
-    "fetch_budgets",
+    "fetch_budgets_and_namespaces",
     "fetch_dra",
     "request",
     "split_name",
@@ -282,16 +282,17 @@ def _causes(data: bytes) -> tuple[str, ...]:
 
 def call(
     api: client.ApiClient, method: str, path: str, body: Any = None, content_type: str = "application/json",
-    missing_ok: bool = False,
+    missing_ok: bool = False, forbidden_ok: bool = False,
 ) -> Any:  # fmt: skip
-    """`request` for the CLI: any failure becomes one InputError naming the server; `missing_ok`: None for a 404."""
+    """`request` for the CLI: any failure becomes one InputError naming the server; `missing_ok`: None for a 404,
+    `forbidden_ok`: None for a 403 (something optional the user may not read)."""
     from urllib3.exceptions import HTTPError  # the kubernetes client's transport (the live extra)
 
     server = api.configuration.host
     try:
         return request(api, method, path, body, content_type)
     except RestError as error:
-        if missing_ok and error.status == 404:
+        if (missing_ok and error.status == 404) or (forbidden_ok and error.status == 403):
             return None
         raise InputError(server, f"{method} {path.split('?')[0]}: {error}") from None
     except HTTPError as error:
@@ -355,11 +356,14 @@ def fetch_version(kubeconfig: str | Path, context: str | None) -> str:
     return found
 
 
-def fetch_budgets(kubeconfig: str | Path, context: str | None) -> Any:
-    """Every PodDisruptionBudget, as `kubectl get pdb -A -o json` prints them (preemption respects them)."""
+def fetch_budgets_and_namespaces(kubeconfig: str | Path, context: str | None) -> tuple[Any, Any]:
+    """Every PodDisruptionBudget (preemption respects them) and every Namespace (namespaceSelectors read their
+    labels; None if the user may not list them), as `kubectl get pdb -A` and `kubectl get namespaces` print them."""
     api = connect(kubeconfig, context)
     with api:
-        return _as_kubectl(_get(api, "/apis/policy/v1/poddisruptionbudgets"))
+        budgets = _as_kubectl(_get(api, "/apis/policy/v1/poddisruptionbudgets"))
+        namespaces = call(api, "GET", "/api/v1/namespaces", forbidden_ok=True)
+    return budgets, None if namespaces is None else _as_kubectl(namespaces)
 
 
 def fetch_dra(kubeconfig: str | Path, context: str | None) -> list[tuple[str, list[Any]]]:

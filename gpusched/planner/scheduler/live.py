@@ -5,7 +5,7 @@ Kept out of gpusched.scenarios so the input layer never imports the planner (the
 
 from __future__ import annotations
 
-from ...scenarios.live import fetch, fetch_budgets, fetch_version
+from ...scenarios.live import fetch, fetch_budgets_and_namespaces, fetch_version
 from ..dra.objects import objects_from
 from .predict import K8sPrediction, parse_version, predict, server_release
 
@@ -18,7 +18,7 @@ def predict_live(kubeconfig: str, context: str | None, pod: str, version: str | 
     release = parse_version(version) if version else server_release(fetch_version(kubeconfig, context))
     nodes, pods, target, documents = fetch(kubeconfig, context, pod)
     objects = objects_from(documents, pods=False) if documents is not None else None
-    budgets = fetch_budgets(kubeconfig, context)
+    budgets, namespaces = fetch_budgets_and_namespaces(kubeconfig, context)
     return predict(
         nodes,
         pods,
@@ -28,4 +28,6 @@ def predict_live(kubeconfig: str, context: str | None, pod: str, version: str | 
         objects,
         budgets,
         "/apis/policy/v1/poddisruptionbudgets",
+        namespaces,
+        "/api/v1/namespaces",
     )

@@ -20,7 +20,8 @@ from typing import Any
 from pydantic import BaseModel, Field, computed_field
 
 from ...errors import InputError
-from ...models.kube import KubePdb, KubePod, parse_nodes, parse_pdbs, parse_pod, parse_pods
+from ...models.kube import KubePdb, KubePod, parse_namespaces, parse_nodes, parse_pdbs, parse_pod, parse_pods
+from ...models.topology import NamespaceLabels
 from ...scenarios import read_document
 from ..dra.extended import class_mapping, uses_extended
 from ..dra.extended import enabled as extended_enabled
@@ -287,9 +288,9 @@ def _verdict(pod: KubePod, info: KubeNodeInfo, status: Status, codes: dict[str, 
     )
 
 
-def _pod_filters(pod: KubePod, infos: list[KubeNodeInfo]) -> list[Filter]:
+def _pod_filters(pod: KubePod, infos: list[KubeNodeInfo], namespaces: NamespaceLabels | None) -> list[Filter]:
     """PodTopologySpread and InterPodAffinity after their PreFilter: absent when it skips them."""
-    spread, affinity = PodTopologySpread.for_pod(pod, infos), InterPodAffinity.for_pod(pod, infos)
+    spread, affinity = PodTopologySpread.for_pod(pod, infos), InterPodAffinity.for_pod(pod, infos, namespaces)
     return [plugin for plugin in (spread, affinity) if plugin is not None]
 
 
@@ -310,11 +311,12 @@ def _schedule(
     version: Version,
     dra: DynamicResources | None,
     pdbs: list[KubePdb] | None = None,
+    namespaces: NamespaceLabels | None = None,
 ) -> K8sPrediction:
     result = _unscheduled(pod, version)
     if not infos:
         return result.model_copy(update={"message": NO_NODES, "event": NO_NODES})
-    filters = (*kubectl_filters(version), *_pod_filters(pod, infos), *([dra] if dra else []))
+    filters = (*kubectl_filters(version), *_pod_filters(pod, infos, namespaces), *([dra] if dra else []))
     pre = _prefilter(pod, version, dra)
     each = _statuses(pod, infos, pre, filters)
     statuses = {name: status for name, (status, _) in each.items()}
@@ -353,17 +355,21 @@ def predict(
     objects: DraObjects | None = None,
     pdbs_doc: Any = None,
     pdbs_source: str = "pdbs",
+    namespaces_doc: Any = None,
+    namespaces_source: str = "namespaces",
 ) -> K8sPrediction:
     """Parsed `kubectl get -o json` documents in; `sources` names them in errors. `pods_doc` may be None.
 
     A pod with spec.resourceClaims needs `objects`: the DeviceClasses, ResourceSlices and claims or templates.
-    `pdbs_doc` (`kubectl get pdb -A -o json`) gives preemption its disruption budgets.
+    `pdbs_doc` (`kubectl get pdb -A -o json`) gives preemption its disruption budgets, `namespaces_doc`
+    (`kubectl get namespaces -o json`) the labels namespaceSelectors match.
     """
     release = parse_version(version)
     nodes = parse_nodes(nodes_doc, sources[0])
     pods = parse_pods(pods_doc, sources[1]) if pods_doc is not None else []
     pod = parse_pod(pod_doc, sources[2])
     pdbs = parse_pdbs(pdbs_doc, pdbs_source) if pdbs_doc is not None else []
+    namespaces = parse_namespaces(namespaces_doc, namespaces_source) if namespaces_doc is not None else None
     dra = None
     mapping = class_mapping(objects.classes) if objects is not None and extended_enabled(release) else {}
     if pod.claims or uses_extended(pod, mapping):
@@ -379,8 +385,8 @@ def predict(
     if held is not None:
         result = _unscheduled(pod, release).model_copy(update={"pre_enqueue": held})
     else:
-        result = _schedule(pod, snapshot(nodes, pods, pod, frozenset(mapping)), release, dra, pdbs)
-    return result.model_copy(update={"not_modelled": not_modelled(pod)})
+        result = _schedule(pod, snapshot(nodes, pods, pod, frozenset(mapping)), release, dra, pdbs, namespaces)
+    return result.model_copy(update={"not_modelled": not_modelled(pod, pods, namespaces)})
 
 
 def _pre_enqueue(pod: KubePod, objects: DraObjects | None) -> PreEnqueue | None:
@@ -394,10 +400,16 @@ def _pre_enqueue(pod: KubePod, objects: DraObjects | None) -> PreEnqueue | None:
     return None
 
 
-def not_modelled(pod: KubePod) -> list[str]:
-    """What the default profile's filters would read here that gpusched does not model."""
+def not_modelled(pod: KubePod, pods: list[KubePod], namespaces: NamespaceLabels | None) -> list[str]:
+    """What the default profile's filters would read here that gpusched does not model (or was not given)."""
     found = [f"volume {volume}: VolumeBinding, VolumeRestrictions, VolumeZone, NodeVolumeLimits"
              for volume in pod.volumes]  # fmt: skip
+    terms = [*pod.pod_affinity, *pod.pod_anti_affinity, *(t for other in pods for t in other.pod_anti_affinity)]
+    if namespaces is None and any(term.reads_namespace_labels for term in terms):
+        found.append(
+            "namespace labels: a namespaceSelector asks for labels other than kubernetes.io/metadata.name "
+            "(give the namespaces: kubectl get namespaces -o json)"
+        )
     return found
 
 
@@ -408,12 +420,14 @@ def predict_files(
     version: str | Version = NEWEST,
     objects: list[str] | None = None,
     pdbs: str | None = None,
+    namespaces: str | None = None,
 ) -> K8sPrediction:
     """The same from file paths, each named in any error."""
     release = parse_version(version)
     pods_doc = read_document(pods) if pods else None
     found = load_objects(objects, pods=False) if objects else None
     pdbs_doc = read_document(pdbs) if pdbs else None
+    namespaces_doc = read_document(namespaces) if namespaces else None
     return predict(
         read_document(nodes),
         pods_doc,
@@ -423,4 +437,6 @@ def predict_files(
         found,
         pdbs_doc,
         pdbs or "pdbs",
+        namespaces_doc,
+        namespaces or "namespaces",
     )

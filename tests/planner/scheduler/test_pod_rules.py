@@ -200,6 +200,40 @@ def test_namespaces_and_namespace_selectors(extra, counted):
     assert ("a1" not in result.feasible) is counted
 
 
+def namespace(name: str, **labels: str) -> dict:
+    return {"kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+@pytest.mark.parametrize(("team", "counted"), [("x", True), ("y", False)])
+def test_a_namespace_selector_matches_the_namespaces_labels_when_given(team, counted):
+    target = pod(
+        "p", labels={}, affinity=affinity("podAntiAffinity", namespaceSelector={"matchLabels": {"team": team}})
+    )
+    found = listed(namespace("other", team="x"), namespace("default"))
+    result = predict(listed(*ZONES), listed(pod("x", "a1", namespace="other")), target, namespaces_doc=found)
+    assert ("a1" not in result.feasible) is counted
+    assert result.not_modelled == []
+
+
+def test_without_the_namespaces_a_selector_on_their_labels_may_differ():
+    on_labels = affinity(
+        "podAntiAffinity", namespaceSelector={"matchExpressions": [{"key": "team", "operator": "Exists"}]}
+    )
+    result = run(ZONES, [pod("x", "a1", namespace="other")], pod("p", labels={}, affinity=on_labels))
+    assert result.may_differ and any(note.startswith("namespace labels:") for note in result.not_modelled)
+    by_name = affinity("podAntiAffinity", namespaceSelector={"matchLabels": {"kubernetes.io/metadata.name": "other"}})
+    assert run(ZONES, [pod("x", "a1", namespace="other")], pod("p", labels={}, affinity=by_name)).not_modelled == []
+    guard = pod("g", "a1", affinity=on_labels)  # an existing pod's anti-affinity reads them too
+    assert run(ZONES, [guard], pod("p")).may_differ
+
+
+def test_a_namespace_list_is_read_as_the_api_server_writes_it():
+    with pytest.raises(InputError, match="appears more than once"):
+        predict(listed(*ZONES), None, pod("p"), namespaces_doc=listed(namespace("a"), namespace("a")))
+    with pytest.raises(InputError, match="namespaces"):
+        predict(listed(*ZONES), None, pod("p"), namespaces_doc=listed(namespace("a", **{"bad key!": "v"})))
+
+
 def test_mismatch_label_keys_exclude_the_pods_own_value():
     pods = [pod("x", "a1", labels={"app": "web", "tier": "a"}), pod("y", "b1", labels={"app": "web", "tier": "b"})]
     target = pod("p", labels={"tier": "a"}, affinity=affinity("podAntiAffinity", mismatchLabelKeys=["tier"]))

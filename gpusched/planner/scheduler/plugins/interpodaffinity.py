@@ -5,8 +5,8 @@ PreFilter counts per topology pair (key, value of the node): existing pods whose
 the incoming pod; existing pods that match all the incoming pod's affinity terms; existing pods that match each of
 its anti-affinity terms. Nothing to check (no existing anti-affinity selects the pod, and it has no required terms)
 skips the plugin. Terms are read resolved (`PodAffinityTerm.resolved`): matchLabelKeys/mismatchLabelKeys merged into
-the selector, the owner's namespace by default; a namespaceSelector sees only the `kubernetes.io/metadata.name`
-label of a namespace.
+the selector, the owner's namespace by default; a namespaceSelector sees the namespaces' labels as read (`kubectl get namespaces`),
+else only the `kubernetes.io/metadata.name` label every namespace has (and the prediction says so).
 
 Filter, in this order: the node lacks an affinity term's topology key, or no matching pod is in its domain, is
 UnschedulableAndUnresolvable — except for the first pod of a group that matches its own terms while no pod anywhere
@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from ....models.kube import KubeNode, KubePod
-from ....models.topology import PodAffinityTerm
+from ....models.topology import NamespaceLabels, PodAffinityTerm
 from ..framework import SUCCESS, Status, unresolvable, unschedulable
 from ..names import INTER_POD_AFFINITY as NAME
 from ..nodeinfo import KubeNodeInfo
@@ -41,9 +41,9 @@ ERR_REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-a
 Pairs = Counter[tuple[str, str]]  # (topology key, value) -> matching pods; zero entries dropped, as the Go maps do
 
 
-def _selects_all(terms: tuple[PodAffinityTerm, ...], pod: KubePod) -> bool:
+def _selects_all(terms: tuple[PodAffinityTerm, ...], pod: KubePod, known: NamespaceLabels | None) -> bool:
     """podMatchesAllAffinityTerms: false for no terms."""
-    return bool(terms) and all(term.selects(pod.namespace, pod.labels) for term in terms)
+    return bool(terms) and all(term.selects(pod.namespace, pod.labels, known) for term in terms)
 
 
 def _bump(counts: Pairs, node: KubeNode, key: str, delta: int) -> None:
@@ -59,8 +59,9 @@ class InterPodAffinity:
 
     name = NAME
 
-    def __init__(self, pod: KubePod, infos: list[KubeNodeInfo]) -> None:
+    def __init__(self, pod: KubePod, infos: list[KubeNodeInfo], namespaces: NamespaceLabels | None = None) -> None:
         self.pod = pod
+        self.namespaces = namespaces
         self.base = {info.name: info for info in infos}
         self.existing: Pairs = Counter()
         self.affinity: Pairs = Counter()
@@ -69,8 +70,10 @@ class InterPodAffinity:
             self._update(info.node, info.pods, 1, (self.existing, self.affinity, self.anti))
 
     @classmethod
-    def for_pod(cls, pod: KubePod, infos: list[KubeNodeInfo]) -> InterPodAffinity | None:
-        state = cls(pod, infos)
+    def for_pod(
+        cls, pod: KubePod, infos: list[KubeNodeInfo], namespaces: NamespaceLabels | None = None
+    ) -> InterPodAffinity | None:
+        state = cls(pod, infos, namespaces)
         return state if state.existing or pod.pod_affinity or pod.pod_anti_affinity else None
 
     def _update(self, node: KubeNode, pods: Iterable[KubePod], delta: int, maps: tuple[Pairs, Pairs, Pairs]) -> None:
@@ -78,13 +81,13 @@ class InterPodAffinity:
         existing, affinity, anti = maps
         for other in pods:
             for term in other.pod_anti_affinity:
-                if term.selects(self.pod.namespace, self.pod.labels):
+                if term.selects(self.pod.namespace, self.pod.labels, self.namespaces):
                     _bump(existing, node, term.topology_key, delta)
-            if _selects_all(self.pod.pod_affinity, other):
+            if _selects_all(self.pod.pod_affinity, other, self.namespaces):
                 for term in self.pod.pod_affinity:
                     _bump(affinity, node, term.topology_key, delta)
             for term in self.pod.pod_anti_affinity:
-                if term.selects(other.namespace, other.labels):
+                if term.selects(other.namespace, other.labels, self.namespaces):
                     _bump(anti, node, term.topology_key, delta)
 
     def _maps(self, info: KubeNodeInfo) -> tuple[Pairs, Pairs, Pairs]:
@@ -118,4 +121,4 @@ class InterPodAffinity:
             return False
         if all(affinity[(term.topology_key, labels[term.topology_key])] > 0 for term in terms):
             return True
-        return not affinity and _selects_all(terms, self.pod)
+        return not affinity and _selects_all(terms, self.pod, self.namespaces)
