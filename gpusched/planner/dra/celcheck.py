@@ -1,0 +1,342 @@
+"""The API server's own checks of a DRA selector, run on the library's checked AST of it in the API server's types.
+
+The environment that evaluates selectors (cel.py) sees `device` as a map of dyn, so that one Python value can be
+bound per device. The API server declares it as an object (k8s.io/dynamic-resource-allocation/cel/compile.go,
+the 1.37 device type with allowMultipleAllocations: DRAConsumableCapacity is on by default, DRAListTypeAttributes
+off): `driver` a string, `attributes` a map of maps of google.protobuf.Any, `capacity` a map of maps of Quantity,
+and Kubernetes' types are their own (kubernetes.Quantity, kubernetes.Semver, kubernetes.URL, net.IP, net.CIDR).
+This module checks the expression a second time in a check-only environment declared that way (the fields as
+qualified variables `device.driver`, ...; nothing here is ever evaluated), then runs over the result what cel-go
+adds after type checking:
+- the homogeneous aggregate literal validator (cel-go cel/validator.go; the API server's base environment enables
+  it): every element of a list literal, every key and value of a map literal, has the first one's type, except
+  inside the arguments of `format`: `[attr, 6]` is refused ("expected type 'any' but found 'int'");
+- the strings extension's format validator (ext/formatting.go, strings version 2): a literal format string with a
+  list literal of arguments is checked clause by clause against the arguments' types: `'%d'.format([attr])` is
+  refused, an attribute being google.protobuf.Any;
+- the cost estimate (celcost), refused above the API server's limit with its words.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+from .celast import CelType, Checked, Node, read_checked
+from .celcost import MAX_COST, estimate
+
+__all__ = ["api_server_problems", "checked"]
+
+# Kubernetes' functions as the API server declares them (k8s.io/apiserver/pkg/cel/library): name, overload id,
+# member, parameter types, result type. Q, V, U, I, C are Kubernetes' types; list functions come per element type.
+_K8S = {"Q": "kubernetes.Quantity", "V": "kubernetes.Semver", "U": "kubernetes.URL", "I": "net.IP", "C": "net.CIDR"}
+_COMPARABLE = ("int", "uint", "double", "bool", "duration", "timestamp", "string", "bytes")
+_SUMMABLE = ("int", "uint", "double", "duration")
+_DECLARED: list[tuple[str, str, bool, tuple[str, ...], str]] = [
+    ("quantity", "string_to_quantity", False, ("string",), "Q"),
+    ("isQuantity", "is_quantity_string", False, ("string",), "bool"),
+    ("sign", "quantity_sign", True, ("Q",), "int"),
+    ("asInteger", "quantity_as_integer", True, ("Q",), "int"),
+    ("isInteger", "quantity_is_integer", True, ("Q",), "bool"),
+    ("asApproximateFloat", "quantity_get_float", True, ("Q",), "double"),
+    ("add", "quantity_add", True, ("Q", "Q"), "Q"),
+    ("add", "quantity_add_int", True, ("Q", "int"), "Q"),
+    ("sub", "quantity_sub", True, ("Q", "Q"), "Q"),
+    ("sub", "quantity_sub_int", True, ("Q", "int"), "Q"),
+    ("isGreaterThan", "quantity_is_greater_than", True, ("Q", "Q"), "bool"),
+    ("isLessThan", "quantity_less_than", True, ("Q", "Q"), "bool"),
+    ("compareTo", "quantity_compare_to", True, ("Q", "Q"), "int"),
+    ("semver", "string_to_semver", False, ("string",), "V"),
+    ("semver", "string_bool_to_semver_normalize", False, ("string", "bool"), "V"),
+    ("isSemver", "is_semver_string", False, ("string",), "bool"),
+    ("isSemver", "is_semver_string_bool_normalize", False, ("string", "bool"), "bool"),
+    ("major", "semver_major", True, ("V",), "int"),
+    ("minor", "semver_minor", True, ("V",), "int"),
+    ("patch", "semver_patch", True, ("V",), "int"),
+    ("isGreaterThan", "semver_is_greater_than", True, ("V", "V"), "bool"),
+    ("isLessThan", "semver_is_less_than", True, ("V", "V"), "bool"),
+    ("compareTo", "semver_compare_to", True, ("V", "V"), "int"),
+    ("ip", "string_to_ip", False, ("string",), "I"),
+    ("ip", "cidr_ip", True, ("C",), "I"),
+    ("isIP", "is_ip", False, ("string",), "bool"),
+    ("family", "ip_family", True, ("I",), "int"),
+    ("isUnspecified", "ip_is_unspecified", True, ("I",), "bool"),
+    ("isLoopback", "ip_is_loopback", True, ("I",), "bool"),
+    ("isLinkLocalMulticast", "ip_is_link_local_multicast", True, ("I",), "bool"),
+    ("isLinkLocalUnicast", "ip_is_link_local_unicast", True, ("I",), "bool"),
+    ("isGlobalUnicast", "ip_is_global_unicast", True, ("I",), "bool"),
+    ("cidr", "string_to_cidr", False, ("string",), "C"),
+    ("isCIDR", "is_cidr", False, ("string",), "bool"),
+    ("containsIP", "cidr_contains_ip_string", True, ("C", "string"), "bool"),
+    ("containsIP", "cidr_contains_ip_ip", True, ("C", "I"), "bool"),
+    ("containsCIDR", "cidr_contains_cidr_string", True, ("C", "string"), "bool"),
+    ("containsCIDR", "cidr_contains_cidr", True, ("C", "C"), "bool"),
+    ("masked", "cidr_masked", True, ("C",), "C"),
+    ("prefixLength", "cidr_prefix_length", True, ("C",), "int"),
+    ("k8sString", "ip_to_string", False, ("I",), "string"),  # `string`, renamed as in cel.py
+    ("k8sString", "cidr_to_string", False, ("C",), "string"),
+    ("url", "string_to_url", False, ("string",), "U"),
+    ("isURL", "is_url_string", False, ("string",), "bool"),
+    ("getScheme", "url_get_scheme", True, ("U",), "string"),
+    ("getHost", "url_get_host", True, ("U",), "string"),
+    ("getHostname", "url_get_hostname", True, ("U",), "string"),
+    ("getPort", "url_get_port", True, ("U",), "string"),
+    ("getEscapedPath", "url_get_escaped_path", True, ("U",), "string"),
+    ("getQuery", "url_get_query", True, ("U",), "query"),
+    ("find", "string_find_string", True, ("string", "string"), "string"),
+    ("findAll", "string_find_all_string", True, ("string", "string"), "strings"),
+    ("findAll", "string_find_all_string_int", True, ("string", "string", "int"), "strings"),
+    ("k8sListIndexOf", "list_a_index_of_int", True, ("list", "dyn"), "int"),  # `indexOf` on a list, renamed
+    ("k8sListLastIndexOf", "list_a_last_index_of_int", True, ("list", "dyn"), "int"),
+    *[("isSorted", f"list_{t}_is_sorted_bool", True, (f"list<{t}>",), "bool") for t in _COMPARABLE],
+    *[("sum", f"list_{t}_sum_{t}", True, (f"list<{t}>",), t) for t in _SUMMABLE],
+    *[("max", f"list_{t}_max_{t}", True, (f"list<{t}>",), t) for t in _COMPARABLE],
+    *[("min", f"list_{t}_min_{t}", True, (f"list<{t}>",), t) for t in _COMPARABLE],
+]
+# the names cel.py gives calls the library's extensions own, back to the API server's
+RENAMED_BACK = {"k8sListIndexOf": "indexOf", "k8sListLastIndexOf": "lastIndexOf", "k8sString": "string"}
+
+
+def _unused(*_: Any) -> Any:
+    raise AssertionError("the check-only environment is never evaluated")
+
+
+@cache
+def _check_env() -> Any:
+    from cel_expr_python import cel
+
+    from .cel import EXTENSIONS
+
+    def kind(code: str) -> Any:
+        simple = {"string": cel.Type.STRING, "int": cel.Type.INT, "uint": cel.Type.UINT, "bool": cel.Type.BOOL,
+                  "double": cel.Type.DOUBLE, "bytes": cel.Type.BYTES, "dyn": cel.Type.DYN,
+                  "duration": cel.Type.DURATION, "timestamp": cel.Type.TIMESTAMP}  # fmt: skip
+        if code in simple:
+            return simple[code]
+        if code in _K8S:
+            return cel.Type.AbstractType(_K8S[code])
+        if code.startswith("list<"):
+            return cel.Type.List(kind(code[5:-1]))
+        return {
+            "list": cel.Type.List(cel.Type.DYN),
+            "strings": cel.Type.List(cel.Type.STRING),
+            "query": cel.Type.Map(cel.Type.STRING, cel.Type.List(cel.Type.STRING)),
+        }[code]
+
+    overloads: dict[str, list[Any]] = {}
+    for name, overload_id, member, parameters, result in _DECLARED:
+        overloads.setdefault(name, []).append(
+            cel.Overload(overload_id, kind(result), [kind(p) for p in parameters], is_member=member, impl=_unused)
+        )
+    listed = "".join(f'  - name: "{n}"\n' + (f"    version: {v}\n" if v else "") for n, v in EXTENSIONS)
+    attribute = cel.Type("google.protobuf.Any")
+    variables = {
+        "device": cel.Type.Map(cel.Type.STRING, cel.Type.DYN),  # `device` alone; its fields resolve below
+        "device.driver": cel.Type.STRING,
+        "device.allowMultipleAllocations": cel.Type.BOOL,
+        "device.attributes": cel.Type.Map(cel.Type.STRING, cel.Type.Map(cel.Type.STRING, attribute)),
+        "device.capacity": cel.Type.Map(cel.Type.STRING, cel.Type.Map(cel.Type.STRING, kind("Q"))),
+    }
+    return cel.NewEnv(
+        config=cel.NewEnvConfigFromYaml("extensions:\n" + listed),
+        functions=[cel.FunctionDecl(name, group) for name, group in overloads.items()],
+        variables=variables,
+    )
+
+
+def checked(source: str) -> Checked | None:
+    """The source as the API server's types check it, or None where the check-only environment cannot."""
+    try:
+        return read_checked(_check_env().compile(source).serialize())
+    except RuntimeError:
+        return None  # e.g. a construct only the evaluating environment declares: its own checks stand
+
+
+def api_server_problems(source: str) -> tuple[list[tuple[int, str]], bool]:
+    """(offset, message) of each check the API server refuses the source for, and whether its cost is over the
+    limit; offsets are into `source`."""
+    tree = checked(source)
+    if tree is None:
+        return [], False
+    problems = _homogeneous(tree) + _formats(tree) + _list_searches(tree)
+    if problems:
+        return sorted(problems), False
+    return [], estimate(tree) > MAX_COST
+
+
+def _walk(node: Node, inside_format: bool = False):
+    """Every node with whether it lies inside the arguments of a `format` call."""
+    yield node, inside_format
+    if node.target is not None:
+        yield from _walk(node.target, inside_format)
+    exempt = inside_format or (node.kind == "call" and node.name == "format")
+    for child in [*node.args, *node.parts.values()]:
+        yield from _walk(child, exempt)
+
+
+def _equivalent(a: CelType, b: CelType) -> bool:
+    """cel-go's Type.IsEquivalentType: same kind, name and parameters (type parameters by kind only)."""
+    if a.kind != b.kind or len(a.params) != len(b.params):
+        return False
+    if a.kind != "param" and a.name != b.name:
+        return False
+    return all(_equivalent(x, y) for x, y in zip(a.params, b.params, strict=True))
+
+
+def _element(tree: Checked, node: Node, optional: bool) -> CelType:
+    kind = tree.type(node)
+    return kind.params[0] if optional and kind.params else kind
+
+
+def _homogeneous(tree: Checked) -> list[tuple[int, str]]:
+    problems = []
+    for node, exempt in _walk(tree.root):
+        if exempt or node.kind not in ("list", "map"):
+            continue
+        if node.kind == "list":
+            columns = [[(e, _element(tree, e, i in node.optional)) for i, e in enumerate(node.args)]]
+        else:
+            keys, values = node.args[0::2], node.args[1::2]
+            columns = [[(k, tree.type(k)) for k in keys],
+                       [(v, _element(tree, v, i in node.optional)) for i, v in enumerate(values)]]  # fmt: skip
+        problems += _mismatches(tree, node, columns)
+    return problems
+
+
+def _mismatches(tree: Checked, node: Node, columns: list[list[tuple[Node, CelType]]]) -> list[tuple[int, str]]:
+    """A list stops at its first mismatch; a map reports each mismatching key and value."""
+    found = []
+    if node.kind == "list":
+        first = columns[0][0][1] if columns[0] else None
+        for element, kind in columns[0][1:]:
+            if first is not None and not _equivalent(first, kind):
+                found.append((tree.positions.get(element.id, 0), _expected(first, kind)))
+                break
+        return found
+    keys, values = columns
+    for (key, key_type), (value, value_type) in list(zip(keys, values, strict=True))[1:]:
+        if not _equivalent(keys[0][1], key_type):
+            found.append((tree.positions.get(key.id, 0), _expected(keys[0][1], key_type)))
+        if not _equivalent(values[0][1], value_type):
+            found.append((tree.positions.get(value.id, 0), _expected(values[0][1], value_type)))
+    return found
+
+
+def _expected(expected: CelType, found: CelType) -> str:
+    return f"expected type '{expected}' but found '{found}'"
+
+
+# --- indexOf and lastIndexOf on a list: <list(A)>.indexOf(A), A one type parameter -------------------------
+
+
+def _assignable(a: CelType, b: CelType) -> bool:
+    """cel-go's checker: dyn, google.protobuf.Any, errors and type parameters match anything; containers and
+    Kubernetes' types match by name and parameters; the rest by kind."""
+    if {a.kind, b.kind} & {"dyn", "any", "error", "param"}:
+        return True
+    if "null" in (a.kind, b.kind):
+        other = b if a.kind == "null" else a
+        return other.kind in ("null", "opaque", "message", "timestamp", "duration", "wrapper")
+    if a.kind != b.kind or a.name != b.name or len(a.params) != len(b.params):
+        return False
+    return all(_assignable(x, y) for x, y in zip(a.params, b.params, strict=True))
+
+
+def _list_searches(tree: Checked) -> list[tuple[int, str]]:
+    problems = []
+    for node, _ in _walk(tree.root):
+        if node.kind != "call" or node.name not in ("k8sListIndexOf", "k8sListLastIndexOf") or node.target is None:
+            continue
+        listed, sought = tree.type(node.target), [tree.type(arg) for arg in node.args]
+        if listed.kind == "list" and len(sought) == 1 and not _assignable(listed.params[0], sought[0]):
+            name = RENAMED_BACK[node.name]
+            problems.append((tree.positions.get(node.id, 0),
+                             f"found no matching overload for '{name}' applied to '{listed}.({sought[0]})'"))  # fmt: skip
+    return problems
+
+
+# --- the format validator ---------------------------------------------------------------------------------------
+
+_CLAUSE_KINDS = {
+    "d": (("int", "uint"), "decimal clause can only be used on integers"),
+    "f": (("double", "string"), "fixed-point clause can only be used on doubles"),
+    "e": (("double", "string"), "scientific clause can only be used on doubles"),
+    "b": (("int", "uint", "bool"), "only integers and bools can be formatted as binary"),
+    "x": (("int", "uint", "string", "bytes"), "only integers, byte buffers, and strings can be formatted as hex"),
+    "X": (("int", "uint", "string", "bytes"), "only integers, byte buffers, and strings can be formatted as hex"),
+    "o": (("int", "uint"), "octal clause can only be used on integers"),
+}
+_STRING_KINDS = ("list", "map", "int", "uint", "double", "bool", "string", "timestamp", "bytes", "duration", "type",
+                 "null")  # fmt: skip
+_STRING_CLAUSE = (
+    "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, "
+    "and timestamps"
+)
+_PRECISION = re.compile(r"\.(\d*)")
+_NO_END = "could not find end of precision specifier"
+
+
+def _formats(tree: Checked) -> list[tuple[int, str]]:
+    problems = []
+    for node, _ in _walk(tree.root):
+        if not (node.kind == "call" and node.name == "format" and node.target is not None and len(node.args) == 1):
+            continue
+        if node.target.kind != "const" or not isinstance(node.target.value, str) or node.args[0].kind != "list":
+            continue
+        if tree.overloads.get(node.id) and "string_format" not in tree.overloads[node.id]:
+            continue
+        problem = _format_problem(tree, node.target.value, node.args[0].args)
+        if problem:
+            where, message = problem
+            problems.append((tree.positions.get(where.id if where else node.id, 0), message))
+    return problems
+
+
+def _format_problem(tree: Checked, text: str, args: list[Node]) -> tuple[Node | None, str] | None:
+    """The first clause of the format string whose argument has the wrong type (cel-go's parseFormatString)."""
+    i = used = 0
+    while i < len(text):
+        if text[i] != "%":
+            i += 1
+            continue
+        if text[i + 1 : i + 2] == "%":
+            i += 2
+            continue
+        used += 1
+        if i + 1 >= len(text):
+            return None, "unexpected end of string"
+        if used > len(args):
+            return None, f"index {used - 1} out of range"
+        precision = _PRECISION.match(text, i + 1)
+        verb_at = precision.end() if precision else i + 1
+        if verb_at >= len(text):
+            return None, "could not parse formatting clause: error while parsing precision: " + _NO_END
+        verb, arg = text[verb_at], args[used - 1]
+        if verb == "s":
+            bad = _string_clause_bad(tree, arg)
+            if bad is not None:
+                return bad, f"error during formatting: {_STRING_CLAUSE}, was given {tree.type(bad).type_name}"
+        elif verb in _CLAUSE_KINDS:
+            kinds, words = _CLAUSE_KINDS[verb]
+            kind = tree.type(arg)
+            if kind.kind != "dyn" and kind.kind not in kinds:
+                return arg, f"error during formatting: {words}, was given {kind.type_name}"
+        else:
+            return None, f'could not parse formatting clause: unrecognized formatting clause "{verb}"'
+        i = verb_at + 1
+    if len(args) > used:
+        return None, f"too many arguments supplied to string.format (expected {used}, got {len(args)})"
+    return None
+
+
+def _string_clause_bad(tree: Checked, arg: Node) -> Node | None:
+    """The argument (or, inside a list or map literal, the element) that `%s` cannot format."""
+    kind = tree.type(arg)
+    if kind.kind != "dyn" and kind.kind not in _STRING_KINDS:
+        return arg
+    for child in arg.args if arg.kind in ("list", "map") else ():
+        bad = _string_clause_bad(tree, child)
+        if bad is not None:
+            return bad
+    return None
