@@ -39,7 +39,7 @@ from functools import cache
 from typing import Any
 
 from ...models.dra import DeviceAttribute, DeviceCapacity
-from .celcheck import api_server_problems
+from .celcheck import OutputTypeError, api_server_problems, member_words
 from .celcost import COST_WORDS, MAX_EXPRESSION_LENGTH
 from .cellib import DECLARATIONS, QUANTITY, SEMVER, LibraryError, make_quantity, make_semver, parse_k8s_quantity
 from .cellib import type_name as _type_name
@@ -310,17 +310,30 @@ def compile_selector(expression: str) -> Selector:
         source = renamed
     if _FORMAT_LIBRARY.search(text):
         return Selector(expression, None, "Kubernetes' format library")
+    problems, _ = api_server_problems(source)  # where the API server's types fail first, its checker says so
+    if problems:
+        text = _errors(source, problems)
     raise CelError(f"compilation failed: {_in_the_expression(text, source, expression, origin)}")
 
 
 def _api_server_checks(source: str, expression: str, origin: list[int]) -> None:
     """What the API server refuses after its type check (celcheck), in its words."""
-    problems, over_budget = api_server_problems(source)
+    try:
+        problems, over_budget = api_server_problems(source)
+    except OutputTypeError as error:
+        raise CelError(str(error)) from None
     if problems:
-        errors = "\n".join(f"ERROR: <input>:{_line_column(source, at)}: {message}" for at, message in problems)
-        raise CelError(f"compilation failed: {_in_the_expression(errors, source, expression, origin)}")
+        raise CelError(
+            f"compilation failed: {_in_the_expression(_errors(source, problems), source, expression, origin)}"
+        )
     if over_budget:
         raise CelError(COST_WORDS)
+
+
+def _errors(source: str, problems: list[tuple[int, str]]) -> str:
+    return "\n".join(
+        f"ERROR: <input>:{_line_column(source, at)}: {member_words(source, at, message)}" for at, message in problems
+    )
 
 
 def _line_column(text: str, offset: int) -> str:

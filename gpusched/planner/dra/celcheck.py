@@ -6,8 +6,9 @@ the 1.37 device type with allowMultipleAllocations: DRAConsumableCapacity is on 
 off): `driver` a string, `attributes` a map of maps of google.protobuf.Any, `capacity` a map of maps of Quantity,
 and Kubernetes' types are their own (kubernetes.Quantity, kubernetes.Semver, kubernetes.URL, net.IP, net.CIDR).
 This module checks the expression a second time in a check-only environment declared that way (the fields as
-qualified variables `device.driver`, ...; nothing here is ever evaluated), then runs over the result what cel-go
-adds after type checking:
+qualified variables `device.driver`, ...; nothing here is ever evaluated): what it refuses, the API server's
+checker refuses (a comprehension over an attribute value, `device.driver + 1`). It then runs over the checked AST
+what cel-go adds after type checking:
 - the homogeneous aggregate literal validator (cel-go cel/validator.go; the API server's base environment enables
   it): every element of a list literal, every key and value of a map literal, has the first one's type, except
   inside the arguments of `format`: `[attr, 6]` is refused ("expected type 'any' but found 'int'");
@@ -26,7 +27,7 @@ from typing import Any
 from .celast import CelType, Checked, Node, read_checked
 from .celcost import MAX_COST, estimate
 
-__all__ = ["api_server_problems", "checked"]
+__all__ = ["CheckError", "OutputTypeError", "api_server_problems", "checked", "member_words"]
 
 # Kubernetes' functions as the API server declares them (k8s.io/apiserver/pkg/cel/library): name, overload id,
 # member, parameter types, result type. Q, V, U, I, C are Kubernetes' types; list functions come per element type.
@@ -145,24 +146,91 @@ def _check_env() -> Any:
     )
 
 
-def checked(source: str) -> Checked | None:
-    """The source as the API server's types check it, or None where the check-only environment cannot."""
+def checked(source: str) -> Checked:
+    """The source as the API server's types check it; CheckError with the checker's report where they refuse it."""
     try:
-        return read_checked(_check_env().compile(source).serialize())
-    except RuntimeError:
-        return None  # e.g. a construct only the evaluating environment declares: its own checks stand
+        tree = read_checked(_check_env().compile(source).serialize())
+    except RuntimeError as error:
+        raise CheckError(str(error)) from None
+    for node, _ in _walk(tree.root):
+        _restore_presence_test(tree, node, source)
+    return tree
+
+
+def _restore_presence_test(tree: Checked, node: Node, source: str) -> None:
+    """The library's checker turns `has(device.driver)` into the identifier `device.driver` it declares, placed at
+    the macro rather than at the select's dot: put the presence test back, a bool."""
+    at = tree.positions.get(node.id, 0)
+    if node.kind == "ident" and node.name.startswith("device.") and not source.startswith(".", at):
+        device = Node(-node.id, "ident", "device")
+        node.kind, node.name, node.target, node.test_only = "select", node.name.partition(".")[2], device, True
+        tree.types[node.id] = CelType("bool")
+
+
+class CheckError(Exception):
+    """The check-only environment refuses the source: the API server's checker would."""
+
+
+# the library's words for what cel-go's checker says otherwise
+_CHECKER_WORDS = [("cannot be the range of a comprehension", "cannot be range of a comprehension")]
+_ERROR_HEAD = re.compile(r"ERROR: <input>:(\d+):(\d+): ([^\n]*)")
 
 
 def api_server_problems(source: str) -> tuple[list[tuple[int, str]], bool]:
     """(offset, message) of each check the API server refuses the source for, and whether its cost is over the
     limit; offsets are into `source`."""
-    tree = checked(source)
-    if tree is None:
-        return [], False
+    try:
+        tree = checked(source)
+    except CheckError as error:
+        lines = source.split("\n")
+        found = []
+        for line, column, message in _ERROR_HEAD.findall(str(error)):
+            for theirs, ours in _CHECKER_WORDS:
+                message = message.replace(theirs, ours)
+            at = sum(len(part) + 1 for part in lines[: int(line) - 1]) + int(column) - 1
+            found.append((at, member_words(source, at, message)))
+        return found, False
     problems = _homogeneous(tree) + _formats(tree) + _list_searches(tree)
     if problems:
         return sorted(problems), False
+    result = tree.type(tree.root)
+    if result.kind not in ("bool", "any"):
+        raise OutputTypeError(f"must evaluate to bool or the unknown type, not {result}")
     return [], estimate(tree) > MAX_COST
+
+
+class OutputTypeError(Exception):
+    """A selector must be a bool, or an attribute value (compile.go's validateOutputType)."""
+
+
+_NO_OVERLOAD = re.compile(r"^(found no matching overload for '[^']*' applied to ')\((.*)\)'$")
+
+
+def member_words(source: str, at: int, message: str) -> str:
+    """cel-go writes a member call's argument types as `target.(args)`, the library as `(target, args)`: the call
+    at `at` (its opening parenthesis) is a member call when a dot comes before its name."""
+    match = _NO_OVERLOAD.match(message)
+    if match is None or not source.startswith("(", at):  # operators are reported where their symbol is
+        return message
+    name, start = match.group(1).split("'")[1], at
+    while start > 0 and source[start - 1].isspace():
+        start -= 1
+    start -= len(name)
+    if source[start : start + len(name)] != name:  # sets.contains, strings.quote, ...: global functions
+        return message
+    while start > 0 and source[start - 1].isspace():
+        start -= 1
+    if start == 0 or source[start - 1] != ".":
+        return message
+    types, depth, cut = match.group(2), 0, -1
+    for index, char in enumerate(types):
+        depth += char == "("
+        depth -= char == ")"
+        if char == "," and depth == 0:
+            cut = index
+            break
+    target, rest = (types, "") if cut < 0 else (types[:cut], types[cut + 1 :].strip())
+    return f"{match.group(1)}{target}.({rest})'"
 
 
 def _walk(node: Node, inside_format: bool = False):
@@ -273,8 +341,6 @@ _STRING_CLAUSE = (
     "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, "
     "and timestamps"
 )
-_PRECISION = re.compile(r"\.(\d*)")
-_NO_END = "could not find end of precision specifier"
 
 
 def _formats(tree: Checked) -> list[tuple[int, str]]:
@@ -308,10 +374,9 @@ def _format_problem(tree: Checked, text: str, args: list[Node]) -> tuple[Node | 
             return None, "unexpected end of string"
         if used > len(args):
             return None, f"index {used - 1} out of range"
-        precision = _PRECISION.match(text, i + 1)
-        verb_at = precision.end() if precision else i + 1
-        if verb_at >= len(text):
-            return None, "could not parse formatting clause: error while parsing precision: " + _NO_END
+        verb_at, problem = _precision_end(text, i + 1)
+        if problem:
+            return None, f"could not parse formatting clause: error while parsing precision: {problem}"
         verb, arg = text[verb_at], args[used - 1]
         if verb == "s":
             bad = _string_clause_bad(tree, arg)
@@ -328,6 +393,25 @@ def _format_problem(tree: Checked, text: str, args: list[Node]) -> tuple[Node | 
     if len(args) > used:
         return None, f"too many arguments supplied to string.format (expected {used}, got {len(args)})"
     return None
+
+
+def _precision_end(text: str, at: int) -> tuple[int, str]:
+    """Where the verb of a clause is, past a `.digits` precision (cel-go's parsePrecision), or why it is not."""
+    if text[at] != ".":
+        return at, ""
+    end = at + 1
+    while True:
+        if end >= len(text):
+            return end, "could not find end of precision specifier"
+        if not "0" <= text[end] <= "9":
+            break
+        end += 1
+    digits = text[at + 1 : end]
+    if not digits:
+        return end, 'error while converting precision to integer: strconv.Atoi: parsing "": invalid syntax'
+    if int(digits) >= 2**63:
+        return end, f'error while converting precision to integer: strconv.Atoi: parsing "{digits}": value out of range'
+    return end, ""
 
 
 def _string_clause_bad(tree: Checked, arg: Node) -> Node | None:
