@@ -39,7 +39,7 @@ from functools import cache
 from typing import Any
 
 from ...models.dra import DeviceAttribute, DeviceCapacity
-from .celcheck import OutputTypeError, api_server_problems, member_words
+from .celcheck import OutputTypeError, api_server_problems, blank_literals, member_words
 from .celcost import COST_WORDS, MAX_EXPRESSION_LENGTH
 from .cellib import DECLARATIONS, QUANTITY, SEMVER, LibraryError, make_quantity, make_semver, parse_k8s_quantity
 from .cellib import type_name as _type_name
@@ -89,7 +89,6 @@ _OWNED = re.compile(
     r"'\((?:list\(|map\(string, string\)\))"
 )
 _FORMAT_LIBRARY = re.compile(r"undeclared reference to 'format'")
-STRING_LITERAL = re.compile(r"""[rRbB]{0,2}('''.*?'''|\"\"\"(?:.|\n)*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""")
 MAX_NESTING = 32  # deeper parentheses and brackets are refused before the library recurses into them
 _TRANSFORM_MAP = re.compile(r"\.\s*(transformMap|transformMapEntry)\s*\(")
 
@@ -271,7 +270,7 @@ def check_cost(expression: str) -> None:
     if len(expression) > MAX_EXPRESSION_LENGTH:
         raise CelError(f"must be no more than {MAX_EXPRESSION_LENGTH} bytes long (got {len(expression)})")
     depth = deepest = 0
-    for char in STRING_LITERAL.sub('""', expression):
+    for char in blank_literals(expression):
         depth += char in "([{"
         depth -= char in ")]}"
         deepest = max(deepest, depth)
@@ -284,7 +283,7 @@ def compile_selector(expression: str) -> Selector:
     """Compile once per expression, after pricing it (check_cost); CelError says why it does not compile, in
     cel-go's form: `ERROR: <input>:line:col: message`, then the line and a caret."""
     check_cost(expression)
-    code = STRING_LITERAL.sub('""', expression)
+    code = blank_literals(expression)
     identity = list(range(len(expression) + 1))  # origin[i]: where source[i] was in the expression
     for field in _DEVICE_FIELD.finditer(code):
         if field.group(1) not in _DEVICE_FIELDS:

@@ -32,6 +32,14 @@ class CelType:
             return f"{self.name}({', '.join(str(p) for p in self.params)})"
         return self.name or self.kind
 
+    def spelled(self) -> str:
+        """The type as cel-go's Type.String writes it (google.protobuf.Any for any)."""
+        if self.kind == "any":
+            return self.type_name
+        if self.params:
+            return f"{self.name or self.kind}({', '.join(p.spelled() for p in self.params)})"
+        return str(self)
+
     @property
     def type_name(self) -> str:
         """The runtime type name (cel-go's TypeName): google.protobuf.Any for any."""

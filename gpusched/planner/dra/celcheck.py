@@ -27,7 +27,7 @@ from typing import Any
 from .celast import CelType, Checked, Node, read_checked
 from .celcost import MAX_COST, estimate
 
-__all__ = ["CheckError", "OutputTypeError", "api_server_problems", "checked", "member_words"]
+__all__ = ["CheckError", "blank_literals", "OutputTypeError", "api_server_problems", "checked", "member_words"]
 
 # Kubernetes' functions as the API server declares them (k8s.io/apiserver/pkg/cel/library): name, overload id,
 # member, parameter types, result type. Q, V, U, I, C are Kubernetes' types; list functions come per element type.
@@ -149,28 +149,34 @@ def _check_env() -> Any:
 def checked(source: str) -> Checked:
     """The source as the API server's types check it; CheckError with the checker's report where they refuse it."""
     try:
-        tree = read_checked(_check_env().compile(source).serialize())
+        return read_checked(_check_env().compile(_presence_tests_on_device(source)).serialize())
     except RuntimeError as error:
         raise CheckError(str(error)) from None
-    for node, _ in _walk(tree.root):
-        _restore_presence_test(tree, node, source)
-    return tree
 
 
-def _restore_presence_test(tree: Checked, node: Node, source: str) -> None:
-    """The library's checker turns `has(device.driver)` into the identifier `device.driver` it declares, placed at
-    the macro rather than at the select's dot: put the presence test back, a bool."""
-    at = tree.positions.get(node.id, 0)
-    if node.kind == "ident" and node.name.startswith("device.") and not source.startswith(".", at):
-        device = Node(-node.id, "ident", "device")
-        node.kind, node.name, node.target, node.test_only = "select", node.name.partition(".")[2], device, True
-        tree.types[node.id] = CelType("bool")
+def _presence_tests_on_device(source: str) -> str:
+    """The library's checker turns `has(device.driver)` into the identifier `device.driver` it declares, a string:
+    spelled `has(device.Driver)` it tests a field of `device` (a map here), a bool at the same cost and place."""
+    code = blank_literals(source)
+    for found in _PRESENCE.finditer(code):
+        at = found.start(1)
+        source = source[:at] + source[at].upper() + source[at + 1 :]
+    return source
 
 
 class CheckError(Exception):
     """The check-only environment refuses the source: the API server's checker would."""
 
 
+STRING_LITERAL = re.compile(r"""[rRbB]{0,2}('''.*?'''|\"\"\"(?:.|\n)*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""")
+
+
+def blank_literals(text: str) -> str:
+    """The text with each string literal's content blanked, every offset kept."""
+    return STRING_LITERAL.sub(lambda literal: '"' + " " * (len(literal.group()) - 2) + '"', text)
+
+
+_PRESENCE = re.compile(r"\bhas\s*\(\s*device\s*\.\s*(driver|attributes|capacity|allowMultipleAllocations)\s*\)")
 # the library's words for what cel-go's checker says otherwise
 _CHECKER_WORDS = [("cannot be the range of a comprehension", "cannot be range of a comprehension")]
 _ERROR_HEAD = re.compile(r"ERROR: <input>:(\d+):(\d+): ([^\n]*)")
@@ -195,7 +201,7 @@ def api_server_problems(source: str) -> tuple[list[tuple[int, str]], bool]:
         return sorted(problems), False
     result = tree.type(tree.root)
     if result.kind not in ("bool", "any"):
-        raise OutputTypeError(f"must evaluate to bool or the unknown type, not {result}")
+        raise OutputTypeError(f"must evaluate to bool or the unknown type, not {result.spelled()}")
     return [], estimate(tree) > MAX_COST
 
 
