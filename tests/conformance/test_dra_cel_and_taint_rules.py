@@ -58,6 +58,8 @@ ACCEPTED = [
     "'%.2f %e %o %b %x'.format([1.0, 1.0, 1u, true, 'a']) == '' && '%s'.format([[1, 'a']]) == '' && '100%%'.format([]) == ''",
     "[?optional.of(1), 2].size() == 2 && [device.capacity['a'].c, quantity('1')].size() == 2",
     # priced at or under the limit
+    "'aa'" + ".replace('a', 'aa')" * 21 + ".size() > 0",  # each replace doubles the longest result
+    "'a'.replace('a', device.driver).replace('a', device.driver).size() > 0",
     f"{A}.s.split(',').exists(p, p == 'a') && {A}.s.replace('', 'b').size() > 2 && {A}.s.matches('a+b')",
     "device.attributes.exists(d, v, v.exists(k, w, w == 1)) && device.attributes.transformList(k, v, k).size() > 0",
     "device.capacity['a'].all(k, v, v.isGreaterThan(quantity('1'))) && device.driver.matches('^a.*$')",
@@ -106,6 +108,7 @@ REFUSED = [
     "'%s'.format(['a', 'b']) == ''",
     "'%s'.format([]) == ''",
     # over the cost limit
+    "'aa'" + ".replace('a', 'aa')" * 22 + ".size() > 0",
     "['a'].join('-') == 'a'",  # cel-go cannot size a list's elements here: the cost is unbounded
     f"{A}.model.split(',').join('-') == 'a'",
     "['a', 'b'].isSorted()",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 __all__ = ["CelType", "Node", "Checked", "read_checked"]
 
@@ -87,13 +88,22 @@ def _fields(buf: bytes) -> dict[int, list]:
     out: dict[int, list] = {}
     i, n = 0, len(buf)
     while i < n:
-        key, i = _varint(buf, i)
+        key = buf[i]
+        i += 1
+        if key >= 0x80:
+            key, i = _varint(buf, i - 1)
         number, wire = key >> 3, key & 7
         value: object
         if wire == 0:
-            value, i = _varint(buf, i)
+            value = buf[i]
+            i += 1
+            if value >= 0x80:
+                value, i = _varint(buf, i - 1)
         elif wire == 2:
-            length, i = _varint(buf, i)
+            length = buf[i]
+            i += 1
+            if length >= 0x80:
+                length, i = _varint(buf, i - 1)
             value, i = buf[i : i + length], i + length
         elif wire == 1:
             value, i = buf[i : i + 8], i + 8
@@ -101,7 +111,10 @@ def _fields(buf: bytes) -> dict[int, list]:
             value, i = buf[i : i + 4], i + 4
         else:
             raise ValueError(f"protobuf wire type {wire}")
-        out.setdefault(number, []).append(value)
+        if number in out:
+            out[number].append(value)
+        else:
+            out[number] = [value]
     return out
 
 
@@ -124,7 +137,9 @@ def _one(fields: dict[int, list], number: int, default: object = None) -> object
     return fields[number][0] if number in fields else default
 
 
+@lru_cache(maxsize=4096)
 def _type(buf: bytes) -> CelType:
+    """A checked type; the same few recur across expressions, so each is read once."""
     f = _fields(buf)
     if 3 in f:
         return CelType(_PRIMITIVES[f[3][0]])

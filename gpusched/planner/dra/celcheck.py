@@ -196,7 +196,8 @@ def api_server_problems(source: str) -> tuple[list[tuple[int, str]], bool]:
             at = sum(len(part) + 1 for part in lines[: int(line) - 1]) + int(column) - 1
             found.append((at, member_words(source, at, message)))
         return found, False
-    problems = _homogeneous(tree) + _formats(tree) + _list_searches(tree)
+    nodes = _nodes(tree.root)
+    problems = _homogeneous(tree, nodes) + _formats(tree, nodes) + _list_searches(tree, nodes)
     if problems:
         return sorted(problems), False
     result = tree.type(tree.root)
@@ -239,14 +240,17 @@ def member_words(source: str, at: int, message: str) -> str:
     return f"{match.group(1)}{target}.({rest})'"
 
 
-def _walk(node: Node, inside_format: bool = False):
+def _nodes(root: Node) -> list[tuple[Node, bool]]:
     """Every node with whether it lies inside the arguments of a `format` call."""
-    yield node, inside_format
-    if node.target is not None:
-        yield from _walk(node.target, inside_format)
-    exempt = inside_format or (node.kind == "call" and node.name == "format")
-    for child in [*node.args, *node.parts.values()]:
-        yield from _walk(child, exempt)
+    found, stack = [], [(root, False)]
+    while stack:
+        node, inside_format = stack.pop()
+        found.append((node, inside_format))
+        if node.target is not None:
+            stack.append((node.target, inside_format))
+        exempt = inside_format or (node.kind == "call" and node.name == "format")
+        stack.extend((child, exempt) for child in [*node.args, *node.parts.values()])
+    return found
 
 
 def _equivalent(a: CelType, b: CelType) -> bool:
@@ -263,9 +267,9 @@ def _element(tree: Checked, node: Node, optional: bool) -> CelType:
     return kind.params[0] if optional and kind.params else kind
 
 
-def _homogeneous(tree: Checked) -> list[tuple[int, str]]:
+def _homogeneous(tree: Checked, nodes: list[tuple[Node, bool]]) -> list[tuple[int, str]]:
     problems = []
-    for node, exempt in _walk(tree.root):
+    for node, exempt in nodes:
         if exempt or node.kind not in ("list", "map"):
             continue
         if node.kind == "list":
@@ -317,9 +321,9 @@ def _assignable(a: CelType, b: CelType) -> bool:
     return all(_assignable(x, y) for x, y in zip(a.params, b.params, strict=True))
 
 
-def _list_searches(tree: Checked) -> list[tuple[int, str]]:
+def _list_searches(tree: Checked, nodes: list[tuple[Node, bool]]) -> list[tuple[int, str]]:
     problems = []
-    for node, _ in _walk(tree.root):
+    for node, _ in nodes:
         if node.kind != "call" or node.name not in ("k8sListIndexOf", "k8sListLastIndexOf") or node.target is None:
             continue
         listed, sought = tree.type(node.target), [tree.type(arg) for arg in node.args]
@@ -349,9 +353,9 @@ _STRING_CLAUSE = (
 )
 
 
-def _formats(tree: Checked) -> list[tuple[int, str]]:
+def _formats(tree: Checked, nodes: list[tuple[Node, bool]]) -> list[tuple[int, str]]:
     problems = []
-    for node, _ in _walk(tree.root):
+    for node, _ in nodes:
         if not (node.kind == "call" and node.name == "format" and node.target is not None and len(node.args) == 1):
             continue
         if node.target.kind != "const" or not isinstance(node.target.value, str) or node.args[0].kind != "list":
