@@ -57,6 +57,8 @@ ACCEPTED = [
     "cel.bind(d, device, d.driver == 'x') && [device.driver, 'a'].size() == 2 && [1].indexOf(dyn(true)) == -1",
     "'%.2f %e %o %b %x'.format([1.0, 1.0, 1u, true, 'a']) == '' && '%s'.format([[1, 'a']]) == '' && '100%%'.format([]) == ''",
     "[?optional.of(1), 2].size() == 2 && [device.capacity['a'].c, quantity('1')].size() == 2",
+    "duration('1h30m') > duration('1µs') && duration('-1.5h') < duration('0s') && int(string(1)) == 1",
+    "int('+1') > 0 && double('inf') > 0.0 && bool('TRUE') && 'a'.find(device.driver) == ''",
     # priced at or under the limit
     "'aa'" + ".replace('a', 'aa')" * 21 + ".size() > 0",  # each replace doubles the longest result
     "'a'.replace('a', device.driver).replace('a', device.driver).size() > 0",
@@ -107,6 +109,24 @@ REFUSED = [
     "'%.3'.format([1.0]) == ''",
     "'%s'.format(['a', 'b']) == ''",
     "'%s'.format([]) == ''",
+    # literal arguments checked after the type check, and constants the API server folds building the program
+    "duration('x') > duration('1s')",
+    "timestamp('2020-01-01') > timestamp('2020-01-01T00:00:00Z')",
+    "'a'.matches('(')",
+    "matches('a', 'a**')",
+    "'a'.find('(') == '' ",
+    "'a'.findAll('[[:foo:]]') == []",
+    "'a'.find('a{2,1}') == ''",
+    "'a'.find('\\\\') == ''",
+    "int(1e30) > 0",
+    "uint(-1) > 0u",
+    "int('abc') > 0",
+    "int(' 1') > 0",
+    "double('1e400') > 0.0",
+    "[int('x'), 1].size() == 2",
+    "{'a': uint(-1)}.size() == 1",
+    "string(b'\\xff') == ''",
+    "duration(string(1)) > duration('1s')",
     # over the cost limit
     "'aa'" + ".replace('a', 'aa')" * 22 + ".size() > 0",
     "['a'].join('-') == 'a'",  # cel-go cannot size a list's elements here: the cost is unbounded

@@ -39,7 +39,7 @@ from functools import cache
 from typing import Any
 
 from ...models.dra import DeviceAttribute, DeviceCapacity
-from .celcheck import OutputTypeError, api_server_problems, blank_literals, member_words
+from .celcheck import InstantiationError, OutputTypeError, api_server_problems, blank_literals, member_words
 from .celcost import COST_WORDS, MAX_EXPRESSION_LENGTH
 from .cellib import DECLARATIONS, QUANTITY, SEMVER, LibraryError, make_quantity, make_semver, parse_k8s_quantity
 from .cellib import type_name as _type_name
@@ -309,7 +309,9 @@ def compile_selector(expression: str) -> Selector:
         source = renamed
     if _FORMAT_LIBRARY.search(text):
         return Selector(expression, None, "Kubernetes' format library")
-    problems, _ = api_server_problems(source)  # where the API server's types fail first, its checker says so
+    problems, _ = api_server_problems(
+        source, _constant_error
+    )  # where the API server's types fail first, its checker says so
     if problems:
         text = _errors(source, problems)
     raise CelError(f"compilation failed: {_in_the_expression(text, source, expression, origin)}")
@@ -318,8 +320,8 @@ def compile_selector(expression: str) -> Selector:
 def _api_server_checks(source: str, expression: str, origin: list[int]) -> None:
     """What the API server refuses after its type check (celcheck), in its words."""
     try:
-        problems, over_budget = api_server_problems(source)
-    except OutputTypeError as error:
+        problems, over_budget = api_server_problems(source, _constant_error)
+    except (OutputTypeError, InstantiationError) as error:
         raise CelError(str(error)) from None
     if problems:
         raise CelError(
@@ -327,6 +329,49 @@ def _api_server_checks(source: str, expression: str, origin: list[int]) -> None:
         )
     if over_budget:
         raise CelError(COST_WORDS)
+
+
+# the library's words for a failed conversion or regular expression -> cel-go's (common/types, Go's regexp/syntax)
+_CONSTANT_WORDS = [
+    (re.compile(r"^cannot convert string to (int|uint|double)$"), r"type conversion error from 'string' to '\1'"),
+    (re.compile(r"^Type conversion error from"), "type conversion error from"),
+    (re.compile(r"^(int64|double) out of uint64 range$"), "unsigned integer overflow"),
+    (re.compile(r"^(uint64|double) out of int64 range$"), "integer overflow"),
+    (re.compile(r"^malformed UTF-8 bytes$"), "invalid UTF-8 in bytes, cannot convert to string"),
+    (
+        re.compile(r"^String to (Timestamp|Duration) conversion failed$"),
+        r"type conversion error from 'string' to 'google.protobuf.\1'",
+    ),  # fmt: skip
+]
+_REGEX_CODES = {
+    "missing )": "missing closing )",
+    "missing ]": "missing closing ]",
+    "bad repetition operator": "invalid nested repetition operator",
+    "no argument for repetition operator": "missing argument to repetition operator",
+    "trailing \\": "trailing backslash at end of expression",
+    "invalid named capture group": "invalid named capture",
+    "invalid repetition size": "invalid repeat count",
+    "invalid perl operator": "invalid or unsupported Perl syntax",
+}
+_TRAILING = "trailing \\"
+_REGEX_ERROR = re.compile(r"^invalid regular expression: (.*?)(?:: (.*))?$", re.S)
+
+
+def _constant_error(text: str) -> str | None:
+    """A constant expression's error, in cel-go's words, or None when it evaluates."""
+    value = _env().compile(text).eval(data={"device": {}})
+    if value.type().name() != "ERROR":
+        return None
+    words = re.sub(r"^[A-Z_]+: ", "", str(value.value()))
+    regex = _REGEX_ERROR.match(words)
+    if regex:
+        code, fragment = regex.group(1), regex.group(2) or ""
+        if code == _TRAILING:
+            fragment = ""  # Go names no fragment for a trailing backslash
+        return f"error parsing regexp: {_REGEX_CODES.get(code, code)}: `{fragment}`"
+    for pattern, replacement in _CONSTANT_WORDS:
+        words = pattern.sub(replacement, words)
+    return words
 
 
 def _errors(source: str, problems: list[tuple[int, str]]) -> str:

@@ -60,7 +60,7 @@ class Node:
 
     id: int
     kind: str
-    name: str = ""  # ident name, select field, call function, comprehension iteration variable
+    name: str = ""  # ident name, select field, call function, constant kind, comprehension iteration variable
     value: object = None  # a constant's value
     target: Node | None = None  # select operand, member call target
     args: list[Node] = field(default_factory=list)  # call args, list elements, map keys and values interleaved
@@ -168,28 +168,30 @@ def _type(buf: bytes) -> CelType:
     return DYN
 
 
-def _constant(buf: bytes) -> object:
+def _constant(buf: bytes) -> tuple[str, object]:
+    """A literal's kind (int, uint, double, string, bytes, bool, null) and value."""
     f = _fields(buf)
     if 2 in f:
-        return bool(f[2][0])
+        return "bool", bool(f[2][0])
     if 3 in f:
-        return _signed(f[3][0])
+        return "int", _signed(f[3][0])
     if 4 in f:
-        return f[4][0]
+        return "uint", f[4][0]
     if 5 in f:
-        return struct.unpack("<d", f[5][0])[0]
+        return "double", struct.unpack("<d", f[5][0])[0]
     if 6 in f:
-        return f[6][0].decode()
+        return "string", f[6][0].decode()
     if 7 in f:
-        return bytes(f[7][0])
-    return None
+        return "bytes", bytes(f[7][0])
+    return "null", None
 
 
 def _node(buf: bytes) -> Node:
     f = _fields(buf)
     ident = int(_one(f, 2, 0))  # type: ignore[call-overload]
     if 3 in f:
-        return Node(ident, "const", value=_constant(f[3][0]))
+        kind, value = _constant(f[3][0])
+        return Node(ident, "const", kind, value=value)
     if 4 in f:
         return Node(ident, "ident", _fields(f[4][0])[1][0].decode())
     if 5 in f:

@@ -20,14 +20,24 @@ what cel-go adds after type checking:
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
 from .celast import CelType, Checked, Node, read_checked
 from .celcost import MAX_COST, estimate
 
-__all__ = ["CheckError", "blank_literals", "OutputTypeError", "api_server_problems", "checked", "member_words"]
+__all__ = [
+    "CheckError",
+    "blank_literals",
+    "InstantiationError",
+    "OutputTypeError",
+    "api_server_problems",
+    "checked",
+    "member_words",
+]
 
 # Kubernetes' functions as the API server declares them (k8s.io/apiserver/pkg/cel/library): name, overload id,
 # member, parameter types, result type. Q, V, U, I, C are Kubernetes' types; list functions come per element type.
@@ -182,9 +192,12 @@ _CHECKER_WORDS = [("cannot be the range of a comprehension", "cannot be range of
 _ERROR_HEAD = re.compile(r"ERROR: <input>:(\d+):(\d+): ([^\n]*)")
 
 
-def api_server_problems(source: str) -> tuple[list[tuple[int, str]], bool]:
+Evaluate = Callable[[str], "str | None"]  # a constant expression's error in cel-go's words, None if it has none
+
+
+def api_server_problems(source: str, evaluate: Evaluate) -> tuple[list[tuple[int, str]], bool]:
     """(offset, message) of each check the API server refuses the source for, and whether its cost is over the
-    limit; offsets are into `source`."""
+    limit; offsets are into `source`. `evaluate` runs a constant expression (the library evaluates it)."""
     try:
         tree = checked(source)
     except CheckError as error:
@@ -198,12 +211,20 @@ def api_server_problems(source: str) -> tuple[list[tuple[int, str]], bool]:
         return found, False
     nodes = _nodes(tree.root)
     problems = _homogeneous(tree, nodes) + _formats(tree, nodes) + _list_searches(tree, nodes)
+    problems += _literal_arguments(tree, nodes, evaluate)
     if problems:
         return sorted(problems), False
     result = tree.type(tree.root)
     if result.kind not in ("bool", "any"):
         raise OutputTypeError(f"must evaluate to bool or the unknown type, not {result.spelled()}")
+    _instantiate(tree.root, evaluate)
     return [], estimate(tree) > MAX_COST
+
+
+class InstantiationError(Exception):
+    """The API server's program planner evaluates constant conversions and compiles literal regular expressions
+    when it builds the program (cel-go interpreter/decorators.go, cel.OptOptimize; the Kubernetes regex library):
+    one that fails refuses the selector as "program instantiation failed"."""
 
 
 class OutputTypeError(Exception):
@@ -332,6 +353,121 @@ def _list_searches(tree: Checked, nodes: list[tuple[Node, bool]]) -> list[tuple[
             problems.append((tree.positions.get(node.id, 0),
                              f"found no matching overload for '{name}' applied to '{listed}.({sought[0]})'"))  # fmt: skip
     return problems
+
+
+# --- literal arguments: checked after the type check, then evaluated when the program is built ----------------
+
+_CONVERSIONS = ("bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint")
+_REGEX_CALLS = ("matches", "find", "findAll")  # the pattern follows the string, as target or first argument
+
+
+def _literal_arguments(tree: Checked, nodes: list[tuple[Node, bool]], evaluate: Evaluate) -> list[tuple[int, str]]:
+    """cel-go's duration, timestamp and regex literal validators: the first argument of duration(), timestamp()
+    and matches() (for `s.matches(p)` the pattern, for `matches(s, p)` the string), when a literal, must work."""
+    problems = []
+    for node, _ in nodes:
+        if node.kind != "call" or node.name not in ("duration", "timestamp", "matches") or not node.args:
+            continue
+        literal = node.args[0]
+        if literal.kind != "const":
+            continue
+        written = _literal(literal)
+        if node.name == "duration":
+            written = (
+                written.replace("\u00b5", "u").replace("\u03bc", "u").replace("µ", "u").replace("μ", "u")
+            )  # Go's µs
+        probe = f"''.matches({written})" if node.name == "matches" else f"{node.name}({written})"
+        if evaluate(probe) is not None:
+            problems.append((tree.positions.get(literal.id, 0), f"invalid {node.name} argument"))
+    return problems
+
+
+def _instantiate(node: Node, evaluate: Evaluate) -> bool:
+    """Whether the node is a constant once the planner has folded it; InstantiationError where folding fails."""
+    parts = ([node.target] if node.target is not None else []) + node.args + list(node.parts.values())
+    constant = [_instantiate(part, evaluate) for part in parts]
+    if node.kind == "const":
+        return True
+    if node.kind in ("list", "map"):
+        return all(constant)
+    if node.kind != "call":
+        return False
+    if node.name in _REGEX_CALLS:
+        whole = [node.target, *node.args] if node.target is not None else node.args
+        if len(whole) > 1 and whole[1].kind == "const" and whole[1].name == "string":
+            error = evaluate(f"''.matches({_literal(whole[1])})")
+            if error is not None:
+                raise InstantiationError(f"program instantiation failed: {error}")
+    if node.name in _CONVERSIONS and node.target is None and len(node.args) == 1 and constant[0]:
+        literal = node.args[0]
+        if node.name in _GO_PARSERS and literal.kind == "const" and literal.name == "string":
+            error = _go_number(node.name, str(literal.value))
+        else:
+            error = evaluate(_go_micro(_unparsed(node)) if node.name == "duration" else _unparsed(node))
+        if error is not None:
+            raise InstantiationError(f"program instantiation failed: {error}")
+        return True
+    return False
+
+
+_GO_PARSERS = {
+    "int": re.compile(r"[+-]?[0-9]+"),  # strconv.ParseInt(s, 10, 64)
+    "uint": re.compile(r"[0-9]+"),  # strconv.ParseUint(s, 10, 64)
+    "double": re.compile(  # strconv.ParseFloat(s, 64): decimal, hexadecimal with a p exponent, inf, nan
+        r"[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)"
+        r"[pP][+-]?[0-9]+|(?i:inf|infinity|nan))"
+    ),
+}
+_BOUNDS = {"int": (-(2**63), 2**63 - 1), "uint": (0, 2**64 - 1)}
+
+
+def _go_number(kind: str, text: str) -> str | None:
+    """int(), uint() and double() of a string literal parse it as Go's strconv does (the library's parser also
+    takes surrounding spaces, and gives infinity for 1e400): the conversion error, or None."""
+    refused = f"type conversion error from 'string' to '{kind}'"
+    if not _GO_PARSERS[kind].fullmatch(text):
+        return refused
+    if kind == "double":
+        value = float.fromhex(text) if "x" in text.lower() else float(text)
+        return refused if math.isinf(value) and "inf" not in text.lower() else None
+    low, high = _BOUNDS[kind]
+    return None if low <= int(text) <= high else refused
+
+
+def _go_micro(text: str) -> str:
+    """Go's durations take µs and μs for microseconds; the library's only us."""
+    return text.replace("µ", "u").replace("μ", "u")
+
+
+def _unparsed(node: Node) -> str:
+    """A constant subexpression (literals, list and map literals of them, conversions) written back as CEL."""
+    if node.kind == "const":
+        return _literal(node)
+    if node.kind == "list":
+        return "[" + ", ".join(_unparsed(e) for e in node.args) + "]"
+    if node.kind == "map":
+        pairs = zip(node.args[0::2], node.args[1::2], strict=True)
+        return "{" + ", ".join(f"{_unparsed(k)}: {_unparsed(v)}" for k, v in pairs) + "}"
+    return f"{node.name}({', '.join(_unparsed(a) for a in node.args)})"
+
+
+def _literal(node: Node) -> str:
+    value = node.value
+    if node.name == "string":
+        assert isinstance(value, str)
+        escaped = "".join(c if c.isprintable() and c not in '"\\' else f"\\u{ord(c):04x}" if ord(c) < 0x10000
+                          else f"\\U{ord(c):08x}" for c in value)  # fmt: skip
+        return f'"{escaped}"'
+    if node.name == "bytes":
+        assert isinstance(value, bytes)
+        return 'b"' + "".join(f"\\x{b:02x}" for b in value) + '"'
+    if node.name == "uint":
+        return f"{value}u"
+    if node.name == "bool":
+        return "true" if value else "false"
+    if node.name == "null":
+        return "null"
+    return repr(value)
 
 
 # --- the format validator ---------------------------------------------------------------------------------------

@@ -499,7 +499,7 @@ def _estimated(operand: _Operand) -> Range:
 
 def _as_uint(operand: _Operand, default: int) -> int:
     node = operand.node
-    if node is None or node.kind != "const" or isinstance(node.value, bool) or not isinstance(node.value, int):
+    if node is None or node.kind != "const" or node.name != "int" or not isinstance(node.value, int):
         return default
     return max(node.value, 0)
 
@@ -598,10 +598,9 @@ def _kubernetes_cost(
     if function == "split" and target is not None:
         size = _estimated(target)
         most = size.high
-        if len(args) > 1 and args[1].node is not None and args[1].node.kind == "const":
-            value = args[1].node.value
-            if isinstance(value, int) and not isinstance(value, bool):
-                most = value % 2**64
+        limit = args[1].node if len(args) > 1 else None
+        if limit is not None and limit.kind == "const" and limit.name == "int" and isinstance(limit.value, int):
+            most = limit.value % 2**64
         return size.scaled(2 * _STRING_FACTOR), Range(0, most)
     if function == "join" and target is not None:
         count = _estimated(target)
