@@ -39,6 +39,7 @@ from functools import cache
 from typing import Any
 
 from ...models.dra import DeviceAttribute, DeviceCapacity
+from .celast import KUBERNETES_NAMES
 from .celcheck import InstantiationError, OutputTypeError, api_server_problems, blank_literals, member_words
 from .celcost import COST_WORDS, MAX_EXPRESSION_LENGTH
 from .cellib import DECLARATIONS, QUANTITY, SEMVER, LibraryError, make_quantity, make_semver, parse_k8s_quantity
@@ -83,7 +84,7 @@ _RUNTIME_WORDS = [
 
 # Kubernetes functions whose names the library's own extensions own (strings' indexOf, the standard `string`): where
 # the checker finds no overload for a list or a Kubernetes type, the call is renamed to ours at that position.
-_RENAMED = {"indexOf": "k8sListIndexOf", "lastIndexOf": "k8sListLastIndexOf", "string": "k8sString"}
+_RENAMED = {theirs: ours for ours, theirs in KUBERNETES_NAMES.items()}
 _OWNED = re.compile(
     r"ERROR: <input>:(\d+):(\d+): found no matching overload for '(indexOf|lastIndexOf|string)' applied to "
     r"'\((?:list\(|map\(string, string\)\))"

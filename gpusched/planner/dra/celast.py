@@ -11,7 +11,10 @@ import struct
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-__all__ = ["CelType", "Node", "Checked", "read_checked"]
+__all__ = ["CelType", "Node", "Checked", "KUBERNETES_NAMES", "read_checked"]
+
+# Kubernetes' functions whose names the library's extensions own go by these names in its ASTs (cel.py renames them)
+KUBERNETES_NAMES = {"k8sListIndexOf": "indexOf", "k8sListLastIndexOf": "lastIndexOf", "k8sString": "string"}
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,11 @@ what cel-go adds after type checking:
 - the strings extension's format validator (ext/formatting.go, strings version 2): a literal format string with a
   list literal of arguments is checked clause by clause against the arguments' types: `'%d'.format([attr])` is
   refused, an attribute being google.protobuf.Any;
+- `<list(A)>.indexOf(A)`: the library has no type parameters to declare Kubernetes' list functions with;
+- the duration, timestamp and regex literal validators (cel.ASTValidators in the API server's base environment);
+- the output type (compile.go's validateOutputType: bool, or the attribute type);
+- what the program planner evaluates when it builds the program: constant conversions (int('x'), uint(-1), with
+  Go's number parsing) and literal regular expressions (matches, find, findAll; Go's regexp words);
 - the cost estimate (celcost), refused above the API server's limit with its words.
 """
 
@@ -26,7 +31,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from .celast import CelType, Checked, Node, read_checked
+from .celast import KUBERNETES_NAMES, CelType, Checked, Node, read_checked
 from .celcost import MAX_COST, estimate
 
 __all__ = [
@@ -105,8 +110,6 @@ _DECLARED: list[tuple[str, str, bool, tuple[str, ...], str]] = [
     *[("max", f"list_{t}_max_{t}", True, (f"list<{t}>",), t) for t in _COMPARABLE],
     *[("min", f"list_{t}_min_{t}", True, (f"list<{t}>",), t) for t in _COMPARABLE],
 ]
-# the names cel.py gives calls the library's extensions own, back to the API server's
-RENAMED_BACK = {"k8sListIndexOf": "indexOf", "k8sListLastIndexOf": "lastIndexOf", "k8sString": "string"}
 
 
 def _unused(*_: Any) -> Any:
@@ -349,7 +352,7 @@ def _list_searches(tree: Checked, nodes: list[tuple[Node, bool]]) -> list[tuple[
             continue
         listed, sought = tree.type(node.target), [tree.type(arg) for arg in node.args]
         if listed.kind == "list" and len(sought) == 1 and not _assignable(listed.params[0], sought[0]):
-            name = RENAMED_BACK[node.name]
+            name = KUBERNETES_NAMES[node.name]
             problems.append((tree.positions.get(node.id, 0),
                              f"found no matching overload for '{name}' applied to '{listed}.({sought[0]})'"))  # fmt: skip
     return problems

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .celast import CelType, Checked, Node
+from .celast import KUBERNETES_NAMES, CelType, Checked, Node
 
 __all__ = ["MAX_COST", "MAX_EXPRESSION_LENGTH", "COST_WORDS", "Range", "estimate"]
 
@@ -357,7 +357,7 @@ class _Coster:
         if node.target is not None:
             total += self.cost(node.target)
             target = self.operand(node.target)
-        function = _RENAMED_BACK.get(node.name, node.name)
+        function = KUBERNETES_NAMES.get(node.name, node.name)
         cost, result = Range(_TOP, 0), None
         for overload in overloads:
             price, size = self.function_cost(node, function, overload, target, args, arg_costs)
@@ -449,7 +449,6 @@ _COMPARISONS = {
     "less_bytes", "greater_bytes", "less_equals_bytes", "greater_equals_bytes",
 }  # fmt: skip
 _GO_IDS = {"list_range": "lists_range"}  # the library's overload ids where cel-go's differ
-_RENAMED_BACK = {"k8sListIndexOf": "indexOf", "k8sListLastIndexOf": "lastIndexOf", "k8sString": "string"}
 
 
 def _literal_size(node: Node) -> Range | None:
