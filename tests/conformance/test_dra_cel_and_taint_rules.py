@@ -59,6 +59,7 @@ ACCEPTED = [
     "[?optional.of(1), 2].size() == 2 && [device.capacity['a'].c, quantity('1')].size() == 2",
     "duration('1h30m') > duration('1µs') && duration('-1.5h') < duration('0s') && int(string(1)) == 1",
     "int('+1') > 0 && double('inf') > 0.0 && bool('TRUE') && 'a'.find(device.driver) == ''",
+    "sign(quantity('-1')) == -1 && ip.isCanonical('10.0.0.1') && !ip.isCanonical('2001:DB8::1')",
     # priced at or under the limit
     "'aa'" + ".replace('a', 'aa')" * 21 + ".size() > 0",  # each replace doubles the longest result
     "'a'.replace('a', device.driver).replace('a', device.driver).size() > 0",
@@ -82,6 +83,7 @@ REFUSED = [
     "device.capacity['a'].x.isGreaterThan(1)",
     "quantity('1') == semver('1.0.0')",
     "string(device.capacity['a'].c) == ''",
+    "quantity('-1').sign() == -1",  # sign is a function of a Quantity, not a member
     f"{A}.l.exists(p, p == 1)",  # an attribute is no list to the checker
     f"cel.bind(q, {A}.l, q.all(i, v, v == 1))",
     "[1].indexOf(true) == 0",

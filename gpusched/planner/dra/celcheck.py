@@ -52,8 +52,8 @@ _SUMMABLE = ("int", "uint", "double", "duration")
 _DECLARED: list[tuple[str, str, bool, tuple[str, ...], str]] = [
     ("quantity", "string_to_quantity", False, ("string",), "Q"),
     ("isQuantity", "is_quantity_string", False, ("string",), "bool"),
-    ("sign", "quantity_sign", True, ("Q",), "int"),
-    ("asInteger", "quantity_as_integer", True, ("Q",), "int"),
+    ("sign", "quantity_sign", False, ("Q",), "int"),
+    ("asInteger", "quantity_get_int", True, ("Q",), "int"),
     ("isInteger", "quantity_is_integer", True, ("Q",), "bool"),
     ("asApproximateFloat", "quantity_get_float", True, ("Q",), "double"),
     ("add", "quantity_add", True, ("Q", "Q"), "Q"),
@@ -61,12 +61,12 @@ _DECLARED: list[tuple[str, str, bool, tuple[str, ...], str]] = [
     ("sub", "quantity_sub", True, ("Q", "Q"), "Q"),
     ("sub", "quantity_sub_int", True, ("Q", "int"), "Q"),
     ("isGreaterThan", "quantity_is_greater_than", True, ("Q", "Q"), "bool"),
-    ("isLessThan", "quantity_less_than", True, ("Q", "Q"), "bool"),
+    ("isLessThan", "quantity_is_less_than", True, ("Q", "Q"), "bool"),
     ("compareTo", "quantity_compare_to", True, ("Q", "Q"), "int"),
     ("semver", "string_to_semver", False, ("string",), "V"),
-    ("semver", "string_bool_to_semver_normalize", False, ("string", "bool"), "V"),
+    ("semver", "string_bool_to_semver", False, ("string", "bool"), "V"),
     ("isSemver", "is_semver_string", False, ("string",), "bool"),
-    ("isSemver", "is_semver_string_bool_normalize", False, ("string", "bool"), "bool"),
+    ("isSemver", "is_semver_string_bool", False, ("string", "bool"), "bool"),
     ("major", "semver_major", True, ("V",), "int"),
     ("minor", "semver_minor", True, ("V",), "int"),
     ("patch", "semver_patch", True, ("V",), "int"),
@@ -76,6 +76,7 @@ _DECLARED: list[tuple[str, str, bool, tuple[str, ...], str]] = [
     ("ip", "string_to_ip", False, ("string",), "I"),
     ("ip", "cidr_ip", True, ("C",), "I"),
     ("isIP", "is_ip", False, ("string",), "bool"),
+    ("ip.isCanonical", "ip_is_canonical", False, ("string",), "bool"),
     ("family", "ip_family", True, ("I",), "int"),
     ("isUnspecified", "ip_is_unspecified", True, ("I",), "bool"),
     ("isLoopback", "ip_is_loopback", True, ("I",), "bool"),
@@ -140,9 +141,13 @@ def _check_env() -> Any:
 
     overloads: dict[str, list[Any]] = {}
     for name, overload_id, member, parameters, result in _DECLARED:
+        types = [kind(p) for p in parameters]
         overloads.setdefault(name, []).append(
-            cel.Overload(overload_id, kind(result), [kind(p) for p in parameters], is_member=member, impl=_unused)
+            cel.Overload(overload_id, kind(result), types, is_member=member, impl=_unused)
         )
+        if not member:  # a twin, so that `q.sign()` checks and is refused in cel-go's words (_global_as_member)
+            twin = overload_id + _AS_MEMBER
+            overloads[name].append(cel.Overload(twin, kind(result), types, is_member=True, impl=_unused))
     listed = "".join(f'  - name: "{n}"\n' + (f"    version: {v}\n" if v else "") for n, v in EXTENSIONS)
     attribute = cel.Type("google.protobuf.Any")
     variables = {
@@ -214,6 +219,7 @@ def api_server_problems(source: str, evaluate: Evaluate) -> tuple[list[tuple[int
         return found, False
     nodes = _nodes(tree.root)
     problems = _homogeneous(tree, nodes) + _formats(tree, nodes) + _list_searches(tree, nodes)
+    problems += _global_as_member(tree, nodes)
     problems += _literal_arguments(tree, nodes, evaluate)
     if problems:
         return sorted(problems), False
@@ -355,6 +361,23 @@ def _list_searches(tree: Checked, nodes: list[tuple[Node, bool]]) -> list[tuple[
             name = KUBERNETES_NAMES[node.name]
             problems.append((tree.positions.get(node.id, 0),
                              f"found no matching overload for '{name}' applied to '{listed}.({sought[0]})'"))  # fmt: skip
+    return problems
+
+
+_AS_MEMBER = "_as_member"
+
+
+def _global_as_member(tree: Checked, nodes: list[tuple[Node, bool]]) -> list[tuple[int, str]]:
+    """A Kubernetes function called as a member of its argument (`quantity('1').sign()`): cel-go finds no
+    overload for the call; the library would only say the name is undeclared."""
+    problems = []
+    for node, _ in nodes:
+        chosen = tree.overloads.get(node.id, [])
+        if node.kind == "call" and node.target is not None and chosen and all(o.endswith(_AS_MEMBER) for o in chosen):
+            types = ", ".join(str(tree.type(arg)) for arg in node.args)
+            name = KUBERNETES_NAMES.get(node.name, node.name)
+            problems.append((tree.positions.get(node.id, 0),
+                             f"found no matching overload for '{name}' applied to '{tree.type(node.target)}.({types})'"))  # fmt: skip
     return problems
 
 

@@ -79,6 +79,7 @@ A = f'device.attributes["{D}"]'
         # Quantity arithmetic with capacities
         f"device.capacity['{D}'].lanes.add(quantity('8')) == quantity('16')",
         "device.allowMultipleAllocations == false",
+        "sign(quantity('-1')) == -1 && ip.isCanonical('10.0.0.1') && !ip.isCanonical('2001:DB8::1')",
     ],
 )
 def test_kubernetes_environment(expression):
@@ -123,6 +124,7 @@ def test_runtime_errors_in_cel_go_words(expression, error):
         ("device.nosuch == 1", "undefined field 'nosuch'"),
         ("device.?nosuch.orValue(1) == 1", "undefined field 'nosuch'"),
         ("nosuch(1)", "undeclared reference to 'nosuch'"),
+        ("quantity('-1').sign() == -1", "found no matching overload for 'sign' applied to 'kubernetes.Quantity.()'"),
         # what the API server's validators refuse after the type check
         ("['a', 1].isSorted()", "ERROR: <input>:1:7: expected type 'string' but found 'int'"),
         (f"[{A}.cores, 6].max() == 6", "ERROR: <input>:1:46: expected type 'any' but found 'int'"),
