@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 __all__ = ["CelType", "Node", "Checked", "KUBERNETES_NAMES", "read_checked"]
 
@@ -80,11 +80,19 @@ class Checked:
     root: Node
     types: dict[int, CelType]
     overloads: dict[int, list[str]]
-    names: dict[int, str]  # the declaration an identifier resolved to
-    positions: dict[int, int]  # expression id -> code point offset
+    source_info: bytes  # read only when an error needs a position
 
     def type(self, node: Node) -> CelType:
         return self.types.get(node.id, DYN)
+
+    @cached_property
+    def positions(self) -> dict[int, int]:
+        """Expression id -> code point offset."""
+        positions = {}
+        for entry in _fields(self.source_info).get(4, []):
+            e = _fields(entry)
+            positions[_signed(int(_one(e, 1, 0)))] = int(_one(e, 2, 0))  # type: ignore[call-overload]
+        return positions
 
 
 def _fields(buf: bytes) -> dict[int, list]:
@@ -246,17 +254,8 @@ def read_checked(serialized: bytes) -> Checked:
     for entry in checked.get(3, []):
         e = _fields(entry)
         types[_signed(int(_one(e, 1, 0)))] = _type(e[2][0])  # type: ignore[call-overload]
-    overloads, names = {}, {}
+    overloads = {}
     for entry in checked.get(2, []):
         e = _fields(entry)
-        reference = _fields(e[2][0])
-        key = _signed(int(_one(e, 1, 0)))  # type: ignore[call-overload]
-        overloads[key] = [o.decode() for o in reference.get(3, [])]
-        if 1 in reference:
-            names[key] = reference[1][0].decode()
-    positions = {}
-    source = _fields(checked[5][0]) if 5 in checked else {}
-    for entry in source.get(4, []):
-        e = _fields(entry)
-        positions[_signed(int(_one(e, 1, 0)))] = int(_one(e, 2, 0))  # type: ignore[call-overload]
-    return Checked(_node(checked[4][0]), types, overloads, names, positions)
+        overloads[_signed(int(_one(e, 1, 0)))] = [o.decode() for o in _fields(e[2][0]).get(3, [])]  # type: ignore[call-overload]
+    return Checked(_node(checked[4][0]), types, overloads, bytes(checked[5][0]) if 5 in checked else b"")
