@@ -383,7 +383,7 @@ def _one(count=1, cls="gpu", selectors=()):
             "plugin: class gpu: selector #0 on device gpu.example.com/dgx-a/gpu-0: CEL runtime error: no such overload",
         ),
         (
-            _objects_with(_one(selectors=['quantity("4OGi").sign() > 0'])),
+            _objects_with(_one(selectors=['sign(quantity("4OGi")) > 0'])),
             "CEL runtime error: quantities must match the regular expression",
         ),
     ],

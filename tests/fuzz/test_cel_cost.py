@@ -1,4 +1,5 @@
-"""Selectors priced before they run: over-budget ones are refused at once, with the limit named."""
+"""Selectors priced before they run: over-budget ones are refused at once, in the API server's words (each case
+here checked against the 1.37.2 API server)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,8 @@ LIST = "[" + ",".join(str(i) for i in range(100)) + "]"
 @pytest.mark.parametrize(
     ("expression", "why"),
     [
-        (f"{LIST}.all(x, {LIST}.all(y, {LIST}.all(z, x + y + z >= 0)))", "estimated cost exceeds budget"),
-        ("'aa'" + ".replace('a', 'aa')" * 30 + ".size() > 0", "estimated cost exceeds budget"),
-        ("'a'.replace('a', device.driver).replace('a', device.driver).size() > 0", "estimated cost exceeds budget"),
+        (f"{LIST}.all(x, {LIST}.all(y, {LIST}.all(z, x + y + z >= 0)))", "too complex, exceeds cost limit"),
+        ("'aa'" + ".replace('a', 'aa')" * 22 + ".size() > 0", "too complex, exceeds cost limit"),
         ("true" + " && true" * 3000, "must be no more than 10240 bytes"),
         ("(" * 40 + "true" + ")" * 40, "nested deeper than 32"),
     ],
@@ -33,6 +33,8 @@ def test_over_budget_selectors_are_refused_quickly(expression: str, why: str) ->
     [
         f"{LIST}.all(x, {LIST}.exists(y, x == y))",
         "'ab'.replace('a', 'x').replace('b', 'y') == 'xy'",
+        "'a'.replace('a', device.driver).replace('a', device.driver).size() > 0",  # Kubernetes sizes the results
+        "'aa'" + ".replace('a', 'aa')" * 21 + ".size() > 0",  # 22 are over the limit
         'device.attributes["gpu.nvidia.com"].all(k, k != "")',
     ],
 )

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from ...bench import bench_place
+from ...bench.cel_bench import bench_cel
 from ...bench.dra_bench import bench_dra
 from ...bench.fanout import LOCAL_RAY
 from ...bench.mig_bench import bench_mig
@@ -52,6 +53,7 @@ from ..common import (
 from ..progress import progress_bar
 from .render import (
     Downloaded,
+    render_cel_bench,
     render_downloaded,
     render_dra_bench,
     render_explain_bench,
@@ -349,6 +351,22 @@ def bench_replay_command(
                 progress,
             )
         return _write_and_show(result, out, write_replay, "plot_replay", as_json, render_replay, timing)
+
+    run(body)
+
+
+@bench_app.command("cel")
+def bench_cel_command(
+    selectors: Annotated[int, typer.Option(min=1, max=100_000, help="distinct device selectors to compile")] = 2000,
+    devices: Annotated[int, typer.Option(min=1, max=10_000, help="devices each selector runs on")] = 64,
+    as_json: JsonFlag = False,
+) -> None:
+    """Time compiling many distinct DRA device selectors (the API server's checks included), then running each on
+    every device."""
+
+    def body() -> int:
+        show(bench_cel(selectors, devices), as_json, render_cel_bench)
+        return 0
 
     run(body)
 

@@ -6,6 +6,7 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from ...bench import PlaceBench
+from ...bench.cel_bench import CelBench
 from ...bench.dra_bench import DraBench
 from ...bench.mig_bench import MigBench
 from ...bench.openb_bench import OpenbBench
@@ -169,6 +170,15 @@ def render_replay(console: Console, result: ReplayBench, timing: bool) -> None:
     console.print(table)
     for path in result.outputs:
         console.print(f"wrote {path}", markup=False)
+
+
+def render_cel_bench(console: Console, result: CelBench) -> None:
+    console.print(
+        f"{result.selectors} selectors ({result.refused} refused): compiled in {result.compile_seconds:.3f} s "
+        f"({result.compile_cpu_seconds:.3f} s CPU); on {result.devices} devices each, "
+        f"{result.matched} matches in {result.evaluate_seconds:.3f} s ({result.evaluate_cpu_seconds:.3f} s CPU)",
+        markup=False,
+    )
 
 
 def render_dra_bench(console: Console, result: DraBench) -> None:

@@ -23,7 +23,8 @@ What the library lacks, and what this module does:
   added as {} for that evaluation and the expression re-run, so only a missing *attribute* is "no such key";
 - `device` is a map to the checker, so a field that the Kubernetes device type lacks is refused here at compile time;
 - runtime errors are reworded to cel-go's ("no such key: x", "integer overflow", "division by zero", ...);
-- no cost estimator and no runtime cost limit: celcost prices an expression before it compiles.
+- no cost estimator and no runtime cost limit: celcheck runs the API server's checks (its types, its literal and
+  format validators, its cost estimate: celcost) on the library's checked AST of the expression.
 - list indexOf/lastIndexOf and string(ip)/string(cidr) have names the library's extensions own: where its checker
   finds no overload for them, the call is renamed to ours at the position it names, and compiled again.
 Not available in this library: transformMap (the runtime lacks its insert function) and Kubernetes' format library.
@@ -38,7 +39,9 @@ from functools import cache
 from typing import Any
 
 from ...models.dra import DeviceAttribute, DeviceCapacity
-from .celcost import STRING_LITERAL, cost_problem
+from .celast import KUBERNETES_NAMES
+from .celcheck import InstantiationError, OutputTypeError, api_server_problems, blank_literals, member_words
+from .celcost import COST_WORDS, MAX_EXPRESSION_LENGTH
 from .cellib import DECLARATIONS, QUANTITY, SEMVER, LibraryError, make_quantity, make_semver, parse_k8s_quantity
 from .cellib import type_name as _type_name
 
@@ -57,7 +60,7 @@ __all__ = [
 # The extensions of Kubernetes' CEL environment at compatibility version 1.36, in which a 1.37 API server compiles new
 # selectors (k8s.io/apiserver/pkg/cel/environment/base.go, DefaultCompatibilityVersion): strings at version 2
 # (format, quote, join; no reverse), lists (slice, flatten, distinct, reverse, sort, sortBy, lists.range).
-_EXTENSIONS = (
+EXTENSIONS = (
     ("bindings", ""),
     ("lists", ""),
     ("optional", ""),
@@ -81,12 +84,13 @@ _RUNTIME_WORDS = [
 
 # Kubernetes functions whose names the library's own extensions own (strings' indexOf, the standard `string`): where
 # the checker finds no overload for a list or a Kubernetes type, the call is renamed to ours at that position.
-_RENAMED = {"indexOf": "k8sListIndexOf", "lastIndexOf": "k8sListLastIndexOf", "string": "k8sString"}
+_RENAMED = {theirs: ours for ours, theirs in KUBERNETES_NAMES.items()}
 _OWNED = re.compile(
     r"ERROR: <input>:(\d+):(\d+): found no matching overload for '(indexOf|lastIndexOf|string)' applied to "
     r"'\((?:list\(|map\(string, string\)\))"
 )
 _FORMAT_LIBRARY = re.compile(r"undeclared reference to 'format'")
+MAX_NESTING = 32  # deeper parentheses and brackets are refused before the library recurses into them
 _TRANSFORM_MAP = re.compile(r"\.\s*(transformMap|transformMapEntry)\s*\(")
 
 
@@ -136,7 +140,7 @@ def _env() -> Any:
             overloads.setdefault(name, []).append(
                 cel.Overload(overload_id + suffix, kinds[result], types, is_member=member, impl=_guarded(function))
             )
-    listed = "".join(f'  - name: "{n}"\n' + (f"    version: {v}\n" if v else "") for n, v in _EXTENSIONS)
+    listed = "".join(f'  - name: "{n}"\n' + (f"    version: {v}\n" if v else "") for n, v in EXTENSIONS)
     config = cel.NewEnvConfigFromYaml("extensions:\n" + listed)
     return cel.NewEnv(
         config=config,
@@ -263,10 +267,16 @@ def _runtime_words(text: str) -> str:
 
 
 def check_cost(expression: str) -> None:
-    """Refuse a selector that could run for minutes or take gigabytes: CelError naming the limit it passes."""
-    problem = cost_problem(expression)
-    if problem:
-        raise CelError(problem)
+    """Refuse a selector longer than the API server stores, or nested deeper than the library is given."""
+    if len(expression) > MAX_EXPRESSION_LENGTH:
+        raise CelError(f"must be no more than {MAX_EXPRESSION_LENGTH} bytes long (got {len(expression)})")
+    depth = deepest = 0
+    for char in blank_literals(expression):
+        depth += char in "([{"
+        depth -= char in ")]}"
+        deepest = max(deepest, depth)
+    if deepest > MAX_NESTING:
+        raise CelError(f"nested deeper than {MAX_NESTING} parentheses and brackets")
 
 
 @cache
@@ -274,27 +284,106 @@ def compile_selector(expression: str) -> Selector:
     """Compile once per expression, after pricing it (check_cost); CelError says why it does not compile, in
     cel-go's form: `ERROR: <input>:line:col: message`, then the line and a caret."""
     check_cost(expression)
-    code = STRING_LITERAL.sub('""', expression)
-    for name in _DEVICE_FIELD.findall(code):
-        if name not in _DEVICE_FIELDS:
-            raise CelError(f"compilation failed: ERROR: <input>: undefined field '{name}'")
+    code = blank_literals(expression)
+    identity = list(range(len(expression) + 1))  # origin[i]: where source[i] was in the expression
+    for field in _DEVICE_FIELD.finditer(code):
+        if field.group(1) not in _DEVICE_FIELDS:
+            at = code.index(".", field.start())  # the checker points at the select's dot
+            error = f"ERROR: <input>:{_line_column(expression, at)}: undefined field '{field.group(1)}'"
+            raise CelError(f"compilation failed: {_in_the_expression(error, expression, expression, identity)}")
     transform = _TRANSFORM_MAP.search(code)
     if transform:
         return Selector(expression, None, f"{transform.group(1)}()")
-    source, origin = expression, list(range(len(expression) + 1))  # origin[i]: where source[i] was in the expression
+    source, origin = expression, identity
     for _ in range(8):  # each round renames what the checker found; a rename can expose another (nested calls)
         try:
-            return Selector(expression, _env().compile(source))
+            program = _env().compile(source)
         except RuntimeError as error:
             text = re.sub(r"^[A-Z_]+: ", "", str(error).strip())
             text = re.sub(r"\s*\[[A-Z_]+\]$", "", text)
+        else:
+            _api_server_checks(source, expression, origin)
+            return Selector(expression, program)
         renamed, origin = _rename_owned(source, text, origin)
         if renamed == source:
             break
         source = renamed
     if _FORMAT_LIBRARY.search(text):
         return Selector(expression, None, "Kubernetes' format library")
+    problems, _ = api_server_problems(
+        source, _constant_error
+    )  # where the API server's types fail first, its checker says so
+    if problems:
+        text = _errors(source, problems)
     raise CelError(f"compilation failed: {_in_the_expression(text, source, expression, origin)}")
+
+
+def _api_server_checks(source: str, expression: str, origin: list[int]) -> None:
+    """What the API server refuses after its type check (celcheck), in its words."""
+    try:
+        problems, over_budget = api_server_problems(source, _constant_error)
+    except (OutputTypeError, InstantiationError) as error:
+        raise CelError(str(error)) from None
+    if problems:
+        raise CelError(
+            f"compilation failed: {_in_the_expression(_errors(source, problems), source, expression, origin)}"
+        )
+    if over_budget:
+        raise CelError(COST_WORDS)
+
+
+# the library's words for a failed conversion or regular expression -> cel-go's (common/types, Go's regexp/syntax)
+_CONSTANT_WORDS = [
+    (re.compile(r"^cannot convert string to (int|uint|double)$"), r"type conversion error from 'string' to '\1'"),
+    (re.compile(r"^Type conversion error from"), "type conversion error from"),
+    (re.compile(r"^(int64|double) out of uint64 range$"), "unsigned integer overflow"),
+    (re.compile(r"^(uint64|double) out of int64 range$"), "integer overflow"),
+    (re.compile(r"^malformed UTF-8 bytes$"), "invalid UTF-8 in bytes, cannot convert to string"),
+    (
+        re.compile(r"^String to (Timestamp|Duration) conversion failed$"),
+        r"type conversion error from 'string' to 'google.protobuf.\1'",
+    ),  # fmt: skip
+]
+_REGEX_CODES = {
+    "missing )": "missing closing )",
+    "missing ]": "missing closing ]",
+    "bad repetition operator": "invalid nested repetition operator",
+    "no argument for repetition operator": "missing argument to repetition operator",
+    "trailing \\": "trailing backslash at end of expression",
+    "invalid named capture group": "invalid named capture",
+    "invalid repetition size": "invalid repeat count",
+    "invalid perl operator": "invalid or unsupported Perl syntax",
+}
+_TRAILING = "trailing \\"
+_REGEX_ERROR = re.compile(r"^invalid regular expression: (.*?)(?:: (.*))?$", re.S)
+
+
+def _constant_error(text: str) -> str | None:
+    """A constant expression's error, in cel-go's words, or None when it evaluates."""
+    value = _env().compile(text).eval(data={"device": {}})
+    if value.type().name() != "ERROR":
+        return None
+    words = re.sub(r"^[A-Z_]+: ", "", str(value.value()))
+    regex = _REGEX_ERROR.match(words)
+    if regex:
+        code, fragment = regex.group(1), regex.group(2) or ""
+        if code == _TRAILING:
+            fragment = ""  # Go names no fragment for a trailing backslash
+        return f"error parsing regexp: {_REGEX_CODES.get(code, code)}: `{fragment}`"
+    for pattern, replacement in _CONSTANT_WORDS:
+        words = pattern.sub(replacement, words)
+    return words
+
+
+def _errors(source: str, problems: list[tuple[int, str]]) -> str:
+    return "\n".join(
+        f"ERROR: <input>:{_line_column(source, at)}: {member_words(source, at, message)}" for at, message in problems
+    )
+
+
+def _line_column(text: str, offset: int) -> str:
+    line = text.count("\n", 0, offset)
+    return f"{line + 1}:{offset - (text.rfind(chr(10), 0, offset) + 1) + 1}"
 
 
 def _offset(text: str, line: int, column: int) -> int:

@@ -477,7 +477,7 @@ Declaration = tuple[str, str, bool, tuple[str, ...], str, Callable[..., Any]]
 DECLARATIONS: list[Declaration] = [
     ("quantity", "string_to_quantity", False, ("string",), "obj", _quantity),
     ("isQuantity", "is_quantity_string", False, ("string",), "bool", _is_quantity),
-    ("sign", "quantity_sign", True, ("obj",), "int", lambda q: (_amount(q) > 0) - (_amount(q) < 0)),
+    ("sign", "quantity_sign", False, ("obj",), "int", lambda q: (_amount(q) > 0) - (_amount(q) < 0)),  # sign(q)
     ("asInteger", "quantity_as_integer", True, ("obj",), "int", _as_integer),
     ("isInteger", "quantity_is_integer", True, ("obj",), "bool", _is_integer),
     ("asApproximateFloat", "quantity_get_float", True, ("obj",), "double", lambda q: float(_amount(q))),
@@ -498,6 +498,7 @@ DECLARATIONS: list[Declaration] = [
     ("ip", "string_to_ip", False, ("string",), "obj", _ip),
     ("ip", "cidr_ip", True, ("obj",), "obj", _ip),
     ("isIP", "is_ip", False, ("string",), "bool", lambda t: _is_valid(_parse_ip, t)),
+    ("ip.isCanonical", "ip_is_canonical", False, ("string",), "bool", lambda t: str(_parse_ip(t)) == t),
     ("family", "ip_family", True, ("obj",), "int", lambda v: _address(v).version),
     ("isUnspecified", "ip_is_unspecified", True, ("obj",), "bool", lambda v: _address(v).is_unspecified),
     ("isLoopback", "ip_is_loopback", True, ("obj",), "bool", lambda v: _address(v).is_loopback),

@@ -39,7 +39,7 @@ def gpu():
         (f'device.capacity["{D}"].memory.asInteger() == 85899345920', True),
         ('quantity("50k").add(20).sub(quantity("100k")).sub(-50000) == quantity("20")', True),
         ('quantity("200M").compareTo(quantity("0.2G")) == 0 && quantity("1.5").isInteger() == false', True),
-        ('isQuantity("1.3Gi") && !isQuantity("200K") && quantity("-1").sign() == -1', True),
+        ('isQuantity("1.3Gi") && !isQuantity("200K") && sign(quantity("-1")) == -1', True),
         (f'device.attributes["{D}"].driverVersion.isGreaterThan(semver("535.0.0"))', True),
         (
             f'device.attributes["{D}"].driverVersion.major() == 550 && semver("1.2.3-rc.1").isLessThan(semver("1.2.3"))',
@@ -61,7 +61,7 @@ def test_selectors(expression, expected):
         ('device.attributes["other.io"].x == 1', "no such key: x"),
         (f'device.attributes["{D}"].index < "x"', "no such overload"),
         (f'device.attributes["{D}"].model', "CEL result of type string could not be converted to bool"),
-        ('quantity("4OGi").sign() == 1', "quantities must match the regular expression"),
+        ('sign(quantity("4OGi")) == 1', "quantities must match the regular expression"),
         ('quantity("1.5").asInteger() == 1', "cannot convert value to integer"),
         ('semver("v1") == semver("1.0.0")', "No Major.Minor.Patch elements found"),
     ],
