@@ -5,6 +5,8 @@ moved; a policy tuned on some of them is judged on the rest. These transforms mo
 (well beyond the shipped traces too), so a policy can be checked on traces it was never tuned on:
 
 - `cpu-heavy:L`    CPU-only pods are a share L of all pods (cpu050 is 0.05): CPU-only pods copied or dropped.
+- `cpu-share:L`    CPU-only pods ask for a share L of all requested CPU (the default trace is 0.22, cpu050 0.09):
+                    CPU-only pods' requests doubled (up to the largest node) or halved, the pod count kept.
 - `sharing-heavy:L` GPU-sharing pods ask for a share L of the GPU milli (gpushare40 is 0.4): whole-GPU pods turned
                     into copies of sharing pods (or the reverse), so the pod count stays.
 - `multi-gpu-heavy:L` multi-GPU pods ask for a share L of the GPUs (multigpu20 is 0.2): multi-GPU pods copied.
@@ -71,6 +73,27 @@ def _cpu_heavy(pods: list[OpenbPod], level: float, rng: np.random.Generator, _: 
     return pods + [_copy(pods[i], n) for n, i in enumerate(extra)]
 
 
+def _cpu_share(pods: list[OpenbPod], level: float, rng: np.random.Generator, nodes: list[OpenbNode]) -> list[OpenbPod]:
+    pods = list(pods)
+    cpu = _pick(pods, _is_cpu, "CPU-only pod")
+    top = max(node.cpu_milli for node in nodes)
+    mine = sum(pods[i].cpu_milli for i in cpu)
+    total = sum(pod.cpu_milli for pod in pods)
+    grow = mine < level * total
+    changed = True
+    while changed:  # a pass doubles (or halves) each CPU-only pod once; ends at the largest node (or at 1 milli)
+        changed = False
+        for i in rng.permutation(cpu).tolist():
+            if (mine >= level * total) if grow else (mine <= level * total):
+                return pods
+            old = pods[i].cpu_milli
+            new = min(top, 2 * old) if grow else max(1, old // 2)
+            if new != old:
+                pods[i] = pods[i].model_copy(update={"cpu_milli": new})
+                mine, total, changed = mine + new - old, total + new - old, True
+    return pods
+
+
 def _sharing_heavy(pods: list[OpenbPod], level: float, rng: np.random.Generator, _: list[OpenbNode]) -> list[OpenbPod]:
     pods = list(pods)
     sharing = _pick(pods, _shares, "GPU-sharing pod")
@@ -133,6 +156,7 @@ def _gpu_model_constrained(
 Transform = Callable[[list[OpenbPod], float, np.random.Generator, list[OpenbNode]], list[OpenbPod]]
 VARIANT_KINDS: dict[str, Transform] = {
     "cpu-heavy": _cpu_heavy,
+    "cpu-share": _cpu_share,
     "sharing-heavy": _sharing_heavy,
     "multi-gpu-heavy": _multi_gpu_heavy,
     "gpu-model-constrained": _gpu_model_constrained,

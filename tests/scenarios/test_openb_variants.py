@@ -32,6 +32,7 @@ def _shares(pods: list[OpenbPod]) -> dict[str, float]:
     milli = sum(p.total_milli for p in gpu)
     return {
         "cpu-heavy": sum(1 for p in pods if not p.num_gpu) / len(pods),
+        "cpu-share": sum(p.cpu_milli for p in pods if not p.num_gpu) / sum(p.cpu_milli for p in pods),
         "sharing-heavy": sum(p.total_milli for p in gpu if p.gpu_milli < MILLI) / milli,
         "multi-gpu-heavy": sum(p.num_gpu for p in gpu if p.num_gpu > 1) / sum(p.num_gpu for p in gpu),
         "gpu-model-constrained": sum(1 for p in gpu if p.models) / len(gpu),
@@ -47,6 +48,7 @@ def _step(kind: str, pods: list[OpenbPod]) -> float:
     biggest = max(p.total_milli for p in BASE)
     return {
         "cpu-heavy": 1 / len(pods),
+        "cpu-share": max((p.cpu_milli for p in pods if not p.num_gpu), default=0) / sum(p.cpu_milli for p in pods),
         "sharing-heavy": biggest / sum(p.total_milli for p in gpu),
         "multi-gpu-heavy": max(p.num_gpu for p in BASE) / sum(p.num_gpu for p in gpu),
         "gpu-model-constrained": 1 / len(gpu),
@@ -59,8 +61,11 @@ def test_a_variant_moves_its_share_to_the_level(kind, level, seed):
     before = _shares(BASE)[kind]
     pods = apply_variant(BASE, NODES, Variant(kind, level, seed))
     got = _shares(pods)[kind]
+    top = max(node.cpu_milli for node in NODES)
     if kind in ("multi-gpu-heavy", "gpu-model-constrained") and level < before:
         assert got == pytest.approx(before)  # these only add: a level below the trace's leaves it as it is
+    elif kind == "cpu-share" and all(p.cpu_milli in (1, top) for p in pods if not p.num_gpu):
+        assert got <= level if level > before else got >= level  # out of reach: every pod at the largest node or 1m
     else:
         assert abs(got - level) <= _step(kind, pods) + 1e-9
     assert all(OpenbPod.model_validate(p.model_dump()) == p for p in pods)  # every pod still a valid row
@@ -80,6 +85,9 @@ def test_each_variant_leaves_the_other_pods_alone():
     assert [p for p in cpu if p.num_gpu] == [p for p in BASE if p.num_gpu]
     sharing = apply_variant(BASE, NODES, Variant("sharing-heavy", 0.7))
     assert len(sharing) == len(BASE) and [p for p in sharing if not p.num_gpu] == [p for p in BASE if not p.num_gpu]
+    share = apply_variant(BASE, NODES, Variant("cpu-share", 0.5))
+    assert [p for p in share if p.num_gpu] == [p for p in BASE if p.num_gpu]
+    assert [p.name for p in share] == [p.name for p in BASE]
     multi = apply_variant(BASE, NODES, Variant("multi-gpu-heavy", 0.5))
     assert multi[: len(BASE)] == BASE and all(p.num_gpu > 1 for p in multi[len(BASE) :])
 
