@@ -109,6 +109,7 @@ def test_every_bench_command_lives_in_one_module():
         "openb",
         "synthetic",
         "replay",
+        "cel",
         "dra",
         "mig",
         "plan",
