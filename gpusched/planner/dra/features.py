@@ -20,6 +20,7 @@ ON_BY_DEFAULT: dict[str, tuple[int, int]] = {
     "DRADeviceTaints": (1, 36),  # device taints keep devices out; results carry the request's tolerations
     "DRAExtendedResource": (1, 36),  # DeviceClass extendedResourceName
     "DRAConsumableCapacity": (1, 36),  # distinctAttribute, allowMultipleAllocations, capacity requests
+    "DRAFractionalCapacityRange": (1, 37),  # request policies rounded in milli units where a bound is fractional
     "DRADeviceBindingConditions": (1, 36),
     "DRADeviceTaintRules": (1, 37),  # DeviceTaintRule objects
 }
@@ -45,6 +46,10 @@ CHANGES: dict[str, tuple[int, int]] = {
     # before, pools come in map order and slices in the informer's, both random: gpusched then takes them in the
     # order given (kubectl lists slices by name), one of the orders the scheduler may take.
     "pools-and-slices-sorted": (1, 36),
+    # A capacity request the allocator cannot compute (a consumption below zero, an amount its range arithmetic
+    # cannot represent) aborts the attempt; a request naming a capacity the device lacks skips the device. In 1.36
+    # every failure of the capacity check only skips the device (consumable_capacity.go).
+    "capacity-errors-abort": (1, 37),
 }
 
 

@@ -312,7 +312,7 @@ def _claim_reason(inventory: Inventory, node: NodeRef, claim: ResourceClaim) -> 
         return None
     detail = "; ".join(text for _, text in reasons)
     if isinstance(allocate(inventory, node, [_without_constraints(claim)], prune=False), str):
-        return f"{detail}, but not enough distinct devices for all requests together (or their shared counters run out)"
+        return f"{detail}, but not enough distinct devices for all requests together (or their shared counters or consumable capacity run out)"
     for index, constraint in enumerate(claim.spec.devices.constraints):
         if isinstance(allocate(inventory, node, [_without_constraints(claim, index)], prune=False), str):
             return f"{detail}, but no combination satisfies {constraint.kind} {constraint.attribute}"
