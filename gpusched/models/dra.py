@@ -4,7 +4,7 @@ The fields are the published v1 API's (camelCase on the wire, snake_case here). 
 does not model (binding conditions, list-valued attributes, derived attributes, compatibility groups,
 node-allocatable resources) are refused by name instead of being silently ignored, so a prediction is never made on
 a claim gpusched only half read. Everything that the API server itself would reject is refused here too, as the
-newest release's API server does (DRAConsumableCapacity and DRAFractionalCapacityRange on: the request policies of
+newest release's API server does (DRAConsumableCapacity on, DRAFractionalCapacityRange off: the request policies of
 multi-allocatable devices are checked as pkg/apis/resource/validation checks them).
 """
 
@@ -228,10 +228,6 @@ def _amount(value: str | int) -> Decimal:
     return parse_quantity(value)
 
 
-def _fractional(amount: Decimal) -> bool:
-    return amount != amount.to_integral_value()
-
-
 def _check_valid_values(policy: CapacityRequestPolicy, capacity: Decimal) -> None:
     values = [_amount(v) for v in policy.valid_values or ()]
     if policy.default is None:
@@ -241,8 +237,9 @@ def _check_valid_values(policy: CapacityRequestPolicy, capacity: Decimal) -> Non
     for index in range(1, len(values)):
         if values[index - 1] > values[index]:
             raise ValueError(f"requestPolicy.validValues[{index}]: values must be sorted in ascending order")
-    if len(set(values)) != len(values):
-        raise ValueError("requestPolicy.validValues: duplicate values")
+    keys = [_ceil(value) for value in values]  # quantityKeyInt: DRAFractionalCapacityRange is off by default
+    if len(set(keys)) != len(keys):
+        raise ValueError("requestPolicy.validValues: duplicate values (in whole units)")
     for index, value in enumerate(values):
         if value > capacity:
             raise ValueError(f"requestPolicy.validValues[{index}]: option is larger than the capacity value")
@@ -251,8 +248,9 @@ def _check_valid_values(policy: CapacityRequestPolicy, capacity: Decimal) -> Non
 
 
 def _check_valid_range(policy: CapacityRequestPolicy, bounds: CapacityRequestPolicyRange, capacity: Decimal) -> None:
-    """validateRequestPolicyRange, with DRAFractionalCapacityRange on: milli arithmetic where any bound (or the
-    default) is fractional, whole units otherwise; the default and max must lie on a step from min."""
+    """validateRequestPolicyRange as the newest release runs it by default: DRAFractionalCapacityRange is off (its
+    default turns on only from compatibility version 1.37, one past 1.37's), so the default and max must lie on a
+    step from min in whole units (Value(), rounded up)."""
     if policy.default is None:
         raise ValueError("requestPolicy.default: required when validRange is defined")
     if bounds.min is None:
@@ -272,25 +270,18 @@ def _check_valid_range(policy: CapacityRequestPolicy, bounds: CapacityRequestPol
             problems.append("validRange.max: max is larger than the capacity value")
         if default > high:
             problems.append("default: default is more than max")
-    named = [("default", default), ("min", low), ("max", high), ("step", step)]
-    milli = any(_fractional(value) for _, value in named if value is not None)
-    if milli:
-        unsafe = [name for name, value in named if value is not None and _fractional(value * 1000)]
-        if unsafe:
-            problems.append(f"validRange.{unsafe[0]}: value cannot be represented as a milli value")
-            raise ValueError("requestPolicy." + problems[0])
     if step is not None:
+        named = [("default", default), ("min", low), ("max", high), ("step", step)]
+        out = [name for name, value in named if value is not None and not 0 <= value <= INT64_MAX]
         if step <= 0:
             problems.append("validRange.step: must be greater than zero")
         else:
             if low + step > capacity:
                 problems.append("validRange.step: one step is larger than the capacity value")
-            out = [name for name, value in named if value is not None and not 0 <= value <= INT64_MAX]
-            if out and not milli:
+            if out:
                 problems.append(f"validRange.{out[0]}: must be in 0..{INT64_MAX}")
             else:
-                scale = 1000 if milli else 1
-                units = {name: _ceil(value * scale) for name, value in named if value is not None}
+                units = {name: _ceil(value) for name, value in named if value is not None}
                 for name in ("default", "max"):
                     if name in units and (units[name] - units["min"]) % units["step"]:
                         problems.append(f"validRange.step: {name} is not a multiple of the step from min")
@@ -617,11 +608,12 @@ class DeviceConstraint(K8s):
 
     @model_validator(mode="after")
     def _one_kind(self) -> DeviceConstraint:
-        if (self.match_attribute is None) == (self.distinct_attribute is None):
+        """One of the two is needed; with both, the API server keeps both and the allocator uses matchAttribute."""
+        if self.match_attribute is None and self.distinct_attribute is None:
             raise ValueError("exactly one of matchAttribute, distinctAttribute must be set")
-        attribute = self.attribute
-        if not _FULLY_QUALIFIED.match(attribute):
-            raise ValueError(f"{attribute!r} must be a fully qualified attribute name (domain/name)")
+        for attribute in (self.match_attribute, self.distinct_attribute):
+            if attribute is not None and not _FULLY_QUALIFIED.match(attribute):
+                raise ValueError(f"{attribute!r} must be a fully qualified attribute name (domain/name)")
         return self
 
     @property

@@ -8,10 +8,11 @@ request still fits beside what earlier allocations consumed - as the allocator's
 - The device is skipped (a soft miss) when the request names a capacity the device lacks, when the rounded amount
   violates the policy (above max, off the steps, not a valid value), or when it would take the device's capacity
   over its value together with what allocated claims and this search consume.
-- From 1.37 two errors abort the whole attempt: a consumption below zero ("capacity value is negative") and an amount
-  the range arithmetic cannot represent (past int64 on the whole-unit path, an amount finer than a milli unit or past
-  the milli range on the milli path, which DRAFractionalCapacityRange selects when every bound fits in millis). In
-  1.36 every failure only skips the device.
+- From 1.37 a consumption below zero aborts the whole attempt ("capacity value is negative"); in 1.36 it is
+  counted as it is. (1.37 also aborts on amounts past int64, which gpusched's quantities never reach: they are
+  refused when read, models/quantity.py.)
+- Ranges are rounded in whole units (Value(), rounded up): DRAFractionalCapacityRange's milli arithmetic is off by
+  default in every release modelled (features.py).
 
 Amounts are exact Decimals; each keeps the format of the quantity it came from (the request, the default, the step,
 a valid value, the capacity), because the allocation result writes it out as Go's Quantity.String() does.
@@ -22,13 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_UP, Decimal
 
-from ...limits import INT64_MAX
 from ...models.dra import CapacityRequestPolicyRange, DeviceCapacity
 from ...models.quantity import parse_quantity
 
 __all__ = ["Amount", "CapacityError", "amount_of", "consumption", "fits", "canonical"]
 
-NOT_REPRESENTABLE = "capacity request cannot be represented in the device's range arithmetic"
 NEGATIVE = "capacity value is negative"
 _BINARY = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 _DECIMAL = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
@@ -36,7 +35,7 @@ _NANO = Decimal("1e-9")
 
 
 class CapacityError(Exception):
-    """A capacity the allocator cannot compute: the attempt stops (from 1.37)."""
+    """A consumption the allocator refuses to count: the attempt stops (from 1.37)."""
 
 
 @dataclass(frozen=True)
@@ -95,52 +94,21 @@ def _ceil(value: Decimal) -> int:
     return int(value.to_integral_value(rounding=ROUND_CEILING))
 
 
-def _milli(value: Decimal) -> int | None:
-    """safeMilliValue: the value in millis when that is exact."""
-    scaled = value * 1000
-    return int(scaled) if scaled == scaled.to_integral_value() else None
-
-
-def _use_milli(bounds: CapacityRequestPolicyRange, fractional: bool) -> bool:
-    """useMilli: the gate is on, every bound is an exact milli amount, and the step is at least 1m."""
-    if not fractional:
-        return False
-    for value in (bounds.min, bounds.max, bounds.step):
-        if value is not None and _milli(parse_quantity(value)) is None:
-            return False
-    return not (bounds.step is not None and (_milli(parse_quantity(bounds.step)) or 0) < 1)
-
-
-def _round_up_range(requested: Amount, bounds: CapacityRequestPolicyRange, fractional: bool) -> Amount:
+def _round_up_range(requested: Amount, bounds: CapacityRequestPolicyRange) -> Amount:
+    """roundUpRange in whole units (Value(), rounded up; DRAFractionalCapacityRange, whose milli arithmetic this
+    would be, is off in every release modelled): min, or the next step from min, in the step's format."""
     low = amount_of(bounds.min)  # type: ignore[arg-type]  # the caller checked min is set
     if requested.value < low.value:
         return low
     if bounds.step is None:
         return requested
     step = amount_of(bounds.step)
-    if _use_milli(bounds, fractional):
-        wanted = _milli(requested.value)
-        if wanted is None:
-            raise CapacityError(f"{NOT_REPRESENTABLE}: request {requested.text} is not a representable milli value")
-        unit, start = _milli(step.value) or 1, _milli(low.value) or 0
-        steps = -(-(wanted - start) // unit)
-        if steps > (INT64_MAX - start) // unit:
-            raise CapacityError(
-                f"{NOT_REPRESENTABLE}: rounding request {requested.text} up to the next step passes the milli-value range"
-            )
-        return Amount(Decimal(start + unit * steps) / 1000, step.format)
-    if requested.value > INT64_MAX:
-        raise CapacityError(f"{NOT_REPRESENTABLE}: request {requested.text} exceeds MaxInt64")
     wanted, unit, start = _ceil(requested.value), _ceil(step.value), _ceil(low.value)
     steps = -(-(wanted - start) // unit)
-    if start >= 0 and steps > (INT64_MAX - start) // unit:
-        raise CapacityError(
-            f"{NOT_REPRESENTABLE}: rounding request {requested.text} up to the next step passes MaxInt64"
-        )
     return Amount(Decimal(start + unit * steps), step.format)
 
 
-def _consumed(requested: Amount | None, capacity: DeviceCapacity, fractional: bool) -> Amount:
+def _consumed(requested: Amount | None, capacity: DeviceCapacity) -> Amount:
     """calculateConsumedCapacity."""
     policy = capacity.request_policy
     if requested is None:
@@ -148,14 +116,14 @@ def _consumed(requested: Amount | None, capacity: DeviceCapacity, fractional: bo
     if policy is None:
         return requested
     if policy.valid_range is not None and policy.valid_range.min is not None:
-        return _round_up_range(requested, policy.valid_range, fractional)
+        return _round_up_range(requested, policy.valid_range)
     if policy.valid_values is not None:
         options = [amount_of(value) for value in policy.valid_values]
         return next((option for option in options if requested.value <= option.value), requested)
     return requested
 
 
-def _violates(consumed: Decimal, capacity: DeviceCapacity, fractional: bool) -> bool:
+def _violates(consumed: Decimal, capacity: DeviceCapacity) -> bool:
     """violatesPolicy: above max or off the steps of the range, or not one of the valid values; the default never."""
     policy = capacity.request_policy
     if policy is None or (policy.default is not None and consumed == parse_quantity(policy.default)):
@@ -167,9 +135,6 @@ def _violates(consumed: Decimal, capacity: DeviceCapacity, fractional: bool) -> 
         if bounds.step is None:
             return False
         low, step = parse_quantity(bounds.min or 0), parse_quantity(bounds.step)
-        if _use_milli(bounds, fractional):
-            wanted = _milli(consumed)
-            return wanted is None or (wanted - (_milli(low) or 0)) % (_milli(step) or 1) != 0
         return (_ceil(consumed) - _ceil(low)) % _ceil(step) != 0
     if policy.valid_values:
         return all(consumed != parse_quantity(value) for value in policy.valid_values)
@@ -177,18 +142,14 @@ def _violates(consumed: Decimal, capacity: DeviceCapacity, fractional: bool) -> 
 
 
 def consumption(
-    requests: dict[str, str | int] | None, capacity: dict[str, DeviceCapacity], fractional: bool, aborts: bool = True
+    requests: dict[str, str | int] | None, capacity: dict[str, DeviceCapacity], aborts: bool = True
 ) -> dict[str, Amount]:
     """GetConsumedCapacityFromRequest: what the allocation consumes of each of the device's capacities;
-    CapacityError (`capacity "<name>": ...`) for an amount that cannot be computed, or (where the release aborts
-    on it) one below zero."""
+    CapacityError (`capacity "<name>": ...`) for one below zero, where the release aborts on it."""
     wanted = requests or {}
     found = {}
     for name, cap in sorted(capacity.items()):
-        try:
-            amount = _consumed(amount_of(wanted[name]) if name in wanted else None, cap, fractional)
-        except CapacityError as error:
-            raise CapacityError(f'capacity "{name}": {error}') from None
+        amount = _consumed(amount_of(wanted[name]) if name in wanted else None, cap)
         if amount.value < 0 and aborts:
             raise CapacityError(f'capacity "{name}": {NEGATIVE}')
         found[name] = amount
@@ -199,21 +160,15 @@ def fits(
     requests: dict[str, str | int] | None,
     capacity: dict[str, DeviceCapacity],
     used: dict[str, Decimal],
-    fractional: bool,
     aborts: bool,
 ) -> bool:
     """CmpRequestOverCapacity: the request fits beside `used` (what allocated claims and this search consume).
     Every capacity is resolved before any soft miss, so an error does not depend on the order they are looked at."""
     if any(name not in capacity for name in requests or {}):
         return False
-    try:
-        consumed = consumption(requests, capacity, fractional, aborts)
-    except CapacityError:
-        if not aborts:
-            return False
-        raise
+    consumed = consumption(requests, capacity, aborts)
     for name, amount in consumed.items():
-        if _violates(amount.value, capacity[name], fractional):
+        if _violates(amount.value, capacity[name]):
             return False
         if used.get(name, Decimal(0)) + amount.value > capacity[name].amount:
             return False

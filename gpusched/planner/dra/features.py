@@ -20,7 +20,9 @@ ON_BY_DEFAULT: dict[str, tuple[int, int]] = {
     "DRADeviceTaints": (1, 36),  # device taints keep devices out; results carry the request's tolerations
     "DRAExtendedResource": (1, 36),  # DeviceClass extendedResourceName
     "DRAConsumableCapacity": (1, 36),  # distinctAttribute, allowMultipleAllocations, capacity requests
-    "DRAFractionalCapacityRange": (1, 37),  # request policies rounded in milli units where a bound is fractional
+    # request policies rounded in milli units: beta in 1.37, but on by default only from compatibility version 1.37,
+    # and a 1.37 control plane runs at 1.36's (MinCompatibilityVersion): off in every release modelled
+    "DRAFractionalCapacityRange": (1, 38),
     "DRADeviceBindingConditions": (1, 36),
     "DRADeviceTaintRules": (1, 37),  # DeviceTaintRule objects
 }

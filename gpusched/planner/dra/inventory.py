@@ -61,7 +61,6 @@ class Inventory:
     ):
         self.version = version  # the release whose allocator is simulated (features.changed)
         self.consumable = features.enabled("DRAConsumableCapacity", version)
-        self.fractional = features.enabled("DRAFractionalCapacityRange", version)
         slices = slices if self.consumable else [_without_consumable(item) for item in slices]
         self.slices = slices
         self.classes = classes

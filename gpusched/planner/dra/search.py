@@ -285,7 +285,6 @@ class _Search:
                 requests,
                 entry.device.capacity,
                 used,
-                self.inventory.fractional,
                 features.changed("capacity-errors-abort", self.inventory.version),
             )
         except CapacityError as error:
@@ -403,7 +402,8 @@ class _Search:
                 return None
             if multiple:
                 requests = data.request.capacity.requests if data.request.capacity else None
-                consumed = consumption(requests, entry.device.capacity, self.inventory.fractional)
+                aborts = features.changed("capacity-errors-abort", self.inventory.version)
+                consumed = consumption(requests, entry.device.capacity, aborts)
         existed = self._add_share(entry.id, consumed) if multiple and consumed is not None else False
         if not multiple:
             self.allocating[entry.id].add(ci)
