@@ -83,6 +83,7 @@ NOT_CREATED = "ResourceClaim not created yet"  # a template's claim the controll
 HELD_AFTER = 10.0  # seconds without a verdict after which a pod counts as never tried (held by PreEnqueue)
 NO_CONDITION = "no PodScheduled condition"
 REFUSED = "API server refusal"  # what `plugins` names for a manifest the API server refused
+SHARE = "<a shareID>"  # a share's random UID, compared as present or not
 
 
 class ClaimCheck(BaseModel):
@@ -201,7 +202,7 @@ class ConformanceReport(BaseModel):
     rules: dict[str, int] = Field(
         default_factory=dict, description="pods carrying pod affinity, anti-affinity or topology spread constraints"
     )
-    refused: int = Field(0, description="pods the API server refused")
+    refused: int = Field(0, description="pods (and DRA objects, counted as pods) the API server refused")
     held: int = Field(0, description="pods the scheduler never tried (PreEnqueue)")
 
     @computed_field  # type: ignore[prop-decorator]
@@ -255,9 +256,16 @@ class Player:
 
     def play(self, scenario: ConformanceScenario) -> list[PodVerdict]:
         label = f"{scenario.label}-{next(self.plays)}"
+        refusals: list[PodVerdict] = []
         try:
             for obj in scenario.objects:
-                self.rest.create(_collection(obj), _labelled(obj, label))
+                try:
+                    self.rest.create(_collection(obj), _labelled(obj, label))
+                except RestError as error:
+                    if error.status not in (400, 422):
+                        raise
+                    refusals.append(_refused_object(obj))
+                    continue
                 if dra_objects.DELETING in obj["metadata"].get("annotations", {}):
                     self.rest.delete(f"{_collection(obj)}/{obj['metadata']['name']}")  # its finalizer keeps it
             for node in scenario.nodes:
@@ -268,7 +276,7 @@ class Player:
             self.budgets = bool(scenario.pdbs)
             for pdb in scenario.pdbs:
                 self._budget(pdb)
-            return self._pods(scenario.pods, bool(scenario.objects))
+            return [*refusals, *self._pods(scenario.pods, bool(scenario.objects))]
         finally:
             self._reset(label, bool(scenario.objects))
             self.stale_dra = bool(scenario.objects)
@@ -455,6 +463,18 @@ class Player:
             self.rest.wait(lambda: not self.rest.get(f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaims")["items"])
 
 
+def _refused_object(obj: dict) -> PodVerdict:
+    """A DRA object the API server refused: agrees when gpusched refuses it too (its verdict is named by kind)."""
+    try:
+        objects_from([("scenario", [obj])], pods=False)
+    except InputError:
+        refused = True
+    else:
+        refused = False
+    name = f"{obj['kind']} {obj['metadata']['name']}"
+    return PodVerdict(pod=name, refused=True, predicted_refused=refused, plugins=[REFUSED])
+
+
 def _predicted(outcome: PodVerdict, prediction: K8sPrediction) -> PodVerdict:
     """gpusched's verdict; of the nodes it says preemption may nominate, the one the scheduler chose if it is one."""
     chosen = [n for n in prediction.nominations if n.node == outcome.nominated]
@@ -516,10 +536,16 @@ def _stamped(message: str | None, pod: dict) -> str | None:
 
 
 def _comparable(allocation: dict | None) -> dict | None:
-    """The allocation without the time it was made."""
+    """The allocation without the time it was made, and with each share's shareID (a random UID the scheduler
+    makes) only marked as present."""
     if allocation is None:
         return None
-    return {key: value for key, value in allocation.items() if key != "allocationTimestamp"}
+    found = {key: value for key, value in allocation.items() if key != "allocationTimestamp"}
+    results = found.get("devices", {}).get("results")
+    if results and any("shareID" in result for result in results):
+        marked = [{**r, "shareID": SHARE} if "shareID" in r else r for r in results]
+        found["devices"] = {**found["devices"], "results": marked}
+    return found
 
 
 def _collection(obj: dict) -> str:
@@ -558,7 +584,10 @@ def _without(scenario: ConformanceScenario, kind: str, index: int) -> Conformanc
 def shrink(
     player: Player, scenario: ConformanceScenario, outcome: PodVerdict
 ) -> tuple[ConformanceScenario, PodVerdict]:
-    """Greedy one-at-a-time removal of nodes and of pods other than the disagreeing one."""
+    """Greedy one-at-a-time removal of nodes and of pods other than the disagreeing one (a refused DRA object is
+    its own reproducer)."""
+    if outcome.pod not in {pod["metadata"]["name"] for pod in scenario.pods}:
+        return scenario, outcome
     current = scenario
     while current.pods[-1]["metadata"]["name"] != outcome.pod:
         current = current.without_pod(len(current.pods) - 1)
