@@ -18,7 +18,7 @@ from . import features
 from .inventory import Inventory, NodeRef
 from .search import Entry, Taken, _Search
 
-__all__ = ["FAILED_INVALID_POOLS", "allocate", "iter_devices", "share_id"]
+__all__ = ["FAILED_INVALID_POOLS", "allocate", "iter_devices", "share_id", "allocated_devices"]
 
 FAILED_INVALID_POOLS = "invalid resource pools were encountered"
 
@@ -136,3 +136,17 @@ def allocate(
 def iter_devices(inventory: Inventory, node: NodeRef) -> Iterator[Entry]:
     """Every device in a complete, valid pool reachable from the node, in search order (for diagnosis)."""
     return iter(_Search(inventory, node, [], False).entries)
+
+
+def allocated_devices(allocation: dict) -> list[str]:
+    """Each result of an allocation (as written) for people: pool/device, the firstAvailable subrequest used, and
+    for a share of a multi-allocatable device what it consumes."""
+    found = []
+    for result in allocation.get("devices", {}).get("results", []):
+        text = f"{result['pool']}/{result['device']}"
+        notes = [result["request"]] if "/" in result["request"] else []
+        if "shareID" in result:
+            consumed = result.get("consumedCapacity") or {}
+            notes.append(" ".join(["a share", *(f"{name}={value}" for name, value in consumed.items())]))
+        found.append(f"{text} ({', '.join(notes)})" if notes else text)
+    return found
