@@ -193,6 +193,7 @@ class ConformanceReport(BaseModel):
     claims: int = Field(0, description="claims whose allocation (or none) was compared")
     allocated: int = Field(0, description="of those, claims the real scheduler allocated")
     claims_agreed: int = 0
+    shares: int = Field(0, description="of the allocated claims, those holding a share of a multi-allocatable device")
     preemptions: int = Field(0, description="pods the real scheduler nominated, evicting others")
     during: int = Field(0, description="pods created while a preemption was under way")
     budget_scenarios: int = Field(0, description="scenarios with PodDisruptionBudgets")
@@ -637,6 +638,11 @@ def _tally(report: ConformanceReport, scenario: ConformanceScenario, outcomes: l
     report.claims += sum(len(outcome.claims) for outcome in outcomes)
     report.allocated += sum(claim.real is not None for outcome in outcomes for claim in outcome.claims)
     report.claims_agreed += sum(claim.agrees for outcome in outcomes for claim in outcome.claims)
+    report.shares += sum(
+        any("shareID" in r for r in (claim.real or {}).get("devices", {}).get("results", []))
+        for outcome in outcomes
+        for claim in outcome.claims
+    )
     report.preemptions += sum(bool(outcome.nominated) for outcome in outcomes)
     report.during += sum(outcome.during for outcome in outcomes)
     report.refused += sum(outcome.refused for outcome in outcomes)

@@ -43,8 +43,8 @@ def test_shares_and_their_consumption_in_text_and_json(gpusched, write):
     assert text.lines == [
         "claim ml/a: allocated on n1: n1/gpu-0 (a share memory=24Gi)",
         "claim ml/b: allocated on n1: n1/gpu-0 (a share memory=8Gi)",
-        "claim ml/c: cannot allocate all claims: n1: 1 free devices match, but not enough distinct devices for all "
-        "requests together (or their shared counters or consumable capacity run out)",
+        "claim ml/c: cannot allocate all claims: n1: 1 free devices match, 1 without room for the capacity requested "
+        "(or outside its request policy), 1 needed",
     ]
     assert text.exit_code == 1
     report = gpusched("dra", "--objects", path, "--json").json()
