@@ -52,6 +52,9 @@ CHANGES: dict[str, tuple[int, int]] = {
     # cannot represent) aborts the attempt; a request naming a capacity the device lacks skips the device. In 1.36
     # every failure of the capacity check only skips the device (consumable_capacity.go).
     "capacity-errors-abort": (1, 37),
+    # An allocated share with no consumedCapacity (a shareID alone) makes a later share skip the device's counters,
+    # as one with consumedCapacity does; in 1.36 only an allocated consumption does (deviceCapacityInUse).
+    "bare-share-holds-counters": (1, 37),
 }
 
 

@@ -295,7 +295,8 @@ class _Search:
     def _capacity_in_use(self, device_id: DeviceID) -> bool:
         """deviceCapacityInUse: a share of the device is allocated, or taken by this search."""
         inventory = self.inventory
-        return device_id in inventory.consumed or device_id in inventory.shares or device_id in self.capacity
+        bare = device_id in inventory.shares and features.changed("bare-share-holds-counters", inventory.version)
+        return device_id in inventory.consumed or bare or device_id in self.capacity
 
     def _add_share(self, device_id: DeviceID, consumed: dict[str, Amount]) -> bool:
         """Insert into allocatingCapacity; True when an entry was there before."""

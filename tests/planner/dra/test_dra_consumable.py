@@ -196,21 +196,34 @@ def test_admin_access_results_hold_nothing():
     assert shares(allocate(inv, NODE, [claim()])[0]) == [("r", "gpu-0", False, None)]
 
 
+def counter_slice(total="100"):
+    return ResourceSlice.model_validate({"metadata": {"name": "n1-counters"}, "spec": {
+        "driver": D, "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 2}, "nodeName": "n1",
+        "sharedCounters": [{"name": "s", "counters": {"mem": {"value": total}}}]}})  # fmt: skip
+
+
+USE = [{"counterSet": "s", "counters": {"mem": {"value": "60"}}}]
+
+
 def test_counters_are_consumed_once_by_the_first_share():
     """The device consumes 60 of 100 counters: two shares need them once; a second device cannot have them."""
-    counters = slice_([], name="n1-counters", count=2)
-    counters = counters.model_copy(update={"spec": counters.spec.model_copy(update={
-        "devices": (), "shared_counters": ResourceSlice.model_validate({"metadata": {"name": "x"}, "spec": {
-            "driver": D, "pool": {"name": "n1", "resourceSliceCount": 2}, "nodeName": "n1",
-            "sharedCounters": [{"name": "s", "counters": {"mem": {"value": "100"}}}]}}).spec.shared_counters})})  # fmt: skip
-    use = [{"counterSet": "s", "counters": {"mem": {"value": "60"}}}]
-    devices = slice_([device("gpu-0", consumes=use), device("gpu-1", consumes=use)], name="n1-devices", count=2)
-    inv = inventory([counters, devices])
+    devices = slice_([device("gpu-0", consumes=USE), device("gpu-1", consumes=USE)], name="n1-devices", count=2)
+    inv = inventory([counter_slice(), devices])
     two = [request("a", "10Gi"), request("b", "10Gi")]
     assert [r[1] for r in shares(allocate(inv, NODE, [claim(requests=two)])[0])] == ["gpu-0", "gpu-0"]
-    inv = inventory([counters, devices], [allocated("old", "gpu-0", "10Gi")])
+    inv = inventory([counter_slice(), devices], [allocated("old", "gpu-0", "10Gi")])
     assert shares(allocate(inv, NODE, [claim(requests=[request(memory="10Gi")])])[0])[0][1] == "gpu-0"
     assert allocate(inv, NODE, [claim(requests=[request(memory="75Gi")])]) == ""  # gpu-0 full, gpu-1 lacks counters
+
+
+def test_a_share_without_consumed_capacity_holds_the_counters_from_1_37():
+    """gpu-0 has no capacity; an allocated share of it (a shareID alone) consumed its 60 counters once. 1.37 lets a
+    new share skip the counters; 1.36 counts only allocated consumption, so the new share needs 60 more (of 40 left)."""
+    bare = {"name": "gpu-0", "allowMultipleAllocations": True, "consumesCounters": USE}
+    slices = [counter_slice(), slice_([bare], name="n1-devices", count=2)]
+    old = [allocated("old", "gpu-0")]
+    assert shares(allocate(inventory(slices, old), NODE, [claim()])[0]) == [("r", "gpu-0", True, None)]
+    assert allocate(inventory(slices, old, version=(1, 36)), NODE, [claim()]) == ""
 
 
 def test_distinct_attribute_keeps_shares_on_different_devices():
