@@ -321,18 +321,34 @@ def explain(inventory: Inventory, node: NodeRef, claims: list[ResourceClaim]) ->
     return "; ".join(["each claim allocates alone, not all together (they compete for the same devices)", *notes])
 
 
+def _alone(inventory: Inventory, node: NodeRef, claim: ResourceClaim) -> str | None:
+    """None when the claim allocates on its own; else '' or the allocator's error (which the search of all the
+    pod's claims together may never have reached)."""
+    try:
+        found = allocate(inventory, node, [claim], prune=False)
+    except DraError as error:
+        return str(error)
+    return "" if isinstance(found, str) else None
+
+
 def _claim_reason(inventory: Inventory, node: NodeRef, claim: ResourceClaim) -> str | None:
     reasons = [_request_reason(inventory, node, claim, i) for i in range(len(claim.spec.devices.requests))]
     failing = [text for progress, text in reasons if progress < 3]
     if failing:
         return "; ".join(failing)
-    if not isinstance(allocate(inventory, node, [claim], prune=False), str):
+    alone = _alone(inventory, node, claim)
+    if alone is None:
         return None
     detail = "; ".join(text for _, text in reasons)
-    if isinstance(allocate(inventory, node, [_without_constraints(claim)], prune=False), str):
-        return f"{detail}, but not enough distinct devices for all requests together (or their shared counters or consumable capacity run out)"
+    if alone:
+        return f"{detail}, but allocated on its own the allocator stops: {alone}"
+    if _alone(inventory, node, _without_constraints(claim)) is not None:
+        return (
+            f"{detail}, but not enough distinct devices for all requests together (or their shared counters or "
+            "consumable capacity run out)"
+        )
     for index, constraint in enumerate(claim.spec.devices.constraints):
-        if isinstance(allocate(inventory, node, [_without_constraints(claim, index)], prune=False), str):
+        if _alone(inventory, node, _without_constraints(claim, index)) is not None:
             return f"{detail}, but no combination satisfies {constraint.kind} {constraint.attribute}"
     kinds = ", ".join(f"{c.kind} {c.attribute}" for c in claim.spec.devices.constraints)
     return f"{detail}, but no combination satisfies {kinds} together"
