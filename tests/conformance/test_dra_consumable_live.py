@@ -74,6 +74,7 @@ SLICES = [
     ("valid values", _device("d", {"default": "10Gi", "validValues": ["10Gi", "20Gi", "40Gi"]})),
     ("default only", _device("d", {"default": "100Gi"})),
     ("fractional range", _device("d", {"default": "500m", "validRange": {"min": "500m", "step": "250m"}}, value="4")),
+    ("negative capacity", _device("d", multiple=None, value="-1")),  # accepted: only the allocator refuses it
     ("policy, single allocation", _device("d", RANGE, multiple=None)),
     ("policy, multiple false", _device("d", RANGE, multiple=False)),
     ("both kinds", _device("d", {**RANGE, "validValues": ["8Gi"]})),

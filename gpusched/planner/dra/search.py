@@ -499,8 +499,8 @@ class _Search:
         """True only when no search could succeed and the search would have raised nothing on the way."""
         if not self.prune or any(d.all_devices is not None or d.request.capacity for d in self.data.values()):
             return False
-        if any(self.inventory.multiple(entry.device) for entry in self.entries):
-            return False  # one device may serve several requests, and capacity decides: the bounds do not hold
+        if self.inventory.consumable and any(_consumable(self.inventory, entry) for entry in self.entries):
+            return False  # a device may serve several requests, or stop the search: the bounds do not hold
         candidates: dict[tuple[int, int, int], list[Entry]] = {}
         for key, data in self.data.items():
             found = []
@@ -535,6 +535,11 @@ class _Search:
                         union.update(entry.id for entry in found)
         admin = any(d.request.admin for d in self.data.values())
         return admin or len(union) >= total
+
+
+def _consumable(inventory: Inventory, entry: Entry) -> bool:
+    """A device several requests may share, or one whose negative capacity stops any search that reaches it."""
+    return inventory.multiple(entry.device) or any(cap.amount < 0 for cap in entry.device.capacity.values())
 
 
 def _one_value_fits(constraint: _Constraint, options: list[tuple[RequestData, list[Entry]]]) -> bool:

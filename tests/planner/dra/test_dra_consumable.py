@@ -261,6 +261,14 @@ def test_a_negative_consumption_stops_the_attempt_from_1_37():
         memory="-1Gi")])]) != ""  # fmt: skip
 
 
+def test_a_negative_capacity_stops_any_search_that_reaches_the_device():
+    """The API server accepts a negative capacity value; unrequested, it is consumed whole, so from 1.37 every claim
+    that reaches the device stops the attempt - gpusched's bounds must not skip the node first (count 2 of one)."""
+    inv = inventory([slice_([device("gpu-0", memory="-1", multiple=None)])])
+    with pytest.raises(DraError, match='capacity "memory": capacity value is negative$'):
+        allocate(inv, NODE, [claim(requests=[request(count=2)])])
+
+
 def test_all_names_the_device_alone_in_its_error():
     inv = inventory([slice_([device("gpu-0")])])
     with pytest.raises(DraError, match=r"^claim ml/c, request r: checking capacity for device gpu-0: capacity"):
