@@ -11,6 +11,7 @@ import yaml
 from rich.console import Console
 
 from ..actions.apply import ApplyReport, apply_objects
+from ..planner.dra.allocator import allocated_devices
 from ..planner.dra.objects import objects_from, read_all
 from ..planner.dra.run import DraReport, run_dra
 from ..planner.dra.slices import DRIVERS, EXAMPLE, cluster_slices, driver_classes
@@ -145,15 +146,7 @@ def dra_command(
 def render_dra(console: Console, report: DraReport) -> None:
     for claim in report.claims:
         if claim.allocated:
-            line = f"claim {claim.claim}: allocated on {claim.node}: {', '.join(_devices(claim.allocation or {}))}"
+            line = f"claim {claim.claim}: allocated on {claim.node}: {', '.join(allocated_devices(claim.allocation or {}))}"
         else:
             line = f"claim {claim.claim}: {claim.reason}: {claim.diagnosis}"
         console.print(line, markup=False)
-
-
-def _devices(allocation: dict) -> list[str]:
-    """pool/device, with the subrequest that was used when a firstAvailable request chose one."""
-    return [
-        f"{r['pool']}/{r['device']}" + (f" ({r['request']})" if "/" in r["request"] else "")
-        for r in allocation.get("devices", {}).get("results", [])
-    ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from ..planner.allreduce import AllReduce
+from ..planner.dra.allocator import allocated_devices
 from ..planner.emit import KueueSetup, SchedulerConfig
 from ..planner.frag import FragReport
 from ..planner.gang import GangReport
@@ -134,7 +135,9 @@ def k8s(console: Console, result: K8sPrediction) -> None:
     if result.fits:
         console.print(f"fits: {', '.join(result.feasible)}", markup=False)
         for claim in result.claims:
-            console.print(f"claim {claim.claim} -> {', '.join(claim.devices)}", markup=False)
+            console.print(
+                f"claim {claim.claim} -> {', '.join(allocated_devices(claim.allocation or {}))}", markup=False
+            )
         return
     for line in result.details:
         console.print(line, markup=False)

@@ -83,6 +83,7 @@ NOT_CREATED = "ResourceClaim not created yet"  # a template's claim the controll
 HELD_AFTER = 10.0  # seconds without a verdict after which a pod counts as never tried (held by PreEnqueue)
 NO_CONDITION = "no PodScheduled condition"
 REFUSED = "API server refusal"  # what `plugins` names for a manifest the API server refused
+SHARE = "<a shareID>"  # a share's random UID, compared as present or not
 
 
 class ClaimCheck(BaseModel):
@@ -192,6 +193,7 @@ class ConformanceReport(BaseModel):
     claims: int = Field(0, description="claims whose allocation (or none) was compared")
     allocated: int = Field(0, description="of those, claims the real scheduler allocated")
     claims_agreed: int = 0
+    shares: int = Field(0, description="of the allocated claims, those holding a share of a multi-allocatable device")
     preemptions: int = Field(0, description="pods the real scheduler nominated, evicting others")
     during: int = Field(0, description="pods created while a preemption was under way")
     budget_scenarios: int = Field(0, description="scenarios with PodDisruptionBudgets")
@@ -201,7 +203,7 @@ class ConformanceReport(BaseModel):
     rules: dict[str, int] = Field(
         default_factory=dict, description="pods carrying pod affinity, anti-affinity or topology spread constraints"
     )
-    refused: int = Field(0, description="pods the API server refused")
+    refused: int = Field(0, description="pods (and DRA objects, counted as pods) the API server refused")
     held: int = Field(0, description="pods the scheduler never tried (PreEnqueue)")
 
     @computed_field  # type: ignore[prop-decorator]
@@ -255,9 +257,16 @@ class Player:
 
     def play(self, scenario: ConformanceScenario) -> list[PodVerdict]:
         label = f"{scenario.label}-{next(self.plays)}"
+        refusals: list[PodVerdict] = []
         try:
             for obj in scenario.objects:
-                self.rest.create(_collection(obj), _labelled(obj, label))
+                try:
+                    self.rest.create(_collection(obj), _labelled(obj, label))
+                except RestError as error:
+                    if error.status not in (400, 422):
+                        raise
+                    refusals.append(_refused_object(obj))
+                    continue
                 if dra_objects.DELETING in obj["metadata"].get("annotations", {}):
                     self.rest.delete(f"{_collection(obj)}/{obj['metadata']['name']}")  # its finalizer keeps it
             for node in scenario.nodes:
@@ -268,7 +277,7 @@ class Player:
             self.budgets = bool(scenario.pdbs)
             for pdb in scenario.pdbs:
                 self._budget(pdb)
-            return self._pods(scenario.pods, bool(scenario.objects))
+            return [*refusals, *self._pods(scenario.pods, bool(scenario.objects))]
         finally:
             self._reset(label, bool(scenario.objects))
             self.stale_dra = bool(scenario.objects)
@@ -455,6 +464,18 @@ class Player:
             self.rest.wait(lambda: not self.rest.get(f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaims")["items"])
 
 
+def _refused_object(obj: dict) -> PodVerdict:
+    """A DRA object the API server refused: agrees when gpusched refuses it too (its verdict is named by kind)."""
+    try:
+        objects_from([("scenario", [obj])], pods=False)
+    except InputError:
+        refused = True
+    else:
+        refused = False
+    name = f"{obj['kind']} {obj['metadata']['name']}"
+    return PodVerdict(pod=name, refused=True, predicted_refused=refused, plugins=[REFUSED])
+
+
 def _predicted(outcome: PodVerdict, prediction: K8sPrediction) -> PodVerdict:
     """gpusched's verdict; of the nodes it says preemption may nominate, the one the scheduler chose if it is one."""
     chosen = [n for n in prediction.nominations if n.node == outcome.nominated]
@@ -516,10 +537,16 @@ def _stamped(message: str | None, pod: dict) -> str | None:
 
 
 def _comparable(allocation: dict | None) -> dict | None:
-    """The allocation without the time it was made."""
+    """The allocation without the time it was made, and with each share's shareID (a random UID the scheduler
+    makes) only marked as present."""
     if allocation is None:
         return None
-    return {key: value for key, value in allocation.items() if key != "allocationTimestamp"}
+    found = {key: value for key, value in allocation.items() if key != "allocationTimestamp"}
+    results = found.get("devices", {}).get("results")
+    if results and any("shareID" in result for result in results):
+        marked = [{**r, "shareID": SHARE} if "shareID" in r else r for r in results]
+        found["devices"] = {**found["devices"], "results": marked}
+    return found
 
 
 def _collection(obj: dict) -> str:
@@ -558,7 +585,10 @@ def _without(scenario: ConformanceScenario, kind: str, index: int) -> Conformanc
 def shrink(
     player: Player, scenario: ConformanceScenario, outcome: PodVerdict
 ) -> tuple[ConformanceScenario, PodVerdict]:
-    """Greedy one-at-a-time removal of nodes and of pods other than the disagreeing one."""
+    """Greedy one-at-a-time removal of nodes and of pods other than the disagreeing one (a refused DRA object is
+    its own reproducer)."""
+    if outcome.pod not in {pod["metadata"]["name"] for pod in scenario.pods}:
+        return scenario, outcome
     current = scenario
     while current.pods[-1]["metadata"]["name"] != outcome.pod:
         current = current.without_pod(len(current.pods) - 1)
@@ -608,6 +638,11 @@ def _tally(report: ConformanceReport, scenario: ConformanceScenario, outcomes: l
     report.claims += sum(len(outcome.claims) for outcome in outcomes)
     report.allocated += sum(claim.real is not None for outcome in outcomes for claim in outcome.claims)
     report.claims_agreed += sum(claim.agrees for outcome in outcomes for claim in outcome.claims)
+    report.shares += sum(
+        any("shareID" in r for r in (claim.real or {}).get("devices", {}).get("results", []))
+        for outcome in outcomes
+        for claim in outcome.claims
+    )
     report.preemptions += sum(bool(outcome.nominated) for outcome in outcomes)
     report.during += sum(outcome.during for outcome in outcomes)
     report.refused += sum(outcome.refused for outcome in outcomes)

@@ -17,6 +17,11 @@
   attributes and capacity, counts, allocationMode All, tolerations, firstAvailable subrequests, matchAttribute and
   distinctAttribute constraints and an opaque config (`source: FromClaim`).
 
+- Now and then a node's whole GPUs are multi-allocatable (DRAConsumableCapacity, beta and on in 1.36+): each
+  allocation takes a share of the GPU's memory, bounded by a requestPolicy (none, a default, a range with a step and
+  a max, or valid values) - now and then one the API server refuses (its slice is then not created) - and claims ask
+  for `capacity.requests` of memory (or of a capacity a GPU lacks, or a negative amount: the allocator's error).
+
 - Now and then DeviceTaintRules (GA and on in 1.37): a taint for the devices of a pool, one device (by name in one
   pool or in every pool), every device of the driver, everything (the empty selector) or nothing (no selector).
 
@@ -53,6 +58,7 @@ API_VERSION = "resource.k8s.io/v1"
 DRIVER = "gpu.nvidia.com"
 GPU_CLASS, MIG_CLASS = "gpu.nvidia.com", "mig.nvidia.com"
 GIB, MIB = 2**30, 2**20
+REFUSED = "gpusched.io/refused"  # annotates an object (or pod) drawn with a value the API server refuses
 
 
 @dataclass(frozen=True)
@@ -159,6 +165,25 @@ FAULTY = {
         f"[{_ATTR}.profile].filter(p, p == '3g.40gb').min() == '3g.40gb'",
     ),
 }
+# requestPolicy of a shared GPU's memory, by its size in GiB; the last few are refused by the API server
+POLICIES = (
+    lambda gib: None,
+    lambda gib: {"default": f"{gib // 8}Gi"},
+    lambda gib: {"default": "8Gi", "validRange": {"min": "8Gi", "step": "8Gi"}},
+    lambda gib: {"default": "4Gi", "validRange": {"min": "4Gi", "max": f"{gib // 2}Gi", "step": "4Gi"}},
+    lambda gib: {"default": "2Gi", "validRange": {"min": "2Gi"}},
+    lambda gib: {"default": f"{gib // 4}Gi", "validValues": [f"{gib // 8}Gi", f"{gib // 4}Gi", f"{gib // 2}Gi"]},
+    lambda gib: {"default": "5Gi", "validValues": ["4Gi", "8Gi"]},  # the default is no valid value
+    lambda gib: {"default": "12Gi", "validRange": {"min": "8Gi", "step": "8Gi"}},  # the default is off the steps
+    lambda gib: {"default": "8Gi", "validRange": {"min": "8Gi", "max": f"{2 * gib}Gi"}},  # max above the capacity
+)
+REFUSED_POLICIES = 3  # the last POLICIES
+# capacity.requests of a claim: mostly memory, now and then a capacity whole GPUs lack, or a negative amount
+CAPACITY_REQUESTS = (
+    {"memory": "10Gi"}, {"memory": "20Gi"}, {"memory": "24Gi"}, {"memory": "40Gi"}, {"memory": "1Gi"},
+    {"memory": "15000Mi"}, {"memory": "0.5Gi"}, {"memory": "80Gi"}, {"memory": "100Gi"}, {"multiprocessors": "14"},
+)  # fmt: skip
+NEGATIVE_REQUEST = {"memory": "-1Gi"}
 CONSTRAINTS = (
     ("matchAttribute", "resource.kubernetes.io/pcieRoot"),
     ("matchAttribute", f"{DRIVER}/productName"),
@@ -242,16 +267,36 @@ def _tainted(rng: random.Random, devices: list[dict]) -> list[dict]:
     return sorted(devices, key=lambda device: device["name"])
 
 
-def _devices(rng: random.Random, model: _Model, node: str) -> list[dict]:
+def _devices(rng: random.Random, model: _Model, node: str) -> tuple[list[dict], set[str]]:
+    """The node's devices, and those with a request policy the API server refuses."""
     count, per_root = rng.choice((1, 2, 4, 4, 8, 8)), rng.choice((2, 4))
+    shared = rng.random() < 0.3  # the node's whole GPUs are multi-allocatable
     devices: list[dict] = []
+    refused: set[str] = set()
     for index in range(count):
         if model.mig and rng.random() < 0.3:
             layout = rng.choice(LAYOUTS)
             devices.extend(_mig(model, node, index, per_root, profile, start) for profile, start in layout)
+        elif shared:
+            device, bad = _shared(rng, _gpu(model, node, index, per_root), model)
+            devices.append(device)
+            if bad:
+                refused.add(device["name"])
         else:
             devices.append(_gpu(model, node, index, per_root))
-    return _tainted(rng, devices)
+    return _tainted(rng, devices), refused
+
+
+def _shared(rng: random.Random, device: dict, model: _Model) -> tuple[dict, bool]:
+    """A GPU whose memory allocations share, now and then under a request policy (rarely one the API server
+    refuses: then True), or one that says explicitly that it is not shared."""
+    if rng.random() < 0.15:
+        return {**device, "allowMultipleAllocations": False}, False
+    index = rng.randrange(len(POLICIES) if rng.random() < 0.1 else len(POLICIES) - REFUSED_POLICIES)
+    policy = POLICIES[index](model.memory_gib)
+    if policy is not None:
+        device["capacity"]["memory"]["requestPolicy"] = policy
+    return {**device, "allowMultipleAllocations": True}, index >= len(POLICIES) - REFUSED_POLICIES
 
 
 def _consumes(counter_set: str, memory_slices: range, processors: int) -> list[dict]:
@@ -298,9 +343,12 @@ def slices(rng: random.Random, nodes: list[str]) -> list[dict]:
                 [_slice(node, 0, 2, {"sharedCounters": counter_sets}), _slice(node, 1, 2, {"devices": devices})]
             )
             continue
-        devices = _devices(rng, model, node)
+        devices, refused = _devices(rng, model, node)
         parts = [devices] if len(devices) < 2 or rng.random() < 0.8 else [devices[1::2], devices[::2]]
-        found.extend(_slice(node, number, len(parts), {"devices": part}) for number, part in enumerate(parts))
+        for number, part in enumerate(parts):
+            found.append(_slice(node, number, len(parts), {"devices": part}))
+            if any(device["name"] in refused for device in part):
+                found[-1]["metadata"]["annotations"] = {REFUSED: "true"}
     return found
 
 
@@ -349,6 +397,9 @@ def _exact(rng: random.Random) -> dict:
         body["selectors"] = [{"cel": {"expression": expression}} for expression in selectors]
     if rng.random() < 0.15:
         body["tolerations"] = [dict(rng.choice(TOLERATIONS))]
+    if rng.random() < 0.3:
+        wanted = NEGATIVE_REQUEST if rng.random() < 0.03 else rng.choice(CAPACITY_REQUESTS)
+        body["capacity"] = {"requests": dict(wanted)}
     return body
 
 
@@ -427,15 +478,26 @@ def _entry(rng: random.Random, name: str, entry: str, named: list[str], namespac
 
 
 def for_release(objects: list[dict], version: tuple[int, ...]) -> list[dict]:
-    """The objects as drawn, less what the release's API server refuses with its default gates: without
-    DRAConsumableCapacity it drops `distinctAttribute`, and a constraint left with neither attribute is invalid.
+    """The objects as drawn, less what the release's API server drops or refuses with its default gates: without
+    DRAConsumableCapacity it drops allowMultipleAllocations, requestPolicy and capacity requests, and drops
+    `distinctAttribute`, leaving a constraint with neither attribute invalid (so it is left out).
     Other fields of a feature that is off are dropped silently, and the play reads back what the server kept."""
     if features.enabled("DRAConsumableCapacity", version):
         return objects
     kept = copy.deepcopy(objects)
     for obj in kept:
+        if obj["kind"] == "ResourceSlice":
+            obj["metadata"].pop("annotations", None)  # no policy left to refuse
+            for device in obj["spec"].get("devices", []):
+                device.pop("allowMultipleAllocations", None)
+                for capacity in device.get("capacity", {}).values():
+                    capacity.pop("requestPolicy", None)
+            continue
         spec = obj["spec"]["spec"] if obj["kind"] == "ResourceClaimTemplate" else obj["spec"]
         devices = spec.get("devices", {}) if obj["kind"] in ("ResourceClaim", "ResourceClaimTemplate") else {}
+        for request in devices.get("requests", []):
+            for alternative in [request.get("exactly") or {}, *request.get("firstAvailable", [])]:
+                alternative.pop("capacity", None)
         constraints = [c for c in devices.get("constraints", []) if "distinctAttribute" not in c]
         if constraints:
             devices["constraints"] = constraints

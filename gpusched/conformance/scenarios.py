@@ -98,7 +98,7 @@ BOUNDS = ("1", "2", "4", "8", "007", "1_000", "9223372036854775807", "9223372036
 REFUSED_BOUNDS = ("+4", "-1", " 4", "٣")  # not label values: the API server refuses the pod
 HOST_IPS = ("", "", "127.0.0.1", "10.0.0.1", "0.0.0.0")
 GATE = "gpusched.io/hold"
-REFUSED = "gpusched.io/refused"  # annotates a pod drawn with a value the API server refuses (for the offline tests)
+REFUSED = dra.REFUSED  # annotates a pod drawn with a value the API server refuses (for the offline tests)
 
 
 class ConformanceScenario(BaseModel):

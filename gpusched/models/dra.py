@@ -1,9 +1,11 @@
 """Dynamic Resource Allocation objects in the exact resource.k8s.io/v1 shape: what gpusched reads and writes.
 
 The fields are the published v1 API's (camelCase on the wire, snake_case here). Fields of features the allocator
-does not model (consumable capacity, binding conditions, list-valued attributes, derived attributes, compatibility
-groups, node-allocatable resources) are refused by name instead of being silently ignored, so a prediction is never
-made on a claim gpusched only half read. Everything that the API server itself would reject is refused here too.
+does not model (binding conditions, list-valued attributes, derived attributes, compatibility groups,
+node-allocatable resources) are refused by name instead of being silently ignored, so a prediction is never made on
+a claim gpusched only half read. Everything that the API server itself would reject is refused here too, as the
+newest release's API server does (DRAConsumableCapacity on, DRAFractionalCapacityRange off: the request policies of
+multi-allocatable devices are checked as pkg/apis/resource/validation checks them).
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ __all__ = [
     "DRA_KINDS",
     "ObjectMeta",
     "DeviceAttribute",
+    "CapacityRequestPolicyRange",
+    "CapacityRequestPolicy",
     "DeviceCapacity",
+    "CapacityRequirements",
     "Counter",
     "CounterSet",
     "DeviceCounterConsumption",
@@ -61,6 +66,7 @@ API_VERSION: Final = "resource.k8s.io/v1"  # Final: typed as the Literal the mod
 DRA_KINDS = ("DeviceClass", "DeviceTaintRule", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
 MAX_RESULTS = 32  # resourceapi.AllocationResultsMaxSize
 MAX_SUBREQUESTS = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
+MAX_VALID_VALUES = 10  # resourceapi.CapacityRequestPolicyDiscreteMaxOptions
 _SEMVER = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
     r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
@@ -127,6 +133,12 @@ def _quantity(value: str | int) -> str | int:
     return value
 
 
+def _optional_quantity(value: str | int | None) -> str | int | None:
+    if value is not None:
+        parse_quantity(value)
+    return value
+
+
 _TYPES = ("int", "bool", "string", "version")
 
 
@@ -164,16 +176,122 @@ class DeviceAttribute(K8s):
         return next((name, found) for name, found in zip(_TYPES, values, strict=True) if found is not None)
 
 
+class CapacityRequestPolicyRange(K8s):
+    min: Quantity | None = None
+    max: Quantity | None = None
+    step: Quantity | None = None
+
+    _values = field_validator("min", "max", "step")(_optional_quantity)
+
+
+class CapacityRequestPolicy(K8s):
+    """How much of a multi-allocatable device's capacity one allocation may consume (DRAConsumableCapacity)."""
+
+    default: Quantity | None = None
+    valid_values: tuple[Quantity, ...] | None = None
+    valid_range: CapacityRequestPolicyRange | None = None
+
+    _default = field_validator("default")(_optional_quantity)
+
+    @field_validator("valid_values")
+    @classmethod
+    def _options(cls, values: tuple[Quantity, ...] | None) -> tuple[Quantity, ...] | None:
+        for value in values or ():
+            parse_quantity(value)
+        return values
+
+
 class DeviceCapacity(K8s):
     value: Quantity
-    request_policy: Unmodelled = None
+    request_policy: CapacityRequestPolicy | None = None
 
     _value = field_validator("value")(_quantity)
-    _policy = field_validator("request_policy")(_not_modelled("capacity.requestPolicy (DRAConsumableCapacity)"))
 
     @property
     def amount(self) -> Decimal:
         return parse_quantity(self.value)
+
+    def check_policy(self) -> None:
+        """validateRequestPolicy: the policy's values fit the capacity, and the default is one of them."""
+        policy = self.request_policy
+        if policy is None:
+            return
+        if policy.valid_values and policy.valid_range is not None:
+            raise ValueError("requestPolicy: exactly one policy can be specified, not validValues and validRange")
+        if policy.valid_values:
+            _check_valid_values(policy, self.amount)
+        elif policy.valid_range is not None:
+            _check_valid_range(policy, policy.valid_range, self.amount)
+
+
+def _amount(value: str | int) -> Decimal:
+    return parse_quantity(value)
+
+
+def _check_valid_values(policy: CapacityRequestPolicy, capacity: Decimal) -> None:
+    values = [_amount(v) for v in policy.valid_values or ()]
+    if policy.default is None:
+        raise ValueError("requestPolicy.default: required when validValues is defined")
+    if len(values) > MAX_VALID_VALUES:
+        raise ValueError(f"requestPolicy.validValues: must have at most {MAX_VALID_VALUES} items, got {len(values)}")
+    for index in range(1, len(values)):
+        if values[index - 1] > values[index]:
+            raise ValueError(f"requestPolicy.validValues[{index}]: values must be sorted in ascending order")
+    keys = [_ceil(value) for value in values]  # quantityKeyInt: DRAFractionalCapacityRange is off by default
+    if len(set(keys)) != len(keys):
+        raise ValueError("requestPolicy.validValues: duplicate values (in whole units)")
+    for index, value in enumerate(values):
+        if value > capacity:
+            raise ValueError(f"requestPolicy.validValues[{index}]: option is larger than the capacity value")
+    if _amount(policy.default) not in values:
+        raise ValueError("requestPolicy.validValues: the default value is not valid according to the requestPolicy")
+
+
+def _check_valid_range(policy: CapacityRequestPolicy, bounds: CapacityRequestPolicyRange, capacity: Decimal) -> None:
+    """validateRequestPolicyRange as the newest release runs it by default: DRAFractionalCapacityRange is off (its
+    default turns on only from compatibility version 1.37, one past 1.37's), so the default and max must lie on a
+    step from min in whole units (Value(), rounded up)."""
+    if policy.default is None:
+        raise ValueError("requestPolicy.default: required when validRange is defined")
+    if bounds.min is None:
+        raise ValueError("requestPolicy.validRange.min: required when validRange is defined")
+    default, low = _amount(policy.default), _amount(bounds.min)
+    high = None if bounds.max is None else _amount(bounds.max)
+    step = None if bounds.step is None else _amount(bounds.step)
+    problems = []
+    if low > capacity:
+        problems.append("validRange.min: min is larger than the capacity value")
+    if default < low:
+        problems.append("default: default is less than min")
+    if high is not None:
+        if low > high:
+            problems.append("validRange.max: min is larger than max")
+        if high > capacity:
+            problems.append("validRange.max: max is larger than the capacity value")
+        if default > high:
+            problems.append("default: default is more than max")
+    if step is not None:
+        named = [("default", default), ("min", low), ("max", high), ("step", step)]
+        out = [name for name, value in named if value is not None and not 0 <= value <= INT64_MAX]
+        if step <= 0:
+            problems.append("validRange.step: must be greater than zero")
+        else:
+            if low + step > capacity:
+                problems.append("validRange.step: one step is larger than the capacity value")
+            if out:
+                problems.append(f"validRange.{out[0]}: must be in 0..{INT64_MAX}")
+            else:
+                units = {name: _ceil(value) for name, value in named if value is not None}
+                for name in ("default", "max"):
+                    if name in units and (units[name] - units["min"]) % units["step"]:
+                        problems.append(f"validRange.step: {name} is not a multiple of the step from min")
+    if problems:
+        raise ValueError("requestPolicy." + problems[0])
+
+
+def _ceil(value: Decimal) -> int:
+    """Quantity.Value() and MilliValue(): rounded up."""
+    return int(value.to_integral_value(rounding="ROUND_CEILING"))
 
 
 class Counter(K8s):
@@ -260,14 +378,11 @@ class Device(K8s):
     all_nodes: bool | None = None
     taints: tuple[DeviceTaint, ...] = ()
     binds_to_node: bool | None = None
-    allow_multiple_allocations: Unmodelled = None
+    allow_multiple_allocations: bool | None = None
     binding_conditions: Unmodelled = None
     binding_failure_conditions: Unmodelled = None
     node_allocatable_resources: Unmodelled = None
 
-    _multi = field_validator("allow_multiple_allocations")(
-        _not_modelled("allowMultipleAllocations (DRAConsumableCapacity)")
-    )
     _binding = field_validator("binding_conditions", "binding_failure_conditions")(
         _not_modelled("bindingConditions (DRADeviceBindingConditions)")
     )
@@ -282,6 +397,20 @@ class Device(K8s):
             if not _QUALIFIED.match(name):
                 raise ValueError(f"{name!r} is not a C identifier, optionally prefixed with a DNS domain and '/'")
         return found
+
+    @model_validator(mode="after")
+    def _policies(self) -> Device:
+        """A request policy only on a multi-allocatable device, and a valid one."""
+        for name, capacity in self.capacity.items():
+            if capacity.request_policy is None:
+                continue
+            if not self.allow_multiple_allocations:
+                raise ValueError(f"capacity[{name}].requestPolicy: allowMultipleAllocations must be true")
+            try:
+                capacity.check_policy()
+            except ValueError as error:
+                raise ValueError(f"capacity[{name}].{error}") from None
+        return self
 
 
 class ResourcePool(K8s):
@@ -389,6 +518,20 @@ class DeviceToleration(K8s):
         return self.operator == "Exists" or (self.value or "") == taint.value
 
 
+class CapacityRequirements(K8s):
+    """A request's capacity: how much of each named capacity every device it gets must provide (and, on a
+    multi-allocatable device, consumes). The API server checks neither the names nor the signs."""
+
+    requests: dict[str, Quantity] | None = None
+
+    @field_validator("requests")
+    @classmethod
+    def _amounts(cls, found: dict[str, Quantity] | None) -> dict[str, Quantity] | None:
+        for value in (found or {}).values():
+            parse_quantity(value)
+        return found
+
+
 class _Request(K8s):
     """What an exact request and a subrequest share."""
 
@@ -397,10 +540,9 @@ class _Request(K8s):
     allocation_mode: Literal["ExactCount", "All"] = "ExactCount"
     count: int | None = None
     tolerations: tuple[DeviceToleration, ...] = ()
-    capacity: Unmodelled = None
+    capacity: CapacityRequirements | None = None
     derived_attributes: Unmodelled = None
 
-    _capacity = field_validator("capacity")(_not_modelled("capacity requests (DRAConsumableCapacity)"))
     _derived = field_validator("derived_attributes")(_not_modelled("derivedAttributes (DRADerivedAttributes)"))
 
     @model_validator(mode="after")
@@ -466,11 +608,12 @@ class DeviceConstraint(K8s):
 
     @model_validator(mode="after")
     def _one_kind(self) -> DeviceConstraint:
-        if (self.match_attribute is None) == (self.distinct_attribute is None):
+        """One of the two is needed; with both, the API server keeps both and the allocator uses matchAttribute."""
+        if self.match_attribute is None and self.distinct_attribute is None:
             raise ValueError("exactly one of matchAttribute, distinctAttribute must be set")
-        attribute = self.attribute
-        if not _FULLY_QUALIFIED.match(attribute):
-            raise ValueError(f"{attribute!r} must be a fully qualified attribute name (domain/name)")
+        for attribute in (self.match_attribute, self.distinct_attribute):
+            if attribute is not None and not _FULLY_QUALIFIED.match(attribute):
+                raise ValueError(f"{attribute!r} must be a fully qualified attribute name (domain/name)")
         return self
 
     @property
@@ -522,7 +665,7 @@ class DeviceRequestAllocationResult(K8s):
     admin_access: bool | None = None
     tolerations: tuple[DeviceToleration, ...] | None = None
     share_id: str | None = Field(None, alias="shareID")
-    consumed_capacity: dict[str, Any] | None = None
+    consumed_capacity: dict[str, Quantity] | None = None
     binding_conditions: tuple[str, ...] | None = None
     binding_failure_conditions: tuple[str, ...] | None = None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 from ...models.dra import (
@@ -17,7 +18,7 @@ from . import features
 from .inventory import Inventory, NodeRef
 from .search import Entry, Taken, _Search
 
-__all__ = ["FAILED_INVALID_POOLS", "allocate", "iter_devices"]
+__all__ = ["FAILED_INVALID_POOLS", "allocate", "iter_devices", "share_id", "allocated_devices"]
 
 FAILED_INVALID_POOLS = "invalid resource pools were encountered"
 
@@ -90,7 +91,14 @@ def _configs(search: _Search, ci: int) -> tuple[DeviceAllocationConfiguration, .
     )
 
 
+def share_id(claim: str, index: int, taken: Taken) -> str:
+    """The scheduler gives each share a random UID (uuid.NewUUID); gpusched a UUID of its own, fixed by the claim,
+    the result's place and the device, so that its output is reproducible."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"gpusched/share/{claim}/{index}/{'/'.join(taken.entry.id)}"))
+
+
 def _allocation(search: _Search, ci: int) -> AllocationResult:
+    key = search.claims[ci].key
     results = tuple(
         DeviceRequestAllocationResult(
             request=taken.data.name,
@@ -99,8 +107,12 @@ def _allocation(search: _Search, ci: int) -> AllocationResult:
             device=taken.entry.id[2],
             admin_access=True if taken.data.request.admin else None,
             tolerations=(taken.data.request.tolerations or None) if search.inventory.taints else None,
+            share_id=share_id(key, index, taken) if taken.share else None,
+            consumed_capacity={name: amount.text for name, amount in taken.consumed.items()}
+            if taken.consumed
+            else None,
         )
-        for taken in search.results[ci]
+        for index, taken in enumerate(search.results[ci])
     )
     devices = DeviceAllocationResult(results=results, config=_configs(search, ci) or None)
     return AllocationResult(devices=devices, node_selector=_node_selector(search.results[ci], search.node))
@@ -124,3 +136,17 @@ def allocate(
 def iter_devices(inventory: Inventory, node: NodeRef) -> Iterator[Entry]:
     """Every device in a complete, valid pool reachable from the node, in search order (for diagnosis)."""
     return iter(_Search(inventory, node, [], False).entries)
+
+
+def allocated_devices(allocation: dict) -> list[str]:
+    """Each result of an allocation (as written) for people: pool/device, the firstAvailable subrequest used, and
+    for a share of a multi-allocatable device what it consumes."""
+    found = []
+    for result in allocation.get("devices", {}).get("results", []):
+        text = f"{result['pool']}/{result['device']}"
+        notes = [result["request"]] if "/" in result["request"] else []
+        if "shareID" in result:
+            consumed = result.get("consumedCapacity") or {}
+            notes.append(" ".join(["a share", *(f"{name}={value}" for name, value in consumed.items())]))
+        found.append(f"{text} ({', '.join(notes)})" if notes else text)
+    return found

@@ -20,6 +20,9 @@ ON_BY_DEFAULT: dict[str, tuple[int, int]] = {
     "DRADeviceTaints": (1, 36),  # device taints keep devices out; results carry the request's tolerations
     "DRAExtendedResource": (1, 36),  # DeviceClass extendedResourceName
     "DRAConsumableCapacity": (1, 36),  # distinctAttribute, allowMultipleAllocations, capacity requests
+    # request policies rounded in milli units: beta in 1.37, but on by default only from compatibility version 1.37,
+    # and a 1.37 control plane runs at 1.36's (MinCompatibilityVersion): off in every release modelled
+    "DRAFractionalCapacityRange": (1, 38),
     "DRADeviceBindingConditions": (1, 36),
     "DRADeviceTaintRules": (1, 37),  # DeviceTaintRule objects
 }
@@ -45,6 +48,13 @@ CHANGES: dict[str, tuple[int, int]] = {
     # before, pools come in map order and slices in the informer's, both random: gpusched then takes them in the
     # order given (kubectl lists slices by name), one of the orders the scheduler may take.
     "pools-and-slices-sorted": (1, 36),
+    # A capacity request the allocator cannot compute (a consumption below zero, an amount its range arithmetic
+    # cannot represent) aborts the attempt; a request naming a capacity the device lacks skips the device. In 1.36
+    # every failure of the capacity check only skips the device (consumable_capacity.go).
+    "capacity-errors-abort": (1, 37),
+    # An allocated share with no consumedCapacity (a shareID alone) makes a later share skip the device's counters,
+    # as one with consumedCapacity does; in 1.36 only an allocated consumption does (deviceCapacityInUse).
+    "bare-share-holds-counters": (1, 37),
 }
 
 

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
-from ...models.dra import CounterSet, Device, DeviceClass, NodeSelector, ResourceSlice
+from ...models.dra import (
+    CounterSet,
+    Device,
+    DeviceClass,
+    DeviceRequestAllocationResult,
+    NodeSelector,
+    ResourceClaim,
+    ResourceSlice,
+)
+from ...models.quantity import parse_quantity
 from ..scheduler.framework import NEWEST, Version
 from . import features
 from .cel import CelError, DeviceView, compile_selector, device_view
@@ -46,11 +57,19 @@ class Inventory:
         classes: dict[str, DeviceClass],
         allocated: set[DeviceID],
         version: Version = NEWEST,
+        claims: Iterable[ResourceClaim] = (),
     ):
         self.version = version  # the release whose allocator is simulated (features.changed)
+        self.consumable = features.enabled("DRAConsumableCapacity", version)
+        slices = slices if self.consumable else [_without_consumable(item) for item in slices]
         self.slices = slices
         self.classes = classes
-        self.allocated = allocated
+        self.allocated = allocated  # devices allocated whole (dedicated), by the model or an allocated claim
+        self.shares: set[DeviceID] = set()  # multi-allocatable devices with a share allocated (a shareID)
+        self.consumed: dict[DeviceID, dict[str, Decimal]] = {}  # what those shares consume, per capacity
+        for claim in claims:
+            if claim.status is not None and claim.status.allocation is not None:
+                self.hold(claim.status.allocation.devices.results)
         self.on_node: dict[str, list[ResourceSlice]] = defaultdict(list)
         self.shared: list[ResourceSlice] = []
         for item in slices:
@@ -58,6 +77,27 @@ class Inventory:
         self._looks: dict[DeviceID, tuple[Any, ...]] = {}
         self._views: dict[tuple[Any, ...], DeviceView] = {}
         self._outcomes: dict[tuple[tuple[Any, ...], str], bool | str] = {}
+
+    def hold(self, results: Iterable[DeviceRequestAllocationResult]) -> None:
+        """An allocated claim's devices, as the scheduler's claim tracker counts them (foreachAllocatedDevice):
+        adminAccess results hold nothing; with DRAConsumableCapacity a result with a shareID holds a share of the
+        device and its consumedCapacity, any other the whole device."""
+        for result in results:
+            if result.admin_access:
+                continue
+            device_id = (result.driver, result.pool, result.device)
+            if not (self.consumable and result.share_id is not None):
+                self.allocated.add(device_id)
+                continue
+            self.shares.add(device_id)
+            if result.consumed_capacity is not None:
+                total = self.consumed.setdefault(device_id, {})
+                for name, value in result.consumed_capacity.items():
+                    total[name] = total.get(name, Decimal(0)) + parse_quantity(value)
+
+    def is_allocated(self, device_id: DeviceID) -> bool:
+        """IsDeviceAllocated: whole, or shared (its counters are then consumed once)."""
+        return device_id in self.allocated or device_id in self.shares or device_id in self.consumed
 
     @property
     def taints(self) -> bool:
@@ -68,13 +108,17 @@ class Inventory:
         """The device has a taint the request does not tolerate, and the release honours device taints."""
         return self.taints and tainted(device, request)
 
+    def multiple(self, device: Device) -> bool:
+        """allowMultipleAllocations, honoured where DRAConsumableCapacity is on."""
+        return self.consumable and bool(device.allow_multiple_allocations)
+
     def _look(self, device_id: DeviceID, device: Device) -> tuple[Any, ...]:
         """What a selector can see of the device: driver, attribute values and capacity amounts."""
         look = self._looks.get(device_id)
         if look is None:
             attributes = tuple(sorted((name, attr.value) for name, attr in device.attributes.items()))
             capacity = tuple(sorted((name, cap.amount) for name, cap in device.capacity.items()))
-            look = self._looks[device_id] = (device_id[0], attributes, capacity)
+            look = self._looks[device_id] = (device_id[0], attributes, capacity, self.multiple(device))
         return look
 
     def outcome(self, device_id: DeviceID, device: Device, expression: str) -> bool | str:
@@ -85,13 +129,34 @@ class Inventory:
             view = self._views.get(look)
             if view is None:
                 view = self._views[look] = device_view(
-                    "/".join(device_id), device_id[0], device.attributes, device.capacity
+                    "/".join(device_id), device_id[0], device.attributes, device.capacity, self.multiple(device)
                 )
             try:
                 self._outcomes[key] = compile_selector(expression).matches(view)
             except CelError as error:
                 self._outcomes[key] = str(error)
         return self._outcomes[key]
+
+
+def _without_consumable(item: ResourceSlice) -> ResourceSlice:
+    """The slice as an API server without DRAConsumableCapacity keeps it: allowMultipleAllocations and every
+    capacity's requestPolicy dropped."""
+    spec = item.spec
+    if not any(d.allow_multiple_allocations is not None or any(c.request_policy for c in d.capacity.values())
+               for d in spec.devices):  # fmt: skip
+        return item
+    devices = tuple(
+        device.model_copy(
+            update={
+                "allow_multiple_allocations": None,
+                "capacity": {
+                    name: cap.model_copy(update={"request_policy": None}) for name, cap in device.capacity.items()
+                },
+            }
+        )  # fmt: skip
+        for device in spec.devices
+    )
+    return item.model_copy(update={"spec": spec.model_copy(update={"devices": devices})})
 
 
 # --- pools ----------------------------------------------------------------------------------------------------

@@ -19,13 +19,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...models.dra import MAX_SUBREQUESTS, AllocationResult, DeviceClaim, ResourceClaim, ResourceClaimStatus
 from ...models.kube import KubePod
 from .allocator import allocate, iter_devices
+from .capacity import fits
 from .inventory import Inventory, NodeRef, gather_pools
 from .objects import DraObjects
-from .search import DraError
+from .search import DraError, Entry
 
 __all__ = [
     "NO_CLAIMS_TO_DEALLOCATE",
@@ -258,6 +260,7 @@ def _request_reason(inventory: Inventory, node: NodeRef, claim: ResourceClaim, r
                 matched.append(entry)
         free = [e for e in matched if alternative.admin or e.id not in inventory.allocated]
         usable = [e for e in free if not inventory.blocks(e.device, alternative)]
+        roomy = [e for e in usable if _room(inventory, e, alternative)]
         need = alternative.wanted if alternative.allocation_mode == "ExactCount" else max(len(matched), 1)
         label = f"request {name}: " if len(claim.spec.devices.requests) > 1 or request.first_available else ""
         if not matched:
@@ -271,10 +274,25 @@ def _request_reason(inventory: Inventory, node: NodeRef, claim: ResourceClaim, r
                 f"{label}{len(free)} free devices match, {len(free) - len(usable)} with the untolerated "
                 f"taint {taint.key}={taint.value}:{taint.effect}, {need} needed",
             )
+        elif len(roomy) < need:
+            found = (
+                2,
+                f"{label}{len(usable)} free devices match, {len(usable) - len(roomy)} without room for the capacity "
+                f"requested (or outside its request policy), {need} needed",
+            )
         else:
             found = (3, f"{label}{len(usable)} free devices match")
         best = max(best, found, key=lambda item: item[0])
     return best
+
+
+def _room(inventory: Inventory, entry: Entry, request: Any) -> bool:
+    """The request's capacity fits the device beside what allocated shares consume (never an error here: the
+    search raises it)."""
+    if not inventory.consumable:
+        return True
+    requests = request.capacity.requests if request.capacity else None
+    return fits(requests, entry.device.capacity, inventory.consumed.get(entry.id, {}), aborts=False)
 
 
 def _without_constraints(claim: ResourceClaim, keep: int | None = None) -> ResourceClaim:
@@ -303,18 +321,34 @@ def explain(inventory: Inventory, node: NodeRef, claims: list[ResourceClaim]) ->
     return "; ".join(["each claim allocates alone, not all together (they compete for the same devices)", *notes])
 
 
+def _alone(inventory: Inventory, node: NodeRef, claim: ResourceClaim) -> str | None:
+    """None when the claim allocates on its own; else '' or the allocator's error (which the search of all the
+    pod's claims together may never have reached)."""
+    try:
+        found = allocate(inventory, node, [claim], prune=False)
+    except DraError as error:
+        return str(error)
+    return "" if isinstance(found, str) else None
+
+
 def _claim_reason(inventory: Inventory, node: NodeRef, claim: ResourceClaim) -> str | None:
     reasons = [_request_reason(inventory, node, claim, i) for i in range(len(claim.spec.devices.requests))]
     failing = [text for progress, text in reasons if progress < 3]
     if failing:
         return "; ".join(failing)
-    if not isinstance(allocate(inventory, node, [claim], prune=False), str):
+    alone = _alone(inventory, node, claim)
+    if alone is None:
         return None
     detail = "; ".join(text for _, text in reasons)
-    if isinstance(allocate(inventory, node, [_without_constraints(claim)], prune=False), str):
-        return f"{detail}, but not enough distinct devices for all requests together (or their shared counters run out)"
+    if alone:
+        return f"{detail}, but allocated on its own the allocator stops: {alone}"
+    if _alone(inventory, node, _without_constraints(claim)) is not None:
+        return (
+            f"{detail}, but not enough distinct devices for all requests together (or their shared counters or "
+            "consumable capacity run out)"
+        )
     for index, constraint in enumerate(claim.spec.devices.constraints):
-        if isinstance(allocate(inventory, node, [_without_constraints(claim, index)], prune=False), str):
+        if _alone(inventory, node, _without_constraints(claim, index)) is not None:
             return f"{detail}, but no combination satisfies {constraint.kind} {constraint.attribute}"
     kinds = ", ".join(f"{c.kind} {c.attribute}" for c in claim.spec.devices.constraints)
     return f"{detail}, but no combination satisfies {kinds} together"

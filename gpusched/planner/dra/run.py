@@ -66,9 +66,6 @@ def inventory_for(
     modelled = [tainted(item, objects.taint_rules) for item in cluster_slices(cluster, driver)] if cluster else []
     slices = [*modelled, *objects.slices]
     held: set[DeviceID] = held_devices(cluster, driver) if cluster else set()
-    for claim in objects.claims:
-        if claim.status is not None and claim.status.allocation is not None:
-            held |= {(r.driver, r.pool, r.device) for r in claim.status.allocation.devices.results}
     if cluster is not None:
         nodes = [NodeRef(node.name, dict(node.labels)) for node in cluster.nodes]
     else:
@@ -78,7 +75,7 @@ def inventory_for(
         nodes = [NodeRef(name) for name in sorted(names)]
     if not nodes:
         raise InputError("--cluster", "no nodes: give a cluster (the objects name no node)")
-    return Inventory(slices, objects.classes, held, version), nodes
+    return Inventory(slices, objects.classes, held, version, objects.claims), nodes
 
 
 def error_to_input(error: DraError, objects: DraObjects) -> InputError:
@@ -185,4 +182,4 @@ def _outcomes(
 def _commit(inventory: Inventory, claim: ResourceClaim) -> None:
     """The devices are now in use for every later pod."""
     assert claim.status is not None and claim.status.allocation is not None
-    inventory.allocated |= {(r.driver, r.pool, r.device) for r in claim.status.allocation.devices.results}
+    inventory.hold(claim.status.allocation.devices.results)

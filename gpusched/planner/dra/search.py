@@ -13,7 +13,12 @@ What kube-scheduler's DynamicResources plugin calls per node (`Allocate(node, cl
   device already taken by the same claim); class selectors then request selectors (CEL; an error aborts); per-device
   node selection; shared counters (what allocated and in-progress devices consume must not exceed them); taints
   (NoSchedule/NoExecute unless tolerated, effect None ignored); constraints (matchAttribute: same type and value as
-  the first device; distinctAttribute: different from all; a device without the attribute fails).
+  the first device; distinctAttribute: different from all; a device without the attribute fails); capacity.
+- Consumable capacity (DRAConsumableCapacity, capacity.py): every device's capacity is checked against the request's
+  `capacity.requests` (before the device is taken, and again after the constraints). A device with
+  `allowMultipleAllocations` is never in use: each allocation takes a share of it (a new shareID) and consumes its
+  capacity, so several requests and claims can have it while their consumption fits; its counters are consumed once,
+  by its first share. Allocated claims' shares (shareID, consumedCapacity) count as the claim tracker counts them.
 - At most 32 devices per claim; a subrequest that would exceed it gives way to the next one.
 
 gpusched adds one thing the real allocator does not do: before the search, per-node bounds (enough candidate devices
@@ -46,6 +51,7 @@ from ...models.dra import (
     ResourceSlice,
 )
 from . import features
+from .capacity import Amount, CapacityError, consumption, fits
 from .inventory import DeviceID, Inventory, NodeRef, Pool, gather_pools, lookup_attribute, node_matches
 
 __all__ = ["DraError", "Entry", "RequestData", "Taken", "max_steps"]
@@ -123,6 +129,8 @@ class RequestData:
 class Taken:
     data: RequestData
     entry: Entry
+    share: bool = False  # a share of a multi-allocatable device: the result gets a shareID
+    consumed: dict[str, Amount] | None = None  # its consumedCapacity (none when the device has no capacity)
 
 
 class _MaxSize(Exception):
@@ -178,6 +186,7 @@ class _Search:
         self.matches: dict[tuple[tuple[int, int, int], DeviceID], bool] = {}
         self.available: dict[str, dict[str, dict[str, Decimal]]] = {}
         self.consumed: dict[str, dict[str, Counter[str]]] = {}
+        self.capacity: dict[DeviceID, dict[str, Decimal]] = {}  # allocatingCapacity: what this search's shares take
         self.steps = max_steps()
 
     # -- setup: validateDeviceRequest and the constraints -----------------------------------------------------
@@ -220,8 +229,12 @@ class _Search:
             for item in pool.slices:
                 for device in item.spec.devices:
                     entry = Entry((pool.driver, pool.name, device.name), device, item, pool)
-                    if self.selectable(ci, key, data, entry):
-                        data.all_devices.append(entry)
+                    if not self.selectable(ci, key, data, entry):
+                        continue
+                    # static capacity only: what is consumed already is checked when the device is taken
+                    if self.inventory.consumable and not self._fits(ci, data, entry, device.name, "checking", {}):
+                        continue
+                    data.all_devices.append(entry)
         data.count = len(data.all_devices)
 
     # -- per device -----------------------------------------------------------------------------------------------
@@ -258,6 +271,54 @@ class _Search:
         device = entry.device
         return node_matches(self.node, device.node_name, device.all_nodes, device.node_selector)
 
+    def _fits(
+        self, ci: int, data: RequestData, entry: Entry, label: str, verb: str, used: dict[str, Decimal] | None = None
+    ) -> bool:
+        """The request's capacity fits the device beside what is consumed; DraError where that cannot be computed."""
+        if used is None:
+            used = dict(self.inventory.consumed.get(entry.id, {}))
+            for name, value in self.capacity.get(entry.id, {}).items():
+                used[name] = used.get(name, Decimal(0)) + value
+        requests = data.request.capacity.requests if data.request.capacity else None
+        try:
+            return fits(
+                requests,
+                entry.device.capacity,
+                used,
+                features.changed("capacity-errors-abort", self.inventory.version),
+            )
+        except CapacityError as error:
+            raise DraError(
+                f"claim {self.claims[ci].key}, request {data.short}: {verb} capacity for device {label}: {error}"
+            ) from None
+
+    def _capacity_in_use(self, device_id: DeviceID) -> bool:
+        """deviceCapacityInUse: a share of the device is allocated, or taken by this search."""
+        inventory = self.inventory
+        bare = device_id in inventory.shares and features.changed("bare-share-holds-counters", inventory.version)
+        return device_id in inventory.consumed or bare or device_id in self.capacity
+
+    def _add_share(self, device_id: DeviceID, consumed: dict[str, Amount]) -> bool:
+        """Insert into allocatingCapacity; True when an entry was there before."""
+        existed = device_id in self.capacity
+        total = self.capacity.setdefault(device_id, {})
+        for name, amount in consumed.items():
+            total[name] = total.get(name, Decimal(0)) + amount.value
+        return existed
+
+    def _remove_share(self, device_id: DeviceID, consumed: dict[str, Amount], existed: bool) -> None:
+        """Remove from allocatingCapacity: an entry left all zero goes, unless an earlier share still marks it."""
+        total = self.capacity.get(device_id)
+        if total is None:
+            return
+        for name, amount in consumed.items():
+            if name in total:
+                total[name] -= amount.value
+        if all(value == 0 for value in total.values()):
+            del self.capacity[device_id]
+            if existed:
+                self.capacity[device_id] = {}
+
     def in_use(self, device_id: DeviceID) -> bool:
         return device_id in self.inventory.allocated or bool(self.allocating.get(device_id))
 
@@ -283,7 +344,7 @@ class _Search:
         }
         for item in [*pool.slices, *pool.others]:
             for device in item.spec.devices:
-                if (pool.driver, pool.name, device.name) not in self.inventory.allocated:
+                if not self.inventory.is_allocated((pool.driver, pool.name, device.name)):
                     continue
                 for use in device.consumes_counters:
                     for name, counter in use.counters.items():
@@ -298,26 +359,31 @@ class _Search:
                 consumed[use.counter_set][name] -= counter.amount  # type: ignore[assignment]
 
     def take(self, ci: int, data: RequestData, entry: Entry, must: bool) -> Callable[[], None] | None:
-        """allocateDevice: counters, taints, constraints; on success the undo for backtracking."""
+        """allocateDevice: counters, taints, constraints, capacity; on success the undo for backtracking."""
         admin = data.request.admin
-        if admin and ci in self.allocating.get(entry.id, ()):
+        multiple = self.inventory.multiple(entry.device)
+        if not multiple and admin and ci in self.allocating.get(entry.id, ()):
             return None
         if not admin and self.in_use(entry.id):
             return None
-        counted = bool(entry.device.consumes_counters)
+        # a multi-allocatable device already shared has had its counters consumed by its first share
+        counted = bool(entry.device.consumes_counters) and not (multiple and self._capacity_in_use(entry.id))
         if counted and not self._counters_fit(entry):
             return None
-        if self.inventory.blocks(entry.device, data.request):
+        added: list[_Constraint] = []
+
+        def rollback() -> None:
+            for done in reversed(added):
+                done.remove(data)
             if counted:
                 self._release_counters(entry)
+
+        if self.inventory.blocks(entry.device, data.request):
+            rollback()
             return None
-        added: list[_Constraint] = []
         for constraint in self.constraints[ci]:
             if not constraint.add(data, entry):
-                for done in reversed(added):
-                    done.remove(data)
-                if counted:
-                    self._release_counters(entry)
+                rollback()
                 if must:
                     raise DraError(
                         f"claim {self.claims[ci].key}, request {data.short}: cannot add device "
@@ -325,16 +391,32 @@ class _Search:
                     )
                 return None
             added.append(constraint)
-        self.allocating[entry.id].add(ci)
-        self.results[ci].append(Taken(data, entry))
+        consumed: dict[str, Amount] | None = None
+        if self.inventory.consumable:
+            try:
+                fit = self._fits(ci, data, entry, "/".join(entry.id), "rechecking")
+            except DraError:
+                rollback()
+                raise
+            if not fit:
+                rollback()
+                return None
+            if multiple:
+                requests = data.request.capacity.requests if data.request.capacity else None
+                aborts = features.changed("capacity-errors-abort", self.inventory.version)
+                consumed = consumption(requests, entry.device.capacity, aborts)
+        existed = self._add_share(entry.id, consumed) if multiple and consumed is not None else False
+        if not multiple:
+            self.allocating[entry.id].add(ci)
+        self.results[ci].append(Taken(data, entry, multiple, consumed or None))
 
         def undo() -> None:
             self.results[ci].pop()
-            self.allocating[entry.id].discard(ci)
-            for done in reversed(added):
-                done.remove(data)
-            if counted:
-                self._release_counters(entry)
+            if multiple and consumed is not None:
+                self._remove_share(entry.id, consumed, existed)
+            else:
+                self.allocating[entry.id].discard(ci)
+            rollback()
 
         return undo
 
@@ -373,6 +455,8 @@ class _Search:
             elif self.in_use(entry.id):
                 continue
             if not self.selectable(ci, key, data, entry):
+                continue
+            if self.inventory.consumable and not self._fits(ci, data, entry, "/".join(entry.id), "checking"):
                 continue
             if self._next(ci, ri, si, di, in_sub, data, entry, False, position + 1):
                 return True
@@ -413,8 +497,10 @@ class _Search:
 
     def infeasible(self) -> bool:
         """True only when no search could succeed and the search would have raised nothing on the way."""
-        if not self.prune or any(d.all_devices is not None for d in self.data.values()):
+        if not self.prune or any(d.all_devices is not None or d.request.capacity for d in self.data.values()):
             return False
+        if self.inventory.consumable and any(_consumable(self.inventory, entry) for entry in self.entries):
+            return False  # a device may serve several requests, or stop the search: the bounds do not hold
         candidates: dict[tuple[int, int, int], list[Entry]] = {}
         for key, data in self.data.items():
             found = []
@@ -449,6 +535,11 @@ class _Search:
                         union.update(entry.id for entry in found)
         admin = any(d.request.admin for d in self.data.values())
         return admin or len(union) >= total
+
+
+def _consumable(inventory: Inventory, entry: Entry) -> bool:
+    """A device several requests may share, or one whose negative capacity stops any search that reaches it."""
+    return inventory.multiple(entry.device) or any(cap.amount < 0 for cap in entry.device.capacity.values())
 
 
 def _one_value_fits(constraint: _Constraint, options: list[tuple[RequestData, list[Entry]]]) -> bool:

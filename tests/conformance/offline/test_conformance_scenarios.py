@@ -37,7 +37,8 @@ def test_a_third_of_the_scenarios_carry_dra_objects_and_some_preempt():
 def test_dra_objects_are_what_gpusched_reads_and_every_pod_claim_exists():
     for scenario in scenarios("dra"):
         assert 2 <= len(scenario.nodes) <= 4 and 2 <= len(scenario.pods) <= 6
-        objects = objects_from([("scenario", scenario.objects)], pods=False)  # refuses anything malformed
+        drawn = [obj for obj in scenario.objects if REFUSED not in obj["metadata"].get("annotations", {})]
+        objects = objects_from([("scenario", drawn)], pods=False)  # refuses anything malformed
         assert set(objects.classes) == {"gpu.nvidia.com", "mig.nvidia.com"}
         claims = {claim.metadata.name for claim in objects.claims}
         templates = {template.metadata.name for template in objects.templates.values()}
@@ -229,3 +230,20 @@ def test_the_schedulers_words_leave_out_what_gpusched_adds():
     assert _scheduler_words(timed_out) == (
         'running "DynamicResources" filter plugin: node n: timed out trying to allocate devices'
     )
+
+
+def test_gpusched_refuses_exactly_the_dra_objects_drawn_for_the_api_server_to_refuse():
+    """Request policies the API server refuses are drawn now and then, only where DRAConsumableCapacity is on (an
+    older server drops the policy, and the capacity requests: nothing is left to refuse)."""
+    newest = [obj for i in range(300) for obj in generate(7, i, "ns").objects]
+    refused = [obj for obj in newest if REFUSED in obj["metadata"].get("annotations", {})]
+    assert refused and all(obj["kind"] == "ResourceSlice" for obj in refused)
+    for obj in refused:
+        with pytest.raises(InputError, match="requestPolicy"):
+            objects_from([("slice", [obj])], pods=False)
+    for i in range(300):
+        older = generate(7, i, "ns", (1, 35, 4)).objects
+        assert not any(REFUSED in obj["metadata"].get("annotations", {}) for obj in older)
+        read = objects_from([("scenario", older)], pods=False)
+        assert not any(d.allow_multiple_allocations is not None for s in read.slices for d in s.spec.devices)
+        assert not any(r.exactly and r.exactly.capacity for c in read.claims for r in c.spec.devices.requests)

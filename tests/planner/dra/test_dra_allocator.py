@@ -13,6 +13,7 @@ from gpusched.models.dra import DeviceClass, ResourceClaim, ResourceSlice
 from gpusched.planner.dra.allocator import allocate
 from gpusched.planner.dra.inventory import Inventory, NodeRef
 from gpusched.planner.dra.objects import DraObjects
+from gpusched.planner.dra.plugin import explain
 from gpusched.planner.dra.run import run_dra
 from gpusched.planner.dra.search import DraError
 
@@ -329,3 +330,15 @@ def test_bench_cluster_answers_the_same_with_and_without_bounds():
     fast, slow = bench_dra(60, prune=True), bench_dra(60, prune=False)
     assert (fast.node, fast.devices, fast.feasible_nodes) == (slow.node, slow.devices, slow.feasible_nodes)
     assert fast.devices == [f"node-0019/gpu-{i}" for i in range(4)] and fast.feasible_nodes == 3
+
+
+def test_diagnosis_names_an_error_a_claim_meets_only_on_its_own():
+    """Together, claim a takes gpu-0 or gpu-1 and b (All, same island) finds a device in use: no error, no fit.
+    On its own b takes gpu-0, must take gpu-1 and breaks its constraint: the allocator's error, named, not raised."""
+    inv = inventory([slice_("n1", [device("gpu-0", island=0), device("gpu-1", island=1)])])
+    both = claim("b", [request(allocationMode="All")], [{"matchAttribute": f"{D}/island"}])
+    assert allocate(inv, NODE, [claim("a"), both]) == ""
+    assert explain(inv, NODE, [claim("a"), both]) == (
+        "claim ml/b: 2 free devices match, but allocated on its own the allocator stops: claim ml/b, request gpus: "
+        f"cannot add device {D}/n1/gpu-1 because a claim constraint would not be satisfied"
+    )

@@ -89,15 +89,10 @@ class DynamicResources:
         mapping: dict[str, DeviceClass],
         version: Version = NEWEST,
     ) -> DynamicResources:
-        """Devices already allocated to any claim in the objects are held; `version` is the allocator's release."""
-        held = {
-            (r.driver, r.pool, r.device)
-            for claim in objects.claims
-            if claim.status and claim.status.allocation
-            for r in claim.status.allocation.devices.results
-        }
+        """Devices already allocated to any claim in the objects are held (whole, or a share of a multi-allocatable
+        device's capacity); `version` is the allocator's release."""
         return cls(
-            Inventory(objects.slices, objects.classes, held, version),
+            Inventory(objects.slices, objects.classes, set(), version, objects.claims),
             nodes,
             pod_unit(pod, objects),
             objects,
