@@ -204,15 +204,24 @@ def render_plan_bench(console: Console, result: PlanBench) -> None:
         markup=False,
     )
     console.print(
-        f"model: {result.node_classes} node classes ({result.binding_nodes} nodes with cpu or memory rows), "
+        f"model: {result.node_classes} node classes ({result.binding_nodes} nodes where cpu or memory may run out), "
         f"{result.pod_shapes} pod shapes ({result.gpu_shapes} as the GPUs see them), {result.patterns} patterns",
         markup=False,
     )
-    console.print(
-        f"started from {result.warm_start}: {result.warm_start_jobs} jobs, "
-        f"{result.warm_start_weighted_gpus} weighted GPUs",
-        markup=False,
-    )
+    if result.warm_start is None:
+        console.print(f"answer: the {result.source} plan, proven without a heuristic to start from", markup=False)
+    else:
+        console.print(
+            f"answer: the {result.source} plan; started from {result.warm_start}: {result.warm_start_jobs} jobs, "
+            f"{result.warm_start_weighted_gpus} weighted GPUs",
+            markup=False,
+        )
+    for row in result.heuristics:
+        console.print(
+            f"heuristic {row.policy} (gang): {row.jobs_placed} jobs, {row.weighted_gpus} weighted GPUs "
+            f"({row.seconds:.2f} s)",
+            markup=False,
+        )
 
 
 def render_repair_bench(console: Console, result: RepairBench) -> None:

@@ -12,8 +12,9 @@ largest pod size pending, (4) fewest pods split across NVLink islands.
 
 from __future__ import annotations
 
+import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
@@ -23,9 +24,23 @@ from ...state import NodeState
 from ..classes import Arrangement, NodeClass, PodShape, compatible, patterns, room_of
 from .report import PendingJob, PlannedPod, weight_of
 
-__all__ = ["JobType", "PlanModel", "SupplyGroup", "binding_nodes", "build", "hint", "job_types"]
+__all__ = [
+    "JobType",
+    "OutOfTime",
+    "PlanModel",
+    "SupplyGroup",
+    "binding_nodes",
+    "build",
+    "hint",
+    "host_room",
+    "job_types",
+]
 
 Pattern = tuple[tuple[PodShape, ...], Arrangement]  # the pods a node takes together, and how they sit
+
+
+class OutOfTime(Exception):
+    """The model could not be built before the deadline."""
 
 
 @dataclass
@@ -47,32 +62,38 @@ def job_types(
     jobs: list[PendingJob], classes: list[NodeClass], tags: list[str | None], binding: frozenset[str] = frozenset()
 ) -> list[JobType]:
     """Interchangeable jobs, each type with the classes it may use. Jobs that differ only in cpu and memory share
-    one verdict per class from the filters and the GPUs; on the binding nodes cpu and memory are then checked
-    (HostResourcesFit's rule); elsewhere they cannot refuse a pod the GPUs take."""
+    one verdict per class from the filters and the GPUs, and one type where none of those classes is binding (cpu
+    and memory cannot refuse them there: extraction then picks which of them go, by cpu and memory); on the binding
+    classes cpu and memory are checked too (HostResourcesFit's rule), each cpu and memory a type of its own."""
     lowest = min((job.needs.priority for job in jobs), default=0)
     grouped: dict[tuple, list[PendingJob]] = defaultdict(list)
     for job in jobs:
-        key = (job.pods, job.gpus, job.needs.priority, needs_key(job.needs), job.confined)
-        grouped[key].append(job)
+        probe = job.needs.model_copy(update={"cpu": None, "memory": None})
+        grouped[(job.pods, job.gpus, job.needs.priority, needs_key(probe), job.confined)].append(job)
     verdicts: dict[tuple, list[int]] = {}  # the classes whose GPUs and node filters take the pod
     types = []
-    for members in grouped.values():
+    for (_, gpus, _, seen, confined), members in grouped.items():
         sample = members[0]
-        probe = sample.needs.model_copy(update={"cpu": None, "memory": None})
-        seen = (needs_key(probe), sample.gpus)
-        if seen not in verdicts:
-            verdicts[seen] = [i for i, c in enumerate(classes) if compatible(probe, sample.gpus, c.representative)]
-        usable = [
-            i
-            for i in verdicts[seen]
-            if not (sample.confined and tags[i] is None)
-            and (
-                classes[i].representative.name not in binding
-                or not host_reasons(sample.needs, classes[i].representative)
-            )
-        ]
-        shape = PodShape.of(sample.needs, sample.gpus)
-        types.append(JobType(members, shape, weight_of(sample.needs.priority, lowest), usable, sample.confined))
+        if (seen, gpus) not in verdicts:
+            probe = sample.needs.model_copy(update={"cpu": None, "memory": None})
+            verdicts[(seen, gpus)] = [i for i, c in enumerate(classes) if compatible(probe, gpus, c.representative)]
+        verdict = [i for i in verdicts[(seen, gpus)] if not (confined and tags[i] is None)]
+        weight = weight_of(sample.needs.priority, lowest)
+        if not any(classes[i].representative.name in binding for i in verdict):
+            shape = PodShape.of(sample.needs, gpus).gpu_view
+            types.append(JobType(members, shape, weight, verdict, confined))
+            continue
+        split: dict[str, list[PendingJob]] = defaultdict(list)
+        for job in members:
+            split[needs_key(job.needs)].append(job)
+        for alike in split.values():
+            needs = alike[0].needs
+            usable = [
+                i
+                for i in verdict
+                if classes[i].representative.name not in binding or not host_reasons(needs, classes[i].representative)
+            ]
+            types.append(JobType(alike, PodShape.of(needs, gpus), weight, usable, confined))
     return types
 
 
@@ -103,19 +124,31 @@ class PlanModel:
     class_patterns: list[list[Pattern]]
 
 
+def host_room(node: NodeState) -> tuple[int | None, int | None]:
+    """The cpu (millicores) and memory (bytes) a node has left, None where it does not model them."""
+    cpu, memory = node.spec.cpu_milli, node.spec.memory_bytes
+    return (
+        None if cpu is None else max(0, cpu - node.cpu_requested),  # over-used by running pods: none left
+        None if memory is None else max(0, memory - node.memory_requested),
+    )
+
+
 def binding_nodes(nodes: list[NodeState], jobs: list[PendingJob]) -> frozenset[str]:
     """Nodes whose cpu or memory the pending pods might exhaust: the most they could ask for there (every free GPU
     unit taken at the hungriest ratio of request to units, and never more than all that is pending) exceeds what
     is free. On the others no placement the GPUs allow runs out of either."""
     if not jobs:
         return frozenset()
+    ratios = [
+        max(getattr(job.needs, resource) / job.gpus for job in jobs) for resource in ("cpu_milli", "memory_bytes")
+    ]
+    totals = [
+        sum(getattr(job.needs, resource) * job.pods for job in jobs) for resource in ("cpu_milli", "memory_bytes")
+    ]
     found = set()
-    for resource in ("cpu_milli", "memory_bytes"):
-        ratio = max(getattr(job.needs, resource) / job.gpus for job in jobs)
-        total = sum(getattr(job.needs, resource) * job.pods for job in jobs)
-        for node in nodes:
-            room = getattr(room_of(node), "cpu" if resource == "cpu_milli" else "memory")
-            units = sum(gpu.free_replicas for gpu in node.whole_gpus()) + len(node.free_mig())
+    for node in nodes:
+        units = sum(gpu.free_replicas for gpu in node.gpus) + sum(s.holder is None for g in node.gpus for s in g.mig)
+        for room, ratio, total in zip(host_room(node), ratios, totals, strict=True):
             if room is not None and min(units * ratio, total) > room:
                 found.add(node.name)
     return frozenset(found)
@@ -220,8 +253,9 @@ def build(
     largest: int,
     tags: list[str | None],
     binding: frozenset[str] = frozenset(),
+    deadline: float | None = None,
 ) -> tuple[PlanModel, list]:
-    """The model and its objective levels."""
+    """The model and its objective levels; OutOfTime if building it passes the `deadline` (perf_counter)."""
     model = cp_model.CpModel()
     shapes_by_class: dict[int, list[PodShape]] = defaultdict(list)
     pending: dict[tuple[int, PodShape], int] = defaultdict(int)  # pods of each GPU shape that may go to a class
@@ -230,10 +264,17 @@ def build(
             if t.shape.gpu_view not in shapes_by_class[c]:
                 shapes_by_class[c].append(t.shape.gpu_view)
             pending[(c, t.shape.gpu_view)] += t.sample.pods * len(t.jobs)
-    class_patterns = [
-        patterns(room_of(c.representative), shapes_by_class[i], {s: pending[(i, s)] for s in shapes_by_class[i]})
-        for i, c in enumerate(classes)
-    ]
+    class_patterns = []
+    known: dict[tuple, list[Pattern]] = {}  # classes whose GPUs look alike (binding nodes) share their patterns
+    for i, node_class in enumerate(classes):
+        if deadline is not None and time.perf_counter() > deadline:
+            raise OutOfTime
+        room = replace(room_of(node_class.representative), cpu=None, memory=None)  # GPU shapes ask for neither
+        bounds = {s: pending[(i, s)] for s in shapes_by_class[i]}
+        key = (room, tuple(bounds.items()))
+        if key not in known:
+            known[key] = patterns(room, shapes_by_class[i], bounds)
+        class_patterns.append(known[key])
     counts = []
     for c, found in enumerate(class_patterns):
         size = len(classes[c].nodes)
@@ -242,6 +283,8 @@ def build(
         counts.append(row)
     placed = [model.new_int_var(0, len(t.jobs), f"n{j}") for j, t in enumerate(types)]
     linked = _link_supply(model, classes, types, class_patterns, counts, placed, binding)
+    if deadline is not None and time.perf_counter() > deadline:
+        raise OutOfTime
     placed_in = _confine(model, types, tags, linked.groups, linked.supply, placed)
     levels = [
         (

@@ -127,10 +127,23 @@ class PlanReport(BaseModel):
     node_classes: int
     pod_shapes: int
     gpu_shapes: int = Field(0, description="pod shapes as the GPUs see them (no cpu or memory): patterns use these")
-    binding_nodes: int = Field(0, description="nodes whose cpu or memory may run out: classes of their own")
+    binding_nodes: int = Field(
+        0,
+        description="nodes whose cpu or memory may run out: checked pod by pod in disaggregation, and classes of "
+        "their own with capacity rows in the full model",
+    )
     patterns: int
-    build_seconds: float = Field(0.0, description="heuristics, classes, patterns and model, before the solve")
-    warm_start: WarmStart | None = None
+    build_seconds: float = Field(
+        0.0, description="heuristics, classes, patterns and models: all but solves and extraction"
+    )
+    source: str = Field(
+        "full",
+        description="which plan is the answer: 'gpu view' (the first stage's, fitted to every node's cpu and memory), "
+        "'full' (the model with cpu and memory rows), or the heuristic's ('binpack (gang)') when no solve beat it",
+    )
+    warm_start: WarmStart | None = Field(
+        None, description="the best gang-mode heuristic; None when the first stage proved its plan without them"
+    )
     assignments: list[PlannedPod]
     unplaced: list[str]  # jobs left out
     metrics: Metrics

@@ -425,13 +425,21 @@ def test_bench_plan_with_many_shapes_and_distinct_nodes(gpusched):
         "--shapes",
         "25",
         "--distinct-nodes",
+        "--compare",
         "--time-limit",
         "20",
     ]
     report = gpusched(*args, "--json").json()
     assert report["distinct_nodes"] and report["pod_shapes"] <= 25 and report["gpu_shapes"] < report["pod_shapes"]
-    assert report["status"] in ("OPTIMAL", "FEASIBLE") and report["weighted_gpus"] >= report["warm_start_weighted_gpus"]
-    assert report["build_seconds"] <= report["seconds"] and report["gap"] is not None
+    assert report["status"] in ("OPTIMAL", "FEASIBLE") and report["gap"] is not None
+    assert [row["policy"] for row in report["heuristics"]] == ["binpack", "spread", "topology"]
+    assert all(report["weighted_gpus"] >= row["weighted_gpus"] for row in report["heuristics"])
+    assert report["build_seconds"] <= report["seconds"] and report["source"] in ("gpu view", "full")
     text = gpusched(*args).lines
     assert text[0].startswith("plan 40 jobs on 60 nodes") and "every node a different cpu and memory" in text[0]
-    assert text[1].startswith("model: ") and text[2].startswith("started from ")
+    assert text[1].startswith("model: ") and text[2].startswith("answer: the ")
+    assert [line.split(" (gang)")[0] for line in text[3:]] == [
+        "heuristic binpack",
+        "heuristic spread",
+        "heuristic topology",
+    ]
