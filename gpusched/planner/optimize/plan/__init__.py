@@ -85,12 +85,16 @@ def _warm_start(
     cluster: Cluster, jobs: list[PendingJob], sizes: tuple[int, ...], deadline: float | None
 ) -> tuple[list[HeuristicResult], list[PlannedPod]]:
     """The gang-mode heuristics (complete jobs only, so each is a feasible plan), and the best one's pods. With a
-    `deadline` (perf_counter) the ones after the first run only while it lasts; None runs them all."""
+    `deadline` (perf_counter) one after the first runs only if it would end before it, taking as long as the one
+    before; None runs them all."""
     found: list[tuple[HeuristicResult, list[PlannedPod]]] = []
+    took = 0.0
     for policy in POLICIES:
-        if found and deadline is not None and time.perf_counter() > deadline:
+        began = time.perf_counter()
+        if found and deadline is not None and began + took > deadline:
             break
         metrics, pods = greedy_plan(cluster, jobs, policy, "gang", sizes)
+        took = time.perf_counter() - began
         found.append((HeuristicResult(policy=policy, mode="gang", metrics=metrics), pods))
     best = max(found, key=lambda item: _rank(item[0].metrics))
     return [result for result, _ in found], [*best[1]]
@@ -157,7 +161,7 @@ def _stage(
     if confined:
         racks = {name for domain in cluster.nvlink_domains for name in domain.nodes}
         classes, tags = _by_domain(classes, cluster.domain_of(), racks, min(confined))
-    types = job_types(jobs, classes, tags, binding)
+    types = job_types(jobs, classes, tags, binding, deadline)
     built, levels = build(classes, types, largest, tags, binding, deadline)
     return _Stage(classes, types, built, levels, largest)
 
@@ -263,9 +267,9 @@ def plan(
             return _report(cluster, jobs, first, len(binding), answer, relaxed, gang, hinted, heuristics, clock)
         answers.append(answer)
     # stage 2: the full model, from the best plan so far, under the first stage's bound
-    if not gang:
+    if not gang:  # a third of what is left at most, but the first heuristic whatever it takes
         began = time.perf_counter()
-        gang, start = _warm_start(cluster, jobs, all_sizes, clock.deadline - clock.reserve)
+        gang, start = _warm_start(cluster, jobs, all_sizes, began + clock.left() / 3)
         clock.building += time.perf_counter() - began
     best = max(gang, key=lambda h: _rank(h.metrics))
     placed = {a.job for a in start}

@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from ....models.workload import GpuNeeds
 from ...frag import FragRow, fragmentation
 from ...state import ClusterState, GpuState, MigSlot, NodeState
 from ..classes import NodeClass, PodShape, canonical_free
-from .model import JobType, PlanModel, host_room
+from .model import JobType, PlanModel, host_fits, host_room
 from .report import Metrics, PendingJob, PlannedPod, weight_of
 
 __all__ = ["extract", "plan_metrics", "stranded"]
@@ -40,14 +39,12 @@ def _gpus_of(node: NodeState, shape: PodShape, slots: tuple[int, ...]) -> tuple[
 
 
 class _Host:
-    """cpu and memory left per node, measured in GPU units' worth: a resource's amount over the most any pending
-    pod asks of it per GPU unit (so a node's score and a pod's demand compare)."""
+    """cpu and memory left per node, and scored in GPU units' worth: a resource's amount over the most any
+    pending pod asks of it per GPU unit, so that a node's score and a pod's demand compare."""
 
     def __init__(self, jobs: list[PendingJob]) -> None:
-        self.scale = [
-            max((getattr(job.needs, resource) / job.gpus for job in jobs), default=0.0)
-            for resource in ("cpu_milli", "memory_bytes")
-        ]
+        self.asks = {job.name: (job.needs.cpu_milli, job.needs.memory_bytes) for job in jobs}
+        self.scale = [max((self.asks[job.name][i] / job.gpus for job in jobs), default=0.0) for i in (0, 1)]
         self.left: dict[str, list[int | None]] = {}
 
     def of(self, node: NodeState) -> list[int | None]:
@@ -61,18 +58,16 @@ class _Host:
             default=math.inf,
         )
 
-    def demand(self, needs: GpuNeeds) -> float:
-        asks = (needs.cpu_milli, needs.memory_bytes)
-        return max(ask / scale if scale else 0.0 for ask, scale in zip(asks, self.scale, strict=True))
+    def demand(self, job: PendingJob) -> float:
+        return max(ask / scale if scale else 0.0 for ask, scale in zip(self.asks[job.name], self.scale, strict=True))
 
-    def fits(self, node: NodeState, needs: GpuNeeds) -> bool:
-        """HostResourcesFit's rule: a pod asking none of a resource fits whatever is left of it."""
-        asks = (needs.cpu_milli, needs.memory_bytes)
-        return all(ask == 0 or left is None or ask <= left for ask, left in zip(asks, self.of(node), strict=True))
-
-    def take(self, node: NodeState, needs: GpuNeeds, sign: int = 1) -> None:
+    def fits(self, node: NodeState, job: PendingJob) -> bool:
         left = self.of(node)
-        for i, ask in enumerate((needs.cpu_milli, needs.memory_bytes)):
+        return host_fits(self.asks[job.name], (left[0], left[1]))
+
+    def take(self, node: NodeState, job: PendingJob, sign: int = 1) -> None:
+        left = self.of(node)
+        for i, ask in enumerate(self.asks[job.name]):
             value = left[i]
             if value is not None:
                 left[i] = value - sign * ask
@@ -98,7 +93,7 @@ class _Pool:
         self.places[slot[0].name].append(slot)
         heapq.heappush(self.heap, (-host.score(slot[0]), slot[0].name))
 
-    def take(self, host: _Host, needs: GpuNeeds, tries: int = 64) -> Slot | None:
+    def take(self, host: _Host, job: PendingJob, tries: int = 64) -> Slot | None:
         """A place on the node with the most left where the pod fits (among the first `tries` nodes by that)."""
         aside: list[tuple[float, str]] = []
         found = None
@@ -110,7 +105,7 @@ class _Pool:
             now = -host.score(node)
             if now > key:
                 heapq.heappush(self.heap, (now, name))
-            elif host.fits(node, needs):
+            elif host.fits(node, job):
                 found = name
                 aside.append((key, name))
                 break
@@ -168,7 +163,7 @@ def extract(
     unplaced: list[str] = []
 
     def chosen(waiting: list[PendingJob], count: int) -> tuple[list[PendingJob], list[PendingJob]]:
-        ordered = sorted(waiting, key=lambda job: host.demand(job.needs))
+        ordered = sorted(waiting, key=lambda job: host.demand(job))
         return ordered[:count], ordered[count:]
 
     for group, members in built.groups.items():
@@ -190,7 +185,7 @@ def extract(
                 pods += [(job, name, family_pool[family_of[group]]) for job, name in queue]
         else:  # each domain's jobs take that domain's places
             t = types[group.confined]
-            waiting = sorted(t.jobs, key=lambda job: host.demand(job.needs))
+            waiting = sorted(t.jobs, key=lambda job: host.demand(job))
             for domain, var in built.placed_in[group.confined].items():
                 going, waiting = waiting[: solver.value(var)], waiting[solver.value(var) :]
                 pool = _Pool()
@@ -209,20 +204,20 @@ def _seat(
     memory left; a job with a pod that fits nowhere gives its places back and is left out."""
     seated: dict[str, list[tuple[int, PlannedPod, Slot, _Pool]]] = defaultdict(list)
     failed: set[str] = set()
-    order = sorted(range(len(pods)), key=lambda i: (-host.demand(pods[i][0].needs), pods[i][0].name))
+    order = sorted(range(len(pods)), key=lambda i: (-host.demand(pods[i][0]), pods[i][0].name))
     for index in order:
         job, name, pool = pods[index]
         if job.name in failed:
             continue
-        slot = pool.take(host, job.needs)
+        slot = pool.take(host, job)
         if slot is None:
             failed.add(job.name)
             for _, _, given, owner in seated.pop(job.name, []):
-                host.take(given[0], job.needs, -1)
+                host.take(given[0], job, -1)
                 owner.put(given, host)
             continue
         node, gpus, mig, split = slot
-        host.take(node, job.needs)
+        host.take(node, job)
         pod = PlannedPod(pod=name, job=job.name, node=node.name, gpus=gpus, mig=mig, split=split)
         seated[job.name].append((index, pod, slot, pool))
     assignments = sorted((index, pod) for placed in seated.values() for index, pod, _, _ in placed)

@@ -80,7 +80,8 @@ class PlanJob(BaseModel):
 
     @classmethod
     def of(cls, job: PendingJob) -> PlanJob:
-        needs = GpuNeeds.model_validate(job.needs.model_dump(include=set(GpuNeeds.model_fields)))
+        fields = {name: getattr(job.needs, name) for name in GpuNeeds.model_fields}
+        needs = GpuNeeds.model_construct(**fields)  # the fields of a validated Pod or Job: valid already
         return cls(name=job.name, pods=job.pods, gpus=job.gpus, needs=needs, nvlink_domain=job.nvlink_domain)
 
     def pending(self) -> PendingJob:
