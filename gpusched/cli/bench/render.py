@@ -199,7 +199,8 @@ def render_plan_bench(console: Console, result: PlanBench) -> None:
         f"plan {result.jobs} jobs on {result.nodes} nodes ({result.gpus} GPUs, {result.busy_fraction:.0%} busy"
         f"{', every node a different cpu and memory' if result.distinct_nodes else ''}): "
         f"{result.status} (gap {gap}), {result.jobs_placed} jobs placed, {result.weighted_gpus} weighted GPUs; "
-        f"{result.seconds:.2f} s in all, limit {result.time_limit:g} s ({result.build_seconds:.2f} s building, "
+        f"{result.seconds:.2f} s in all ({result.cpu_seconds:.2f} s of processor time), limit {result.time_limit:g} s "
+        f"({result.build_seconds:.2f} s building, "
         f"{result.solve_seconds:.2f} s solving)",
         markup=False,
     )

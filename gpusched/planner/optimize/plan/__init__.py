@@ -243,7 +243,7 @@ def plan(
 
     def disaggregated(stage: _Stage, solver: cp_model.CpSolver, report: SolveReport, source: str) -> _Answer:
         began = time.perf_counter()
-        assignments, unplaced = extract(solver, stage.built, stage.classes, stage.types, jobs)
+        assignments, unplaced = extract(solver, stage.built, stage.classes, stage.types, jobs, binding)
         problems = check_plan(cluster, jobs, assignments)
         if problems:
             raise RuntimeError("internal error: the plan failed validation: " + "; ".join(problems[:5]))

@@ -28,8 +28,11 @@ __all__ = ["extract", "plan_metrics", "stranded"]
 Slot = tuple[NodeState, list[int], list[tuple[int, int]], bool]  # node, GPUs, MIG instances, split
 
 
-def _gpus_of(node: NodeState, shape: PodShape, slots: tuple[int, ...]) -> tuple[list[int], list[tuple[int, int]]]:
-    whole, shared, mig = canonical_free(node)
+Free = tuple[list[list[int]], list[int], list[tuple[int, int]]]  # classes.canonical_free of a node
+
+
+def _gpus_of(free: Free, shape: PodShape, slots: tuple[int, ...]) -> tuple[list[int], list[tuple[int, int]]]:
+    whole, shared, mig = free
     if shape.mig_profile:
         return sorted({mig[s][0] for s in slots}), [mig[s] for s in slots]
     if shape.shared_gib is not None:
@@ -40,16 +43,18 @@ def _gpus_of(node: NodeState, shape: PodShape, slots: tuple[int, ...]) -> tuple[
 
 class _Host:
     """cpu and memory left per node, and scored in GPU units' worth: a resource's amount over the most any
-    pending pod asks of it per GPU unit, so that a node's score and a pod's demand compare."""
+    pending pod asks of it per GPU unit, so that a node's score and a pod's demand compare. Only the binding
+    nodes' are counted: on the others no placement the GPUs allow runs out of either (model.binding_nodes)."""
 
-    def __init__(self, jobs: list[PendingJob]) -> None:
+    def __init__(self, jobs: list[PendingJob], binding: frozenset[str]) -> None:
+        self.binding = binding
         self.asks = {job.name: (job.needs.cpu_milli, job.needs.memory_bytes) for job in jobs}
         self.scale = [max((self.asks[job.name][i] / job.gpus for job in jobs), default=0.0) for i in (0, 1)]
         self.left: dict[str, list[int | None]] = {}
 
     def of(self, node: NodeState) -> list[int | None]:
         if node.name not in self.left:
-            self.left[node.name] = list(host_room(node))
+            self.left[node.name] = list(host_room(node)) if node.name in self.binding else [None, None]
         return self.left[node.name]
 
     def score(self, node: NodeState) -> float:
@@ -130,8 +135,9 @@ def _places(
             copies.sort(key=lambda k: -sum(len(item.slots) for item in found[k][1].items))
             nodes = [node for _, node in sorted(zip(scores, nodes, strict=True), key=lambda pair: -pair[0])]
         for k, node in zip(copies, nodes, strict=False):
+            free = canonical_free(node) if found[k][1].items else ([], [], [])
             for item in found[k][1].items:
-                gpus, mig = _gpus_of(node, item.shape, item.slots)
+                gpus, mig = _gpus_of(free, item.shape, item.slots)
                 slots[(c, item.shape)].append((node, gpus, mig, item.split))
     return slots
 
@@ -142,10 +148,11 @@ def extract(
     classes: list[NodeClass],
     types: list[JobType],
     jobs: list[PendingJob],
+    binding: frozenset[str],
 ) -> tuple[list[PlannedPod], list[str]]:
-    """Pattern counts -> concrete nodes and GPUs -> concrete pods of concrete jobs, within every node's cpu and
-    memory; the jobs left out."""
-    host = _Host(jobs)
+    """Pattern counts -> concrete nodes and GPUs -> concrete pods of concrete jobs, within the cpu and memory of
+    every node where they may run out (`binding`); the jobs left out."""
+    host = _Host(jobs, binding)
     slots = _places(solver, built, classes, host)
 
     def draw(c: int, shape: PodShape, count: int) -> list[Slot]:
