@@ -207,14 +207,15 @@ def _first_level(report: SolveReport, metrics: Metrics, ceiling: float | None) -
     )
 
 
-def _judged(answer: _Answer, last: SolveReport, ceiling: float | None) -> SolveReport:
+def _judged(answer: _Answer, last: SolveReport, ceiling: float | None, count: int) -> SolveReport:
     """How good the chosen plan is. The last solve's own answer keeps its report, its first bound no looser than
-    the ceiling; another (the first stage's fitted plan, a heuristic's) is FEASIBLE with its first level only."""
+    the ceiling; another (the first stage's fitted plan, a heuristic's) is FEASIBLE with its first level only.
+    OPTIMAL only when every one of the `count` levels was proven."""
     first = _first_level(last, answer.metrics, ceiling)
     if answer.report is last and answer.reached:
         levels = [first, *last.levels[1:]]
-        status = "OPTIMAL" if all(level.status == "OPTIMAL" for level in levels) else last.status
-        return last.model_copy(update={"levels": levels, "status": status})
+        proven = len(levels) == count and all(level.status == "OPTIMAL" for level in levels)
+        return last.model_copy(update={"levels": levels, "status": "OPTIMAL" if proven else "FEASIBLE"})
     return last.model_copy(update={"status": "FEASIBLE", "levels": [first]})
 
 
@@ -257,7 +258,9 @@ def plan(
     clock.reserve = 0.05 + 2e-4 * len(state.nodes)  # for disaggregation and validation, until measured
     exact = not binding and bool(gang)  # the first stage is then the full model, started from the heuristics
     floor = max((h.metrics.weighted_gpus for h in gang), default=0)
-    solver, relaxed, hinted = _solve(first, config, clock.left() / (1 if exact else 2), start, floor, None, clock)
+    # all that is left: it is the smaller model, and its proof usually ends the plan; the full model, if needed,
+    # gets what it leaves (little only where the GPUs alone are too hard to prove in time)
+    solver, relaxed, hinted = _solve(first, config, clock.left(), start, floor, None, clock)
     answers: list[_Answer] = []
     ceiling = relaxed.levels[0].best_bound  # what no plan can exceed
     if relaxed.levels[0].objective is not None:
@@ -289,7 +292,7 @@ def plan(
     except OutOfTime:
         clock.building += time.perf_counter() - began  # no time for the full model: the best plan so far stands
     chosen = max(reversed(answers), key=lambda a: _rank(a.metrics))  # on a tie the last: the full model's
-    judged = _judged(chosen, last, ceiling)
+    judged = _judged(chosen, last, ceiling, len(stage.levels))
     return _report(cluster, jobs, stage, len(binding), chosen, judged, gang, hinted, heuristics, clock)
 
 
