@@ -170,16 +170,20 @@ def _solve(
     stage: _Stage,
     config: SolverConfig,
     seconds: float,
-    start: list[PlannedPod],
-    floor: int,
+    start: _Answer | None,
     ceiling: float | None,
     clock: _Clock,
 ) -> tuple[cp_model.CpSolver, SolveReport, bool]:
-    """Solve a stage from a feasible plan (hinted, its value a floor) under a proven bound (a ceiling); whether
-    the plan could be hinted."""
-    hinted = bool(start) and hint(stage.built, stage.classes, stage.types, start)
+    """Solve a round's model from the best plan so far (hinted, its value a floor) under the best proven bound
+    (a ceiling); whether that plan could be hinted."""
+    hinted = (
+        start is not None
+        and bool(start.assignments)
+        and hint(stage.built, stage.classes, stage.types, start.assignments)
+    )
     first = stage.levels[0][2]
-    stage.built.model.add(first >= floor)
+    if start is not None:
+        stage.built.model.add(first >= start.metrics.weighted_gpus)
     if ceiling is not None:
         stage.built.model.add(first <= round(ceiling))
     limited = config.model_copy(update={"time_limit": max(seconds, 0.05)})
@@ -228,9 +232,9 @@ def plan(
 ) -> PlanReport:
     """The optimal plan for the batch, validated, beside kube-scheduler-style placement under each policy.
 
-    The time limit covers all of it: heuristics, both stages' models and solves, disaggregation and validation.
+    The time limit covers all of it: heuristics, every round's model and solve, disaggregation and validation.
     A plan not proven optimal is never worse than the best gang-mode heuristic, which the solve starts from (or
-    which is the answer). With `heuristics` False they run only when the first stage did not prove its plan."""
+    which is the answer). With `heuristics` False they run only when the first round did not prove its plan."""
     config = config or SolverConfig()
     clock = _Clock(config.time_limit)
     largest = max((job.gpus for job in jobs if not job.needs.mig_profile and not job.needs.shared), default=1) or 1
@@ -239,59 +243,58 @@ def plan(
     state = ClusterState.from_cluster(cluster)
     binding = binding_nodes(state.nodes, jobs)
     seen = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector))
-    first = _stage(cluster, seen, jobs, largest, frozenset())
-    clock.building = time.perf_counter() - clock.began
-
-    def disaggregated(stage: _Stage, solver: cp_model.CpSolver, report: SolveReport, source: str) -> _Answer:
+    clock.reserve = 0.05 + 2e-4 * len(state.nodes)  # for disaggregation and validation, until measured
+    rows: frozenset[str] = frozenset()  # the nodes whose cpu and memory this round's model counts
+    answers: list[_Answer] = []
+    if gang:
+        placed = {a.job for a in start}
+        best = max(gang, key=lambda h: _rank(h.metrics))
+        left_out = [job.name for job in jobs if job.name not in placed]
+        answers.append(_Answer(start, left_out, best.metrics, None, f"{best.policy} ({best.mode})"))
+    ceiling: float | None = None  # what no plan can exceed, proven by a round
+    hinted = False
+    stage: _Stage | None = None
+    last: SolveReport | None = None
+    while True:
         began = time.perf_counter()
-        assignments, unplaced = extract(solver, stage.built, stage.classes, stage.types, jobs, binding)
+        try:
+            stage = _stage(cluster, _split(seen, rows), jobs, largest, rows, None if last is None else clock.cutoff())
+        except OutOfTime:
+            clock.building += time.perf_counter() - began
+            break  # no time for this round's model: the best plan so far stands
+        clock.building += time.perf_counter() - began
+        incumbent = max(answers, key=lambda a: _rank(a.metrics), default=None)
+        solver, last, round_hinted = _solve(stage, config, clock.left(), incumbent, ceiling, clock)
+        hinted = hinted or (round_hinted and incumbent is not None and incumbent.report is None)
+        bound = last.levels[0].best_bound
+        if bound is not None and last.levels[0].objective is not None:
+            ceiling = bound if ceiling is None else min(ceiling, bound)
+        if last.levels[0].objective is None:
+            break
+        began = time.perf_counter()
+        assignments, unplaced, refused = extract(solver, stage.built, stage.classes, stage.types, jobs, binding)
         problems = check_plan(cluster, jobs, assignments)
         if problems:
             raise RuntimeError("internal error: the plan failed validation: " + "; ".join(problems[:5]))
         metrics = plan_metrics(state, jobs, assignments, all_sizes)
-        reached = stage.values(metrics)[: len(report.levels)] == [level.objective for level in report.levels]
-        answer = _Answer(assignments, unplaced, metrics, report, source, reached)
+        reached = stage.values(metrics)[: len(last.levels)] == [level.objective for level in last.levels]
+        source = "gpu view" if not rows else ("full" if rows == binding else f"gpu view, rows for {len(rows)} nodes")
+        answers.append(_Answer(assignments, unplaced, metrics, last, source, reached))
         clock.reserve = 1.2 * (time.perf_counter() - began) + 0.05  # what the next one will take, measured
-        return answer
-
-    # stage 1: what the GPUs see; its optimum bounds every plan's, and its plan, if it fits every node, is proven
-    clock.reserve = 0.05 + 2e-4 * len(state.nodes)  # for disaggregation and validation, until measured
-    exact = not binding and bool(gang)  # the first stage is then the full model, started from the heuristics
-    floor = max((h.metrics.weighted_gpus for h in gang), default=0)
-    # all that is left: it is the smaller model, and its proof usually ends the plan; the full model, if needed,
-    # gets what it leaves (little only where the GPUs alone are too hard to prove in time)
-    solver, relaxed, hinted = _solve(first, config, clock.left(), start, floor, None, clock)
-    answers: list[_Answer] = []
-    ceiling = relaxed.levels[0].best_bound  # what no plan can exceed
-    if relaxed.levels[0].objective is not None:
-        answer = disaggregated(first, solver, relaxed, "gpu view")
-        beats = all(_rank(answer.metrics) >= _rank(h.metrics) for h in gang)
-        if answer.reached and (relaxed.optimal or (exact and beats)):
-            return _report(cluster, jobs, first, len(binding), answer, relaxed, gang, hinted, heuristics, clock)
-        answers.append(answer)
-    # stage 2: the full model, from the best plan so far, under the first stage's bound
-    if not gang:  # a third of what is left at most, but the first heuristic whatever it takes
-        began = time.perf_counter()
-        gang, start = _warm_start(cluster, jobs, all_sizes, began + clock.left() / 3)
-        clock.building += time.perf_counter() - began
-    best = max(gang, key=lambda h: _rank(h.metrics))
-    placed = {a.job for a in start}
-    left_out = [job.name for job in jobs if job.name not in placed]
-    answers.append(_Answer(start, left_out, best.metrics, None, f"{best.policy} ({best.mode})"))
-    incumbent = max(answers, key=lambda a: _rank(a.metrics))
-    stage, last = first, relaxed
-    try:
-        began = time.perf_counter()
-        stage = _stage(cluster, _split(seen, binding), jobs, largest, binding, clock.deadline - clock.reserve)
-        clock.building += time.perf_counter() - began
-        floor = incumbent.metrics.weighted_gpus
-        solver, last, full_hinted = _solve(stage, config, clock.left(), incumbent.assignments, floor, ceiling, clock)
-        hinted = hinted or (full_hinted and incumbent.report is None)
-        if last.levels[0].objective is not None:
-            answers.append(disaggregated(stage, solver, last, "full"))
-    except OutOfTime:
-        clock.building += time.perf_counter() - began  # no time for the full model: the best plan so far stands
-    chosen = max(reversed(answers), key=lambda a: _rank(a.metrics))  # on a tie the last: the full model's
+        if reached or rows == binding:
+            break  # proven (the round's model bounds every plan), the full model's own answer, or out of time
+        more = (refused & binding) - rows
+        rows = rows | (more if more else binding)  # where the plan did not fit; failing that, every binding node
+        if not gang:  # a third of what is left at most, but the first heuristic whatever it takes
+            began = time.perf_counter()
+            gang, start = _warm_start(cluster, jobs, all_sizes, began + clock.left() / 3)
+            clock.building += time.perf_counter() - began
+            best = max(gang, key=lambda h: _rank(h.metrics))
+            placed = {a.job for a in start}
+            left_out = [job.name for job in jobs if job.name not in placed]
+            answers.append(_Answer(start, left_out, best.metrics, None, f"{best.policy} ({best.mode})"))
+    assert stage is not None and last is not None  # the first round always builds
+    chosen = max(reversed(answers), key=lambda a: _rank(a.metrics))  # on a tie the latest round's
     judged = _judged(chosen, last, ceiling, len(stage.levels))
     return _report(cluster, jobs, stage, len(binding), chosen, judged, gang, hinted, heuristics, clock)
 
@@ -312,6 +315,10 @@ class _Clock:
 
     def left(self) -> float:
         return self.deadline - time.perf_counter() - self.reserve
+
+    def cutoff(self) -> float:
+        """When a model must be built by: once the time left is spent, none can be solved."""
+        return self.deadline - self.reserve
 
 
 def _report(

@@ -51,6 +51,7 @@ class _Host:
         self.asks = {job.name: (job.needs.cpu_milli, job.needs.memory_bytes) for job in jobs}
         self.scale = [max((self.asks[job.name][i] / job.gpus for job in jobs), default=0.0) for i in (0, 1)]
         self.left: dict[str, list[int | None]] = {}
+        self.refused: dict[str, set[str]] = defaultdict(set)  # job -> nodes that had a place but not the cpu or memory
 
     def of(self, node: NodeState) -> list[int | None]:
         if node.name not in self.left:
@@ -116,6 +117,7 @@ class _Pool:
                 break
             else:
                 aside.append((key, name))
+                host.refused[job.name].add(name)
         for entry in aside:
             heapq.heappush(self.heap, entry)
         return None if found is None else self.places[found].pop()
@@ -149,9 +151,10 @@ def extract(
     types: list[JobType],
     jobs: list[PendingJob],
     binding: frozenset[str],
-) -> tuple[list[PlannedPod], list[str]]:
+) -> tuple[list[PlannedPod], list[str], set[str]]:
     """Pattern counts -> concrete nodes and GPUs -> concrete pods of concrete jobs, within the cpu and memory of
-    every node where they may run out (`binding`); the jobs left out."""
+    every node where they may run out (`binding`); the jobs left out, and the nodes whose cpu or memory made them
+    (a model that counts those nodes' cpu and memory would not choose the same)."""
     host = _Host(jobs, binding)
     slots = _places(solver, built, classes, host)
 
@@ -206,9 +209,10 @@ def extract(
 
 def _seat(
     pods: list[tuple[PendingJob, str, _Pool]], host: _Host, unplaced: list[str]
-) -> tuple[list[PlannedPod], list[str]]:
+) -> tuple[list[PlannedPod], list[str], set[str]]:
     """Each pod, hungriest first (a job's pods together), on the place of its pool whose node has the most cpu and
-    memory left; a job with a pod that fits nowhere gives its places back and is left out."""
+    memory left; a job with a pod that fits nowhere gives its places back and is left out. Also the nodes that
+    turned such a pod away for want of cpu or memory."""
     seated: dict[str, list[tuple[int, PlannedPod, Slot, _Pool]]] = defaultdict(list)
     failed: set[str] = set()
     order = sorted(range(len(pods)), key=lambda i: (-host.demand(pods[i][0]), pods[i][0].name))
@@ -228,7 +232,8 @@ def _seat(
         pod = PlannedPod(pod=name, job=job.name, node=node.name, gpus=gpus, mig=mig, split=split)
         seated[job.name].append((index, pod, slot, pool))
     assignments = sorted((index, pod) for placed in seated.values() for index, pod, _, _ in placed)
-    return [pod for _, pod in assignments], unplaced + sorted(failed)
+    refused = {name for job in failed for name in host.refused[job]}
+    return [pod for _, pod in assignments], unplaced + sorted(failed), refused
 
 
 def stranded(state: ClusterState, sizes: tuple[int, ...]) -> dict[int, int]:
