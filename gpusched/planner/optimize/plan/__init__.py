@@ -244,6 +244,7 @@ def plan(
     binding = binding_nodes(state.nodes, jobs)
     seen = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector))
     clock.reserve = 0.05 + 2e-4 * len(state.nodes)  # for disaggregation and validation, until measured
+    clock.building = time.perf_counter() - clock.began  # heuristics, the cluster's state, its classes
     rows: frozenset[str] = frozenset()  # the nodes whose cpu and memory this round's model counts
     answers: list[_Answer] = []
     if gang:
