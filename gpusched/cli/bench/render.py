@@ -210,7 +210,8 @@ def render_plan_bench(console: Console, result: PlanBench) -> None:
         markup=False,
     )
     if result.warm_start is None:
-        console.print(f"answer: the {result.source} plan, proven without a heuristic to start from", markup=False)
+        why = "proven without" if result.status == "OPTIMAL" else "out of time before"
+        console.print(f"answer: the {result.source} plan, {why} a heuristic to start from", markup=False)
     else:
         console.print(
             f"answer: the {result.source} plan; started from {result.warm_start}: {result.warm_start_jobs} jobs, "

@@ -5,12 +5,13 @@ of a pods file is a job of one. The model counts, per node class, how many nodes
 the plan is then disaggregated to concrete GPUs and checked by the independent validator, and compared with
 kube-scheduler-style placement under each policy (baselines.py).
 
-Two stages. First the model of what the GPUs see: its classes and job types leave cpu and memory out, so it is
-small, and its optimum bounds every plan's, level by level. Its plan is disaggregated within every node's cpu and
-memory; when nothing had to be left out, that plan reaches the bound on every level and is proven optimal.
-Otherwise the full model runs (a node whose cpu or memory may run out is a class of its own with capacity rows),
-hinted with the best plan so far (the first stage's, or the best gang-mode heuristic's), under the first stage's
-bound.
+The solve goes in rounds. The first model leaves cpu and memory out (classes are what the GPUs see, jobs that
+differ only in cpu or memory one type): a relaxation, so its optimum bounds every plan's, level by level. Its plan is
+fitted to every node's cpu and memory (extract.py); when nothing had to be left out it reaches the bound on every
+level and is proven optimal. Otherwise the nodes that turned a pod away get cpu and memory rows (classes of their
+own) and the next round, still a relaxation and still a bound, starts from the best plan so far (the fitted one, or
+the best gang-mode heuristic's): hinted, its value a floor, the best bound a ceiling. Rows on every node where cpu
+or memory may run out are the full model, the last resort.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def _rank(metrics: Metrics) -> tuple[int, int]:
 
 @dataclass
 class _Stage:
-    """One model of the batch: its classes, job types, model and objective levels."""
+    """One round's model of the batch: its classes, job types, model and objective levels."""
 
     classes: list[NodeClass]
     types: list[JobType]
@@ -234,7 +235,8 @@ def plan(
 
     The time limit covers all of it: heuristics, every round's model and solve, disaggregation and validation.
     A plan not proven optimal is never worse than the best gang-mode heuristic, which the solve starts from (or
-    which is the answer). With `heuristics` False they run only when the first round did not prove its plan."""
+    which is the answer). With `heuristics` False they run only when the first round did not prove its plan and
+    time is left for another round."""
     config = config or SolverConfig()
     clock = _Clock(config.time_limit)
     largest = max((job.gpus for job in jobs if not job.needs.mig_profile and not job.needs.shared), default=1) or 1
@@ -286,7 +288,7 @@ def plan(
             break  # proven (the round's model bounds every plan), the full model's own answer, or out of time
         more = (refused & binding) - rows
         rows = rows | (more if more else binding)  # where the plan did not fit; failing that, every binding node
-        if not gang:  # a third of what is left at most, but the first heuristic whatever it takes
+        if not gang and clock.left() > 0:  # a third of what is left at most, but the first whatever it takes
             began = time.perf_counter()
             gang, start = _warm_start(cluster, jobs, all_sizes, began + clock.left() / 3)
             clock.building += time.perf_counter() - began

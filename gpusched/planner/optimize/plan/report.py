@@ -139,11 +139,14 @@ class PlanReport(BaseModel):
     )
     source: str = Field(
         "full",
-        description="which plan is the answer: 'gpu view' (the first stage's, fitted to every node's cpu and memory), "
-        "'full' (the model with cpu and memory rows), or the heuristic's ('binpack (gang)') when no solve beat it",
+        description="which plan is the answer: 'gpu view' (the first round's, cpu and memory left out, fitted to "
+        "every node's), 'gpu view, rows for N nodes' (a later round's, cpu and memory rows on those), 'full' (rows "
+        "on every node where they may run out), or the heuristic's ('binpack (gang)') when no round beat it",
     )
     warm_start: WarmStart | None = Field(
-        None, description="the best gang-mode heuristic; None when the first stage proved its plan without them"
+        None,
+        description="the best gang-mode heuristic; None when they were not asked for and the first round proved "
+        "its plan (or left no time for them)",
     )
     assignments: list[PlannedPod]
     unplaced: list[str]  # jobs left out

@@ -229,7 +229,7 @@ def test_where_cpu_runs_out_both_stages_still_find_the_exhaustive_optimum(case):
     """cpu short everywhere: the GPU view's plan often does not fit, and the full model has to finish the job."""
     cluster, jobs = case
     report = plan(cluster, jobs, SolverConfig(time_limit=10))
-    assert report.solve.status == "OPTIMAL" and report.source in ("gpu view", "full")
+    assert report.solve.status == "OPTIMAL" and (report.source.startswith("gpu view") or report.source == "full")
     assert tuple(_levels(report)[:2]) == _exhaustive_best(cluster, jobs)
     assert check_plan(cluster, jobs, report.assignments) == []
 
