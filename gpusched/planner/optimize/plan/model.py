@@ -2,9 +2,10 @@
 are placed, so that the model's size follows the classes of node and the shapes pending, not their numbers.
 
 Patterns are built over what the GPUs see of a pod (its GPU shape), each shape at most as often as it is pending;
-pods that differ only in cpu or memory share a GPU shape. Where cpu or memory may run out on a node (`binding`),
-that node is a class of its own with a capacity row over the pods of each shape it takes; elsewhere they cannot
-run out, whatever the GPUs take, so they are left out exactly.
+pods that differ only in cpu or memory share a GPU shape. The nodes named in `binding` (the round's rows) are
+classes of their own with a capacity row over the pods of each shape they take; elsewhere cpu and memory are left
+out: exactly where they cannot run out (binding_nodes), as a relaxation where they might (a bound; the plan is then
+fitted to them in extraction).
 
 Objective, lexicographic: (1) priority-weighted GPUs placed, (2) jobs placed, (3) fewest stranded GPUs for the
 largest pod size pending, (4) fewest pods split across NVLink islands.
