@@ -195,7 +195,7 @@ def _solve(
 
 def _first_level(report: SolveReport, metrics: Metrics, ceiling: float | None) -> LevelReport:
     """The first level of a report for this plan: its value, and the tightest proven bound (the solve's, or the
-    first stage's ceiling); a bound below the value is none (that search stopped before it proved one)."""
+    best ceiling a round proved); a bound below the value is none (that search stopped before it proved one)."""
     first = report.levels[0] if report.levels else None
     objective = float(metrics.weighted_gpus)
     found = first.best_bound if first is not None and first.objective is not None else None
@@ -214,7 +214,7 @@ def _first_level(report: SolveReport, metrics: Metrics, ceiling: float | None) -
 
 def _judged(answer: _Answer, last: SolveReport, ceiling: float | None, count: int) -> SolveReport:
     """How good the chosen plan is. The last solve's own answer keeps its report, its first bound no looser than
-    the ceiling; another (the first stage's fitted plan, a heuristic's) is FEASIBLE with its first level only.
+    the ceiling; another (an earlier round's fitted plan, a heuristic's) is FEASIBLE with its first level only.
     OPTIMAL only when every one of the `count` levels was proven."""
     first = _first_level(last, answer.metrics, ceiling)
     if answer.report is last and answer.reached:
@@ -254,7 +254,9 @@ def plan(
         best = max(gang, key=lambda h: _rank(h.metrics))
         left_out = [job.name for job in jobs if job.name not in placed]
         answers.append(_Answer(start, left_out, best.metrics, None, f"{best.policy} ({best.mode})"))
-    ceiling: float | None = None  # what no plan can exceed, proven by a round
+    lowest = min((job.needs.priority for job in jobs), default=0)
+    everything = sum(weight_of(job.needs.priority, lowest) * job.pods * job.gpus for job in jobs)
+    ceiling = float(everything)  # what no plan can exceed: all of it, until a round proves less
     hinted = False
     stage: _Stage | None = None
     last: SolveReport | None = None
@@ -271,7 +273,7 @@ def plan(
         hinted = hinted or (round_hinted and incumbent is not None and incumbent.report is None)
         bound = last.levels[0].best_bound
         if bound is not None and last.levels[0].objective is not None:
-            ceiling = bound if ceiling is None else min(ceiling, bound)
+            ceiling = min(ceiling, bound)
         if last.levels[0].objective is None:
             break
         began = time.perf_counter()
