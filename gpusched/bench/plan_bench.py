@@ -10,15 +10,22 @@ from __future__ import annotations
 import random
 import time
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ..models.cluster import Cluster
 from ..models.workload import Job
-from ..planner.optimize.plan import pending_jobs, plan
+from ..planner.optimize.plan import POLICIES, greedy, pending_jobs, plan
 from ..planner.optimize.solver import SolverConfig
 from ..scenarios.synthetic import synthetic_cluster, synthetic_jobs
 
-__all__ = ["PlanBench", "bench_plan"]
+__all__ = ["HeuristicRow", "PlanBench", "bench_plan"]
+
+
+class HeuristicRow(BaseModel):
+    policy: str  # gang mode: complete jobs only
+    jobs_placed: int
+    weighted_gpus: int
+    seconds: float
 
 
 class PlanBench(BaseModel):
@@ -30,19 +37,24 @@ class PlanBench(BaseModel):
     status: str
     gap: float | None  # of the first objective level (priority-weighted GPUs); 0 when proven
     seconds: float  # heuristics, classes, patterns, model, solve, disaggregation, validation
-    build_seconds: float  # everything before the solve: heuristics (the warm start), classes, patterns, model
+    cpu_seconds: float  # the same, as processor time (user and system, every solver thread): what load does not stretch
+    build_seconds: float  # heuristics (when run), classes, patterns, models: all but solves and extraction
     solve_seconds: float
     time_limit: float
     node_classes: int
-    binding_nodes: int  # nodes whose cpu or memory may run out: classes of their own, with capacity rows
+    binding_nodes: int  # nodes whose cpu or memory may run out: fitted pod by pod, rows in the full model
     pod_shapes: int
     gpu_shapes: int
     patterns: int
     jobs_placed: int
     weighted_gpus: int
-    warm_start: str  # the heuristic the solve started from
-    warm_start_jobs: int
-    warm_start_weighted_gpus: int
+    source: str  # which plan is the answer: "gpu view" (the first stage's), "full", or a heuristic's
+    warm_start: str | None  # the heuristic the solve started from; None when the first stage needed none
+    warm_start_jobs: int | None
+    warm_start_weighted_gpus: int | None
+    heuristics: list[HeuristicRow] = Field(
+        default_factory=list
+    )  # with compare: every gang-mode heuristic, run after the timed plan
 
 
 def _shaped(jobs: list[Job], shapes: int, seed: int) -> list[Job]:
@@ -84,8 +96,10 @@ def bench_plan(
     domain_jobs: int = 0,
     shapes: int | None = None,
     distinct_nodes: bool = False,
+    compare: bool = False,
 ) -> PlanBench:
-    """`domain_jobs` adds that many 4x8-GPU jobs confined to one NVLink domain (each plain node is one)."""
+    """`domain_jobs` adds that many 4x8-GPU jobs confined to one NVLink domain (each plain node is one);
+    `compare` runs every gang-mode heuristic after the timed plan, to show the plan is no worse than any."""
     cluster = synthetic_cluster(nodes, seed, busy)
     if distinct_nodes:
         cluster = Cluster.model_validate(_distinct(cluster, seed).model_dump())
@@ -96,11 +110,22 @@ def bench_plan(
     if shapes is not None:
         generated = _shaped(generated, shapes, seed)
     backlog = pending_jobs([], [*generated, *confined])
-    began = time.perf_counter()
+    began, processor = time.perf_counter(), time.process_time()
     report = plan(cluster, backlog, SolverConfig(time_limit=time_limit, seed=seed), heuristics=False)
-    seconds = time.perf_counter() - began
+    seconds, cpu_seconds = time.perf_counter() - began, time.process_time() - processor
     start = report.warm_start
-    assert start is not None  # plan always starts from a heuristic
+    rows = []
+    for policy in POLICIES if compare else ():
+        began = time.perf_counter()
+        metrics = greedy(cluster, backlog, policy, "gang", tuple(sorted(report.metrics.stranded)))
+        rows.append(
+            HeuristicRow(
+                policy=policy,
+                jobs_placed=metrics.jobs_placed,
+                weighted_gpus=metrics.weighted_gpus,
+                seconds=round(time.perf_counter() - began, 3),
+            )
+        )
     return PlanBench(
         nodes=nodes,
         gpus=sum(node.gpu.count for node in cluster.nodes if node.gpu),
@@ -110,6 +135,7 @@ def bench_plan(
         status=report.solve.status,
         gap=report.solve.levels[0].gap,
         seconds=round(seconds, 3),
+        cpu_seconds=round(cpu_seconds, 3),
         build_seconds=round(report.build_seconds, 3),
         solve_seconds=round(report.solve.seconds, 3),
         time_limit=time_limit,
@@ -120,7 +146,9 @@ def bench_plan(
         patterns=report.patterns,
         jobs_placed=report.metrics.jobs_placed,
         weighted_gpus=report.metrics.weighted_gpus,
-        warm_start=f"{start.policy} ({start.mode})",
-        warm_start_jobs=start.metrics.jobs_placed,
-        warm_start_weighted_gpus=start.metrics.weighted_gpus,
+        source=report.source,
+        warm_start=None if start is None else f"{start.policy} ({start.mode})",
+        warm_start_jobs=None if start is None else start.metrics.jobs_placed,
+        warm_start_weighted_gpus=None if start is None else start.metrics.weighted_gpus,
+        heuristics=rows,
     )

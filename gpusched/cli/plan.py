@@ -150,7 +150,7 @@ def render_solve(console: Console, solve: SolveReport) -> None:
 
 def render_plan(console: Console, report: PlanReport) -> None:
     render_solve(console, report.solve)
-    binding = f", {report.binding_nodes} nodes with cpu or memory rows" if report.binding_nodes else ""
+    binding = f", {report.binding_nodes} nodes where cpu or memory may run out" if report.binding_nodes else ""
     seen = f" ({report.gpu_shapes} as the GPUs see them)" if report.gpu_shapes != report.pod_shapes else ""
     console.print(
         f"model: {report.node_classes} node classes, {report.pod_shapes} pod shapes{seen}, "

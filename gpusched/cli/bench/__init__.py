@@ -431,16 +431,19 @@ def bench_plan_command(
     distinct_nodes: Annotated[
         bool, typer.Option("--distinct-nodes", help="every node a different allocatable cpu and memory")
     ] = False,
+    compare: Annotated[
+        bool, typer.Option("--compare", help="then run every gang-mode heuristic (untimed) to compare with")
+    ] = False,
     seed: Seed = 42,
     time_limit: TimeLimit = 60.0,
     as_json: JsonFlag = False,
 ) -> None:
     """Time `plan` on a generated cluster and backlog: heuristics, classes, patterns, solve, disaggregation,
-    validation; with the status, the gap and the heuristic the solve started from."""
+    validation; with the status, the gap, which plan is the answer and the heuristic the solve started from."""
 
     def body() -> int:
         solver_config(time_limit, 1, seed)
-        result = bench_plan(nodes, jobs, busy, seed, time_limit, domain_jobs, shapes, distinct_nodes)
+        result = bench_plan(nodes, jobs, busy, seed, time_limit, domain_jobs, shapes, distinct_nodes, compare)
         show(result, as_json, render_plan_bench)
         return 0
 

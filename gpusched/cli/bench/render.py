@@ -209,20 +209,31 @@ def render_plan_bench(console: Console, result: PlanBench) -> None:
         f"plan {result.jobs} jobs on {result.nodes} nodes ({result.gpus} GPUs, {result.busy_fraction:.0%} busy"
         f"{', every node a different cpu and memory' if result.distinct_nodes else ''}): "
         f"{result.status} (gap {gap}), {result.jobs_placed} jobs placed, {result.weighted_gpus} weighted GPUs; "
-        f"{result.seconds:.2f} s in all, limit {result.time_limit:g} s ({result.build_seconds:.2f} s building, "
+        f"{result.seconds:.2f} s in all ({result.cpu_seconds:.2f} s of processor time), limit {result.time_limit:g} s "
+        f"({result.build_seconds:.2f} s building, "
         f"{result.solve_seconds:.2f} s solving)",
         markup=False,
     )
     console.print(
-        f"model: {result.node_classes} node classes ({result.binding_nodes} nodes with cpu or memory rows), "
+        f"model: {result.node_classes} node classes ({result.binding_nodes} nodes where cpu or memory may run out), "
         f"{result.pod_shapes} pod shapes ({result.gpu_shapes} as the GPUs see them), {result.patterns} patterns",
         markup=False,
     )
-    console.print(
-        f"started from {result.warm_start}: {result.warm_start_jobs} jobs, "
-        f"{result.warm_start_weighted_gpus} weighted GPUs",
-        markup=False,
-    )
+    if result.warm_start is None:
+        why = "proven without" if result.status == "OPTIMAL" else "out of time before"
+        console.print(f"answer: the {result.source} plan, {why} a heuristic to start from", markup=False)
+    else:
+        console.print(
+            f"answer: the {result.source} plan; started from {result.warm_start}: {result.warm_start_jobs} jobs, "
+            f"{result.warm_start_weighted_gpus} weighted GPUs",
+            markup=False,
+        )
+    for row in result.heuristics:
+        console.print(
+            f"heuristic {row.policy} (gang): {row.jobs_placed} jobs, {row.weighted_gpus} weighted GPUs "
+            f"({row.seconds:.2f} s)",
+            markup=False,
+        )
 
 
 def render_repair_bench(console: Console, result: RepairBench) -> None:

@@ -4,19 +4,30 @@ build (model.py) → solve → extract (extract.py) → validate (validate.py). 
 of a pods file is a job of one. The model counts, per node class, how many nodes take each pattern (classes.py);
 the plan is then disaggregated to concrete GPUs and checked by the independent validator, and compared with
 kube-scheduler-style placement under each policy (baselines.py).
+
+The solve goes in rounds. The first model leaves cpu and memory out (classes are what the GPUs see, jobs that
+differ only in cpu or memory one type): a relaxation, so its optimum bounds every plan's, level by level. Its plan is
+fitted to every node's cpu and memory (extract.py); when nothing had to be left out it reaches the bound on every
+level and is proven optimal. Otherwise the nodes that turned a pod away get cpu and memory rows (classes of their
+own) and the next round, still a relaxation and still a bound, starts from the best plan so far (the fitted one, or
+the best gang-mode heuristic's): hinted, its value a floor, the best bound a ceiling. Rows on every node where cpu
+or memory may run out are the full model, the last resort.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
 
 from ....models.cluster import Cluster
 from ...state import ClusterState, NodeState
-from ..classes import NodeClass, node_classes
+from ..classes import NodeClass, PodShape, node_classes
 from ..solver import LevelReport, SolverConfig, SolveReport, solve_lexicographic
 from .baselines import greedy, greedy_plan
 from .extract import extract, plan_metrics
-from .model import binding_nodes, build, hint, job_types
+from .model import JobType, OutOfTime, PlanModel, binding_nodes, build, hint, job_types
 from .report import (
     HeuristicResult,
     Metrics,
@@ -31,6 +42,7 @@ from .report import (
 from .validate import check_plan
 
 __all__ = [
+    "POLICIES",
     "HeuristicResult",
     "Metrics",
     "PendingJob",
@@ -71,16 +83,19 @@ POLICIES = ("binpack", "spread", "topology")  # the heuristics plan is compared 
 
 
 def _warm_start(
-    cluster: Cluster, jobs: list[PendingJob], sizes: tuple[int, ...], budget: float | None
+    cluster: Cluster, jobs: list[PendingJob], sizes: tuple[int, ...], deadline: float | None
 ) -> tuple[list[HeuristicResult], list[PlannedPod]]:
     """The gang-mode heuristics (complete jobs only, so each is a feasible plan), and the best one's pods. With a
-    `budget` (seconds) the ones after the first run only while it lasts; None runs them all."""
+    `deadline` (perf_counter) one after the first runs only if it would end before it, taking as long as the one
+    before; None runs them all."""
     found: list[tuple[HeuristicResult, list[PlannedPod]]] = []
-    began = time.perf_counter()
+    took = 0.0
     for policy in POLICIES:
-        if found and budget is not None and time.perf_counter() - began > budget:
+        began = time.perf_counter()
+        if found and deadline is not None and began + took > deadline:
             break
         metrics, pods = greedy_plan(cluster, jobs, policy, "gang", sizes)
+        took = time.perf_counter() - began
         found.append((HeuristicResult(policy=policy, mode="gang", metrics=metrics), pods))
     best = max(found, key=lambda item: _rank(item[0].metrics))
     return [result for result, _ in found], [*best[1]]
@@ -91,24 +106,122 @@ def _rank(metrics: Metrics) -> tuple[int, int]:
     return metrics.weighted_gpus, metrics.jobs_placed
 
 
-def _fallback(report: SolveReport, best: HeuristicResult) -> SolveReport:
-    """The report when the solve found nothing better than the heuristic it started from, whose plan is then the
-    answer: FEASIBLE, the heuristic's values, the solver's bound on the first level where it has one."""
+@dataclass
+class _Stage:
+    """One round's model of the batch: its classes, job types, model and objective levels."""
+
+    classes: list[NodeClass]
+    types: list[JobType]
+    built: PlanModel
+    levels: list
+    largest: int  # the pod size whose stranded GPUs the third level counts
+
+    def values(self, metrics: Metrics) -> list[float]:
+        """A plan's value on each objective level, in build's order."""
+        return [
+            metrics.weighted_gpus,
+            metrics.jobs_placed,
+            metrics.stranded.get(self.largest, 0),
+            metrics.islands_split,
+        ]
+
+
+@dataclass
+class _Answer:
+    """A valid plan, its metrics, and the report of the solve it came from (None: a heuristic's plan)."""
+
+    assignments: list[PlannedPod]
+    unplaced: list[str]
+    metrics: Metrics
+    report: SolveReport | None
+    source: str
+    reached: bool = False  # the plan has the report's value on every level it reports
+
+
+def _split(classes: list[NodeClass], binding: frozenset[str]) -> list[NodeClass]:
+    """The classes with each binding node a class of its own, for its cpu and memory rows."""
+    found = []
+    for c in classes:
+        rest = [node for node in c.nodes if node.name not in binding]
+        if rest:
+            found.append(NodeClass(c.key, rest))
+        found += [NodeClass(c.key + (node.name,), [node]) for node in c.nodes if node.name in binding]
+    return found
+
+
+def _stage(
+    cluster: Cluster,
+    classes: list[NodeClass],
+    jobs: list[PendingJob],
+    largest: int,
+    binding: frozenset[str],
+    deadline: float | None = None,
+) -> _Stage:
+    tags: list[str | None] = [None] * len(classes)
+    confined = [job.pods * job.gpus for job in jobs if job.confined]
+    if confined:
+        racks = {name for domain in cluster.nvlink_domains for name in domain.nodes}
+        classes, tags = _by_domain(classes, cluster.domain_of(), racks, min(confined))
+    types = job_types(jobs, classes, tags, binding, deadline)
+    built, levels = build(classes, types, largest, tags, binding, deadline)
+    return _Stage(classes, types, built, levels, largest)
+
+
+def _solve(
+    stage: _Stage,
+    config: SolverConfig,
+    seconds: float,
+    start: _Answer | None,
+    ceiling: float | None,
+    clock: _Clock,
+) -> tuple[cp_model.CpSolver, SolveReport, bool]:
+    """Solve a round's model from the best plan so far (hinted, its value a floor) under the best proven bound
+    (a ceiling); whether that plan could be hinted."""
+    hinted = (
+        start is not None
+        and bool(start.assignments)
+        and hint(stage.built, stage.classes, stage.types, start.assignments)
+    )
+    first = stage.levels[0][2]
+    if start is not None:
+        stage.built.model.add(first >= start.metrics.weighted_gpus)
+    if ceiling is not None:
+        stage.built.model.add(first <= round(ceiling))
+    limited = config.model_copy(update={"time_limit": max(seconds, 0.05)})
+    solver, report = solve_lexicographic(stage.built.model, stage.levels, limited)
+    clock.solving += report.seconds
+    return solver, report, hinted
+
+
+def _first_level(report: SolveReport, metrics: Metrics, ceiling: float | None) -> LevelReport:
+    """The first level of a report for this plan: its value, and the tightest proven bound (the solve's, or the
+    best ceiling a round proved); a bound below the value is none (that search stopped before it proved one)."""
     first = report.levels[0] if report.levels else None
-    objective = float(best.metrics.weighted_gpus)
-    bound = first.best_bound if first is not None else None
-    if bound is not None and bound < objective:
-        bound = None  # not an upper bound: the search stopped before it proved one
-    level = LevelReport(
+    objective = float(metrics.weighted_gpus)
+    found = first.best_bound if first is not None and first.objective is not None else None
+    bounds = [b for b in (ceiling, found) if b is not None and b >= objective]
+    bound = min(bounds, default=None)
+    return LevelReport(
         name=first.name if first is not None else "priority-weighted GPUs placed",
         sense="maximize",
-        status="FEASIBLE",
+        status="OPTIMAL" if bound == objective else "FEASIBLE",
         objective=objective,
         best_bound=bound,
         gap=None if bound is None else abs(bound - objective) / max(1.0, objective),
         seconds=first.seconds if first is not None else 0.0,
     )
-    return report.model_copy(update={"status": "FEASIBLE", "levels": [level]})
+
+
+def _judged(answer: _Answer, last: SolveReport, ceiling: float | None, count: int) -> SolveReport:
+    """How good the chosen plan is. The last solve's own answer keeps its report, its first bound no looser than
+    the ceiling; another (an earlier round's fitted plan, a heuristic's) is FEASIBLE with its first level only.
+    OPTIMAL only when every one of the `count` levels was proven."""
+    first = _first_level(last, answer.metrics, ceiling)
+    if answer.report is last and answer.reached:
+        levels = [first, *last.levels[1:]]
+        proven = len(levels) == count and all(level.status == "OPTIMAL" for level in levels)
+        return last.model_copy(update={"levels": levels, "status": "OPTIMAL" if proven else "FEASIBLE"})
+    return last.model_copy(update={"status": "FEASIBLE", "levels": [first]})
 
 
 def plan(
@@ -120,51 +233,120 @@ def plan(
 ) -> PlanReport:
     """The optimal plan for the batch, validated, beside kube-scheduler-style placement under each policy.
 
-    The solve starts from the best gang-mode heuristic (hinted, and its objective a floor), so the plan is never
-    worse than it; the time limit covers building the model and the heuristics too."""
+    The time limit covers all of it: heuristics, every round's model and solve, disaggregation and validation.
+    A plan not proven optimal is never worse than the best gang-mode heuristic, which the solve starts from (or
+    which is the answer). With `heuristics` False they run only when the first round did not prove its plan and
+    time is left for another round."""
     config = config or SolverConfig()
-    began = time.perf_counter()
+    clock = _Clock(config.time_limit)
     largest = max((job.gpus for job in jobs if not job.needs.mig_profile and not job.needs.shared), default=1) or 1
     all_sizes = tuple(sorted(set(sizes) | {largest}))
-    gang, start = _warm_start(cluster, jobs, all_sizes, None if heuristics else config.time_limit / 4)
-    best = max(gang, key=lambda h: _rank(h.metrics))
+    gang, start = _warm_start(cluster, jobs, all_sizes, None) if heuristics else ([], [])
     state = ClusterState.from_cluster(cluster)
     binding = binding_nodes(state.nodes, jobs)
-    classes = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector), binding)
-    tags: list[str | None] = [None] * len(classes)
-    confined = [job.pods * job.gpus for job in jobs if job.confined]
-    if confined:
-        racks = {name for domain in cluster.nvlink_domains for name in domain.nodes}
-        classes, tags = _by_domain(classes, cluster.domain_of(), racks, min(confined))
-    types = job_types(jobs, classes, tags, binding)
-    built, levels = build(classes, types, largest, tags, binding)
-    hinted = hint(built, classes, types, start)
-    built.model.add(levels[0][2] >= best.metrics.weighted_gpus)  # the heuristic's plan is feasible: a valid floor
-    built_seconds = time.perf_counter() - began
-    left = config.model_copy(update={"time_limit": max(config.time_limit - built_seconds, 0.05)})
-    solver, report = solve_lexicographic(built.model, levels, left)
-    report = report.model_copy(update={"time_limit": config.time_limit})
-    assignments: list[PlannedPod] = []
-    unplaced = [job.name for job in jobs]
-    if report.levels[0].objective is not None:
-        assignments, unplaced = extract(solver, built, classes, types)
+    seen = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector))
+    clock.reserve = 0.05 + 2e-4 * len(state.nodes)  # for disaggregation and validation, until measured
+    clock.building = time.perf_counter() - clock.began  # heuristics, the cluster's state, its classes
+    rows: frozenset[str] = frozenset()  # the nodes whose cpu and memory this round's model counts
+    answers: list[_Answer] = []
+    if gang:
+        placed = {a.job for a in start}
+        best = max(gang, key=lambda h: _rank(h.metrics))
+        left_out = [job.name for job in jobs if job.name not in placed]
+        answers.append(_Answer(start, left_out, best.metrics, None, f"{best.policy} ({best.mode})"))
+    lowest = min((job.needs.priority for job in jobs), default=0)
+    everything = sum(weight_of(job.needs.priority, lowest) * job.pods * job.gpus for job in jobs)
+    ceiling = float(everything)  # what no plan can exceed: all of it, until a round proves less
+    hinted = False
+    stage: _Stage | None = None
+    last: SolveReport | None = None
+    while True:
+        began = time.perf_counter()
+        try:
+            stage = _stage(cluster, _split(seen, rows), jobs, largest, rows, None if last is None else clock.cutoff())
+        except OutOfTime:
+            clock.building += time.perf_counter() - began
+            break  # no time for this round's model: the best plan so far stands
+        clock.building += time.perf_counter() - began
+        incumbent = max(answers, key=lambda a: _rank(a.metrics), default=None)
+        solver, last, round_hinted = _solve(stage, config, clock.left(), incumbent, ceiling, clock)
+        hinted = hinted or (round_hinted and incumbent is not None and incumbent.report is None)
+        bound = last.levels[0].best_bound
+        if bound is not None and last.levels[0].objective is not None:
+            ceiling = min(ceiling, bound)
+        if last.levels[0].objective is None:
+            break
+        began = time.perf_counter()
+        assignments, unplaced, refused = extract(solver, stage.built, stage.classes, stage.types, jobs, binding)
         problems = check_plan(cluster, jobs, assignments)
         if problems:
-            raise RuntimeError("internal error: the optimal plan failed validation: " + "; ".join(problems[:5]))
-    metrics = plan_metrics(cluster, jobs, assignments, all_sizes)
-    if report.levels[0].objective is None or _rank(metrics) < _rank(best.metrics):
-        report = _fallback(report, best)  # the solve, out of time, has nothing better than where it started
-        assignments = start
-        placed = {a.job for a in start}
-        unplaced = [job.name for job in jobs if job.name not in placed]
-        metrics = best.metrics.model_copy(update={"islands_split": sum(a.split for a in start)})
+            raise RuntimeError("internal error: the plan failed validation: " + "; ".join(problems[:5]))
+        metrics = plan_metrics(state, jobs, assignments, all_sizes)
+        reached = stage.values(metrics)[: len(last.levels)] == [level.objective for level in last.levels]
+        source = "gpu view" if not rows else ("full" if rows == binding else f"gpu view, rows for {len(rows)} nodes")
+        answers.append(_Answer(assignments, unplaced, metrics, last, source, reached))
+        clock.reserve = 1.2 * (time.perf_counter() - began) + 0.05  # what the next one will take, measured
+        if reached or rows == binding:
+            break  # proven (the round's model bounds every plan), the full model's own answer, or out of time
+        more = (refused & binding) - rows
+        rows = rows | (more if more else binding)  # where the plan did not fit; failing that, every binding node
+        if not gang and clock.left() > 0:  # a third of what is left at most, but the first whatever it takes
+            began = time.perf_counter()
+            gang, start = _warm_start(cluster, jobs, all_sizes, began + clock.left() / 3)
+            clock.building += time.perf_counter() - began
+            best = max(gang, key=lambda h: _rank(h.metrics))
+            placed = {a.job for a in start}
+            left_out = [job.name for job in jobs if job.name not in placed]
+            answers.append(_Answer(start, left_out, best.metrics, None, f"{best.policy} ({best.mode})"))
+    assert stage is not None and last is not None  # the first round always builds
+    chosen = max(reversed(answers), key=lambda a: _rank(a.metrics))  # on a tie the latest round's
+    judged = _judged(chosen, last, ceiling, len(stage.levels))
+    return _report(cluster, jobs, stage, len(binding), chosen, judged, gang, hinted, heuristics, clock)
+
+
+@dataclass
+class _Clock:
+    """The time limit, shared by every step: what is left for a solve once disaggregation is reserved for."""
+
+    limit: float
+    began: float = field(default_factory=time.perf_counter)
+    reserve: float = 0.0
+    building: float = 0.0  # heuristics, classes, patterns and models
+    solving: float = 0.0
+
+    @property
+    def deadline(self) -> float:
+        return self.began + self.limit
+
+    def left(self) -> float:
+        return self.deadline - time.perf_counter() - self.reserve
+
+    def cutoff(self) -> float:
+        """When a model must be built by: once the time left is spent, none can be solved."""
+        return self.deadline - self.reserve
+
+
+def _report(
+    cluster: Cluster,
+    jobs: list[PendingJob],
+    stage: _Stage,
+    binding: int,
+    answer: _Answer,
+    solve: SolveReport,
+    gang: list[HeuristicResult],
+    hinted: bool,
+    heuristics: bool,
+    clock: _Clock,
+) -> PlanReport:
+    best = max(gang, key=lambda h: _rank(h.metrics)) if gang else None
+    sizes = tuple(sorted(answer.metrics.stranded))
     by_policy = {h.policy: h for h in gang}
     compared = (
         [
             result
             for policy in POLICIES
             for result in (
-                HeuristicResult(policy=policy, mode="pod", metrics=greedy(cluster, jobs, policy, "pod", all_sizes)),
+                HeuristicResult(policy=policy, mode="pod", metrics=greedy(cluster, jobs, policy, "pod", sizes)),
                 by_policy[policy],
             )
         ]
@@ -173,17 +355,20 @@ def plan(
     )
     return PlanReport(
         jobs=[PlanJob.of(job) for job in jobs],
-        solve=report,
-        largest_size=largest,
-        node_classes=len(classes),
-        pod_shapes=len({t.shape for t in types}),
-        gpu_shapes=len({t.shape.gpu_view for t in types}),
-        binding_nodes=len(binding),
-        patterns=sum(len(found) for found in built.class_patterns),
-        build_seconds=built_seconds,
-        warm_start=WarmStart(policy=best.policy, mode=best.mode, hinted=hinted, metrics=best.metrics),
-        assignments=assignments,
-        unplaced=unplaced,
-        metrics=metrics,
+        solve=solve.model_copy(update={"seconds": clock.solving, "time_limit": clock.limit}),
+        largest_size=stage.largest,
+        node_classes=len(stage.classes),
+        pod_shapes=len({PodShape.of(job.needs, job.gpus) for job in jobs}),
+        gpu_shapes=len({t.shape.gpu_view for t in stage.types}),
+        binding_nodes=binding,
+        patterns=sum(len(found) for found in stage.built.class_patterns),
+        build_seconds=clock.building,
+        source=answer.source,
+        warm_start=None
+        if best is None
+        else WarmStart(policy=best.policy, mode=best.mode, hinted=hinted, metrics=best.metrics),
+        assignments=answer.assignments,
+        unplaced=answer.unplaced,
+        metrics=answer.metrics,
         heuristics=compared,
     )

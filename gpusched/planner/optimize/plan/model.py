@@ -2,9 +2,10 @@
 are placed, so that the model's size follows the classes of node and the shapes pending, not their numbers.
 
 Patterns are built over what the GPUs see of a pod (its GPU shape), each shape at most as often as it is pending;
-pods that differ only in cpu or memory share a GPU shape. Where cpu or memory may run out on a node (`binding`),
-that node is a class of its own with a capacity row over the pods of each shape it takes; elsewhere they cannot
-run out, whatever the GPUs take, so they are left out exactly.
+pods that differ only in cpu or memory share a GPU shape. The nodes named in `binding` (the round's rows) are
+classes of their own with a capacity row over the pods of each shape they take; elsewhere cpu and memory are left
+out: exactly where they cannot run out (binding_nodes), as a relaxation where they might (a bound; the plan is then
+fitted to them in extraction).
 
 Objective, lexicographic: (1) priority-weighted GPUs placed, (2) jobs placed, (3) fewest stranded GPUs for the
 largest pod size pending, (4) fewest pods split across NVLink islands.
@@ -12,20 +13,35 @@ largest pod size pending, (4) fewest pods split across NVLink islands.
 
 from __future__ import annotations
 
+import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
 from ...place import needs_key
-from ...scheduler.plugins.noderesources import host_reasons
 from ...state import NodeState
 from ..classes import Arrangement, NodeClass, PodShape, compatible, patterns, room_of
 from .report import PendingJob, PlannedPod, weight_of
 
-__all__ = ["JobType", "PlanModel", "SupplyGroup", "binding_nodes", "build", "hint", "job_types"]
+__all__ = [
+    "JobType",
+    "OutOfTime",
+    "PlanModel",
+    "SupplyGroup",
+    "binding_nodes",
+    "build",
+    "hint",
+    "host_fits",
+    "host_room",
+    "job_types",
+]
 
 Pattern = tuple[tuple[PodShape, ...], Arrangement]  # the pods a node takes together, and how they sit
+
+
+class OutOfTime(Exception):
+    """The model could not be built before the deadline."""
 
 
 @dataclass
@@ -44,35 +60,47 @@ class JobType:
 
 
 def job_types(
-    jobs: list[PendingJob], classes: list[NodeClass], tags: list[str | None], binding: frozenset[str] = frozenset()
+    jobs: list[PendingJob],
+    classes: list[NodeClass],
+    tags: list[str | None],
+    binding: frozenset[str] = frozenset(),
+    deadline: float | None = None,
 ) -> list[JobType]:
     """Interchangeable jobs, each type with the classes it may use. Jobs that differ only in cpu and memory share
-    one verdict per class from the filters and the GPUs; on the binding nodes cpu and memory are then checked
-    (HostResourcesFit's rule); elsewhere they cannot refuse a pod the GPUs take."""
+    one verdict per class from the filters and the GPUs, and one type where none of those classes is binding (cpu
+    and memory cannot refuse them there: extraction then picks which of them go, by cpu and memory); where some
+    are, each cpu and memory is a type of its own, kept off the binding classes whose cpu or memory it exceeds
+    (HostResourcesFit's rule, `host_fits`)."""
     lowest = min((job.needs.priority for job in jobs), default=0)
     grouped: dict[tuple, list[PendingJob]] = defaultdict(list)
     for job in jobs:
-        key = (job.pods, job.gpus, job.needs.priority, needs_key(job.needs), job.confined)
-        grouped[key].append(job)
+        probe = job.needs.model_copy(update={"cpu": None, "memory": None})
+        grouped[(job.pods, job.gpus, job.needs.priority, needs_key(probe), job.confined)].append(job)
+    rooms = {i: host_room(c.representative) for i, c in enumerate(classes) if c.representative.name in binding}
     verdicts: dict[tuple, list[int]] = {}  # the classes whose GPUs and node filters take the pod
     types = []
-    for members in grouped.values():
+    for (_, gpus, _, seen, confined), members in grouped.items():
+        if deadline is not None and time.perf_counter() > deadline:
+            raise OutOfTime
         sample = members[0]
-        probe = sample.needs.model_copy(update={"cpu": None, "memory": None})
-        seen = (needs_key(probe), sample.gpus)
-        if seen not in verdicts:
-            verdicts[seen] = [i for i, c in enumerate(classes) if compatible(probe, sample.gpus, c.representative)]
-        usable = [
-            i
-            for i in verdicts[seen]
-            if not (sample.confined and tags[i] is None)
-            and (
-                classes[i].representative.name not in binding
-                or not host_reasons(sample.needs, classes[i].representative)
-            )
-        ]
-        shape = PodShape.of(sample.needs, sample.gpus)
-        types.append(JobType(members, shape, weight_of(sample.needs.priority, lowest), usable, sample.confined))
+        if (seen, gpus) not in verdicts:
+            probe = sample.needs.model_copy(update={"cpu": None, "memory": None})
+            verdicts[(seen, gpus)] = [i for i, c in enumerate(classes) if compatible(probe, gpus, c.representative)]
+        verdict = [i for i in verdicts[(seen, gpus)] if not (confined and tags[i] is None)]
+        weight = weight_of(sample.needs.priority, lowest)
+        tight = [i for i in verdict if i in rooms]
+        if not tight:
+            types.append(JobType(members, PodShape.of(sample.needs, gpus).gpu_view, weight, verdict, confined))
+            continue
+        loose = [i for i in verdict if i not in rooms]
+        split: dict[str, list[PendingJob]] = defaultdict(list)
+        for job in members:
+            split[needs_key(job.needs)].append(job)
+        for alike in split.values():
+            needs = alike[0].needs
+            asks = (needs.cpu_milli, needs.memory_bytes)
+            usable = sorted(loose + [i for i in tight if host_fits(asks, rooms[i])])
+            types.append(JobType(alike, PodShape.of(needs, gpus), weight, usable, confined))
     return types
 
 
@@ -103,19 +131,37 @@ class PlanModel:
     class_patterns: list[list[Pattern]]
 
 
+def host_room(node: NodeState) -> tuple[int | None, int | None]:
+    """The cpu (millicores) and memory (bytes) a node has left, None where it does not model them."""
+    cpu, memory = node.spec.cpu_milli, node.spec.memory_bytes
+    return (
+        None if cpu is None else max(0, cpu - node.cpu_requested),  # over-used by running pods: none left
+        None if memory is None else max(0, memory - node.memory_requested),
+    )
+
+
+def host_fits(asks: tuple[int, int], room: tuple[int | None, int | None]) -> bool:
+    """HostResourcesFit's rule (noderesources.host_reasons) on numbers: a pod asking none of a resource fits
+    whatever is left of it, one asking some needs that much left."""
+    return all(ask == 0 or left is None or ask <= left for ask, left in zip(asks, room, strict=True))
+
+
 def binding_nodes(nodes: list[NodeState], jobs: list[PendingJob]) -> frozenset[str]:
     """Nodes whose cpu or memory the pending pods might exhaust: the most they could ask for there (every free GPU
     unit taken at the hungriest ratio of request to units, and never more than all that is pending) exceeds what
     is free. On the others no placement the GPUs allow runs out of either."""
     if not jobs:
         return frozenset()
+    ratios = [
+        max(getattr(job.needs, resource) / job.gpus for job in jobs) for resource in ("cpu_milli", "memory_bytes")
+    ]
+    totals = [
+        sum(getattr(job.needs, resource) * job.pods for job in jobs) for resource in ("cpu_milli", "memory_bytes")
+    ]
     found = set()
-    for resource in ("cpu_milli", "memory_bytes"):
-        ratio = max(getattr(job.needs, resource) / job.gpus for job in jobs)
-        total = sum(getattr(job.needs, resource) * job.pods for job in jobs)
-        for node in nodes:
-            room = getattr(room_of(node), "cpu" if resource == "cpu_milli" else "memory")
-            units = sum(gpu.free_replicas for gpu in node.whole_gpus()) + len(node.free_mig())
+    for node in nodes:
+        units = sum(gpu.free_replicas for gpu in node.gpus) + sum(s.holder is None for g in node.gpus for s in g.mig)
+        for room, ratio, total in zip(host_room(node), ratios, totals, strict=True):
             if room is not None and min(units * ratio, total) > room:
                 found.add(node.name)
     return frozenset(found)
@@ -153,40 +199,49 @@ def _link_supply(
     found = _Supply(groups, {}, {}, defaultdict(list), {})
     drawing: dict[tuple[int, PodShape], list[cp_model.IntVar]] = defaultdict(list)  # (class, GPU shape) -> draws
     pending: dict[SupplyGroup, int] = {}
+    own_classes = {c for c, node_class in enumerate(classes) if node_class.representative.name in binding}
+    asked: dict[int, list[tuple[PodShape, cp_model.IntVar]]] = defaultdict(list)  # binding class -> its draws
     for group, members in groups.items():
+        view = group.shape.gpu_view
         pending[group] = sum(types[j].sample.pods * len(types[j].jobs) for j in members)
-        own = [c for c in group.classes if group.confined is not None or classes[c].representative.name in binding]
+        own = group.classes if group.confined is not None else [c for c in group.classes if c in own_classes]
         shares = found.supply[group] = {c: model.new_int_var(0, pending[group], "z") for c in own}
         for c, share in shares.items():
-            drawing[(c, group.shape.gpu_view)].append(share)
+            drawing[(c, view)].append(share)
+            asked[c].append((group.shape, share))
         rest = tuple(c for c in group.classes if c not in shares)
         drawn: list[cp_model.IntVar] = list(shares.values())
         if rest:
-            found.families[(group.shape.gpu_view, rest)].append(group)
+            found.families[(view, rest)].append(group)
             found.pooled[group] = model.new_int_var(0, pending[group], "p")
             drawn.append(found.pooled[group])
-        model.add(sum(drawn) == sum(types[j].sample.pods * placed[j] for j in members))
+        model.add(
+            cp_model.LinearExpr.sum(drawn)
+            == cp_model.LinearExpr.weighted_sum([placed[j] for j in members], [types[j].sample.pods for j in members])
+        )
     for family, kin in found.families.items():
         shape, pooled = family
         most = sum(pending[group] for group in kin)
         spread = found.family_supply[family] = {c: model.new_int_var(0, most, "f") for c in pooled}
         for c, share in spread.items():
             drawing[(c, shape)].append(share)
-        model.add(sum(found.pooled[group] for group in kin) == sum(spread.values()))
-    for (c, shape), draws in drawing.items():
-        offered = sum(
-            counts[c][k] * pattern.count(shape) for k, (pattern, _) in enumerate(class_patterns[c]) if shape in pattern
+        model.add(
+            cp_model.LinearExpr.sum([found.pooled[group] for group in kin])
+            == cp_model.LinearExpr.sum(list(spread.values()))
         )
-        model.add(sum(draws) == offered)
-    for c, node_class in enumerate(classes):
-        node = node_class.representative
-        if node.name not in binding:
-            continue
-        room = room_of(node)
-        for resource, free in (("cpu", room.cpu), ("memory", room.memory)):
-            asked = [(getattr(g.shape, resource), shares[c]) for g, shares in found.supply.items() if c in shares]
-            if free is not None and any(ask for ask, _ in asked):
-                model.add(sum(ask * share for ask, share in asked) <= free)
+    offers = [[Counter(pattern) for pattern, _ in found_patterns] for found_patterns in class_patterns]
+    for (c, shape), draws in drawing.items():
+        ks = [k for k, offer in enumerate(offers[c]) if shape in offer]
+        offered = cp_model.LinearExpr.weighted_sum([counts[c][k] for k in ks], [offers[c][k][shape] for k in ks])
+        model.add(cp_model.LinearExpr.sum(draws) == offered)
+    for c, takers in asked.items():
+        if c not in own_classes:
+            continue  # a confined group's share of a class where cpu and memory cannot run out
+        cpu, memory = host_room(classes[c].representative)
+        drawn_here = [share for _, share in takers]
+        for free, asks in ((cpu, [s.cpu for s, _ in takers]), (memory, [s.memory for s, _ in takers])):
+            if free is not None and any(asks):
+                model.add(cp_model.LinearExpr.weighted_sum(drawn_here, asks) <= free)
     return found
 
 
@@ -220,49 +275,53 @@ def build(
     largest: int,
     tags: list[str | None],
     binding: frozenset[str] = frozenset(),
+    deadline: float | None = None,
 ) -> tuple[PlanModel, list]:
-    """The model and its objective levels."""
+    """The model and its objective levels; OutOfTime if building it passes the `deadline` (perf_counter)."""
     model = cp_model.CpModel()
-    shapes_by_class: dict[int, list[PodShape]] = defaultdict(list)
+    shapes_by_class: dict[int, dict[PodShape, None]] = defaultdict(dict)  # ordered sets
     pending: dict[tuple[int, PodShape], int] = defaultdict(int)  # pods of each GPU shape that may go to a class
     for t in types:
+        view, pods = t.shape.gpu_view, t.sample.pods * len(t.jobs)
         for c in t.classes:
-            if t.shape.gpu_view not in shapes_by_class[c]:
-                shapes_by_class[c].append(t.shape.gpu_view)
-            pending[(c, t.shape.gpu_view)] += t.sample.pods * len(t.jobs)
-    class_patterns = [
-        patterns(room_of(c.representative), shapes_by_class[i], {s: pending[(i, s)] for s in shapes_by_class[i]})
-        for i, c in enumerate(classes)
-    ]
+            shapes_by_class[c][view] = None
+            pending[(c, view)] += pods
+    class_patterns = []
+    known: dict[tuple, list[Pattern]] = {}  # classes whose GPUs look alike (binding nodes) share their patterns
+    for i, node_class in enumerate(classes):
+        if deadline is not None and time.perf_counter() > deadline:
+            raise OutOfTime
+        room = replace(room_of(node_class.representative), cpu=None, memory=None)  # GPU shapes ask for neither
+        bounds = {s: pending[(i, s)] for s in shapes_by_class[i]}
+        key = (room, tuple(bounds.items()))
+        if key not in known:
+            known[key] = patterns(room, list(shapes_by_class[i]), bounds)
+        class_patterns.append(known[key])
     counts = []
     for c, found in enumerate(class_patterns):
         size = len(classes[c].nodes)
         row = [model.new_int_var(0, size, f"y{c}_{k}") for k in range(len(found))]
-        model.add(sum(row) == size)
+        model.add(cp_model.LinearExpr.sum(row) == size)
         counts.append(row)
     placed = [model.new_int_var(0, len(t.jobs), f"n{j}") for j, t in enumerate(types)]
     linked = _link_supply(model, classes, types, class_patterns, counts, placed, binding)
+    if deadline is not None and time.perf_counter() > deadline:
+        raise OutOfTime
     placed_in = _confine(model, types, tags, linked.groups, linked.supply, placed)
+    every = [(counts[c][k], a) for c, found in enumerate(class_patterns) for k, (_, a) in enumerate(found)]
+    weighted = [t.weight * t.sample.pods * t.sample.gpus for t in types]
     levels = [
-        (
-            "priority-weighted GPUs placed",
-            "maximize",
-            sum(t.weight * t.sample.pods * t.sample.gpus * placed[j] for j, t in enumerate(types)),
-        ),
-        ("jobs placed", "maximize", sum(placed)),
+        ("priority-weighted GPUs placed", "maximize", cp_model.LinearExpr.weighted_sum(placed, weighted)),
+        ("jobs placed", "maximize", cp_model.LinearExpr.sum(placed)),
         (
             f"stranded GPUs for {largest}-GPU pods",
             "minimize",
-            sum(
-                counts[c][k] * (a.free_whole % largest)
-                for c, found in enumerate(class_patterns)
-                for k, (_, a) in enumerate(found)
-            ),
+            cp_model.LinearExpr.weighted_sum([y for y, _ in every], [a.free_whole % largest for _, a in every]),
         ),
         (
             "pods split across NVLink islands",
             "minimize",
-            sum(counts[c][k] * a.splits for c, found in enumerate(class_patterns) for k, (_, a) in enumerate(found)),
+            cp_model.LinearExpr.weighted_sum([y for y, _ in every], [a.splits for _, a in every]),
         ),
     ]
     built = PlanModel(

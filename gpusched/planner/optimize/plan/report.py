@@ -80,7 +80,8 @@ class PlanJob(BaseModel):
 
     @classmethod
     def of(cls, job: PendingJob) -> PlanJob:
-        needs = GpuNeeds.model_validate(job.needs.model_dump(include=set(GpuNeeds.model_fields)))
+        fields = {name: getattr(job.needs, name) for name in GpuNeeds.model_fields}
+        needs = GpuNeeds.model_construct(**fields)  # the fields of a validated Pod or Job: valid already
         return cls(name=job.name, pods=job.pods, gpus=job.gpus, needs=needs, nvlink_domain=job.nvlink_domain)
 
     def pending(self) -> PendingJob:
@@ -127,10 +128,26 @@ class PlanReport(BaseModel):
     node_classes: int
     pod_shapes: int
     gpu_shapes: int = Field(0, description="pod shapes as the GPUs see them (no cpu or memory): patterns use these")
-    binding_nodes: int = Field(0, description="nodes whose cpu or memory may run out: classes of their own")
+    binding_nodes: int = Field(
+        0,
+        description="nodes whose cpu or memory may run out: checked pod by pod in disaggregation, and classes of "
+        "their own with capacity rows in the full model",
+    )
     patterns: int
-    build_seconds: float = Field(0.0, description="heuristics, classes, patterns and model, before the solve")
-    warm_start: WarmStart | None = None
+    build_seconds: float = Field(
+        0.0, description="heuristics, classes, patterns and models: all but solves and extraction"
+    )
+    source: str = Field(
+        "full",
+        description="which plan is the answer: 'gpu view' (the first round's, cpu and memory left out, fitted to "
+        "every node's), 'gpu view, rows for N nodes' (a later round's, cpu and memory rows on those), 'full' (rows "
+        "on every node where they may run out), or the heuristic's ('binpack (gang)') when no round beat it",
+    )
+    warm_start: WarmStart | None = Field(
+        None,
+        description="the best gang-mode heuristic; None when they were not asked for and the first round proved "
+        "its plan (or left no time for them)",
+    )
     assignments: list[PlannedPod]
     unplaced: list[str]  # jobs left out
     metrics: Metrics

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpusched.models.cluster import Cluster
 from gpusched.models.workload import GpuNeeds, Job, Pod
+from gpusched.planner.optimize.classes import node_classes
 from gpusched.planner.optimize.plan import PendingJob, check_plan, pending_jobs, plan, weight_of
+from gpusched.planner.optimize.plan.model import OutOfTime, build, host_fits, host_room, job_types
 from gpusched.planner.optimize.solver import SolverConfig
+from gpusched.planner.scheduler.plugins.noderesources import host_reasons
+from gpusched.planner.state import ClusterState
 from gpusched.planner.validate import Assignment, violations
 from gpusched.scenarios import load_scenario
 
@@ -137,7 +143,7 @@ class TestCli:
 
 
 @st.composite
-def tiny(draw):
+def tiny(draw, cpus=(None, None, "3", "6"), asks=(None, "1", "2")):
     nodes = []
     for n in range(draw(st.integers(1, 2))):
         count = draw(st.integers(1, 4))
@@ -147,7 +153,7 @@ def tiny(draw):
             "name": f"n{n}",
             "gpu": {"model": "A100-SXM4-80GB", "count": count, "memory_gib": 80, "islands": islands},
         }
-        cpu = draw(st.sampled_from([None, None, "3", "6"]))  # cpu that may run out: the node's own capacity row
+        cpu = draw(st.sampled_from(cpus))  # cpu that may run out: checked when fitted, a row in the full model
         nodes.append(node | ({"cpu": cpu} if cpu else {}))
     cluster = Cluster.model_validate({"nodes": nodes})
     jobs = []
@@ -160,7 +166,7 @@ def tiny(draw):
                 GpuNeeds(
                     nvlink=draw(st.booleans()),
                     priority=draw(st.sampled_from([0, 0, 3])),
-                    cpu=draw(st.sampled_from([None, "1", "2"])),
+                    cpu=draw(st.sampled_from(asks)),
                 ),
             )
         )
@@ -215,6 +221,17 @@ def test_optimum_equals_exhaustive_search_and_beats_heuristics(case):
     for heuristic in report.heuristics:
         assert (heuristic.metrics.weighted_gpus, heuristic.metrics.jobs_placed) <= (weighted, count)
     assert json.loads(report.model_dump_json())["metrics"]["weighted_gpus"] == weighted
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny(cpus=("2", "3", "5"), asks=("1", "2", "3")))
+def test_where_cpu_runs_out_both_stages_still_find_the_exhaustive_optimum(case):
+    """cpu short everywhere: the GPU view's plan often does not fit, and the full model has to finish the job."""
+    cluster, jobs = case
+    report = plan(cluster, jobs, SolverConfig(time_limit=10))
+    assert report.solve.status == "OPTIMAL" and (report.source.startswith("gpu view") or report.source == "full")
+    assert tuple(_levels(report)[:2]) == _exhaustive_best(cluster, jobs)
+    assert check_plan(cluster, jobs, report.assignments) == []
 
 
 def test_jobs_of_pods_files_and_job_files_combine():
@@ -382,6 +399,66 @@ def test_cpu_that_runs_out_gets_its_own_capacity_row():
     report = plan(Cluster.model_validate({"nodes": nodes}), pending_jobs(pods, []))
     assert report.solve.optimal and report.binding_nodes == 1
     assert _levels(report)[1] == 13  # 8 on roomy, and 1+2+3+4+5 = 15 cores of tight's 20 (a sixth would need 21)
+    assert report.source == "full"  # the GPU view would place 16: its plan cannot fit, the full model proves 13
+
+
+def test_cpu_that_could_run_out_but_does_not_is_proven_by_the_gpu_view_alone():
+    nodes = [
+        {"name": "tight", "cpu": "20", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}},
+        {"name": "roomy", "cpu": "200", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}},
+    ]
+    pods = [Pod(name=f"p{i}", gpus=1, cpu="1" if i < 8 else "20") for i in range(16)]
+    report = plan(Cluster.model_validate({"nodes": nodes}), pending_jobs(pods, []), heuristics=False)
+    assert report.solve.optimal and report.source == "gpu view" and report.warm_start is None
+    assert report.binding_nodes == 1 and report.node_classes == 1  # one class: the GPUs look alike
+    on_tight = [a.pod for a in report.assignments if a.node == "tight"]
+    assert sorted(on_tight) == [f"p{i}" for i in range(8)]  # the one-core pods, fitted where cores are short
+
+
+def test_out_of_time_for_the_full_model_the_best_plan_so_far_with_the_gpu_view_bound():
+    nodes = [
+        {"name": "tight", "cpu": "20", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}},
+        {"name": "roomy", "cpu": "200", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}},
+    ]
+    pods = [Pod(name=f"p{i}", gpus=1, cpu=str(i + 1)) for i in range(20)]
+    cluster = Cluster.model_validate({"nodes": nodes})
+    report = plan(cluster, pending_jobs(pods, []), SolverConfig(time_limit=0.01))  # no time to build the full model
+    first = report.solve.levels[0]
+    assert report.solve.status == "FEASIBLE" and len(report.solve.levels) == 1
+    assert first.best_bound == 16 and first.objective < 16 and first.gap == (16 - first.objective) / first.objective
+    assert report.warm_start is not None and report.warm_start.mode == "gang"
+    assert all(report.metrics.weighted_gpus >= h.metrics.weighted_gpus for h in report.heuristics)
+    assert report.source in ("gpu view", f"{report.warm_start.policy} (gang)")
+    assert check_plan(cluster, pending_jobs(pods, []), report.assignments) == []
+
+
+def test_a_model_that_cannot_be_built_in_time_says_so():
+    s = load_scenario("backlog")
+    jobs = pending_jobs(s.pods.pods if s.pods else [], s.jobs.jobs if s.jobs else [])
+    state = ClusterState.from_cluster(s.cluster)
+    classes = node_classes(state.nodes)
+    types = job_types(jobs, classes, [None] * len(classes))
+    with pytest.raises(OutOfTime):
+        build(classes, types, 6, [None] * len(classes), deadline=time.perf_counter() - 1)
+
+
+@given(
+    st.integers(0, 64),
+    st.integers(0, 64),
+    st.sampled_from([None, 8, 32]),
+    st.integers(0, 40),
+    st.sampled_from([None, "0", "2", "64Gi", "1Ti"]),
+)
+def test_the_model_and_the_filter_apply_one_rule_for_cpu_and_memory(ask, used, cpu, mem_used, memory):
+    """host_fits (the model's and extraction's numbers) says yes exactly when HostResourcesFit's reasons are none,
+    over-used nodes and requests of zero included."""
+    node = {"name": "n", "gpu": {"model": "A100-SXM4-80GB", "count": 1, "memory_gib": 80}}
+    node |= {"cpu": str(cpu)} if cpu is not None else {}
+    node |= {"memory": "100Gi"}
+    state = ClusterState.from_cluster(Cluster.model_validate({"nodes": [node]})).nodes[0]
+    state.cpu_requested, state.memory_requested = used * 1000, mem_used << 30
+    needs = GpuNeeds(cpu=str(ask), memory=memory)
+    assert host_fits((needs.cpu_milli, needs.memory_bytes), host_room(state)) == (not host_reasons(needs, state))
 
 
 def test_the_solve_starts_from_the_best_gang_heuristic_and_never_ends_below_it():
@@ -425,13 +502,21 @@ def test_bench_plan_with_many_shapes_and_distinct_nodes(gpusched):
         "--shapes",
         "25",
         "--distinct-nodes",
+        "--compare",
         "--time-limit",
         "20",
     ]
     report = gpusched(*args, "--json").json()
     assert report["distinct_nodes"] and report["pod_shapes"] <= 25 and report["gpu_shapes"] < report["pod_shapes"]
-    assert report["status"] in ("OPTIMAL", "FEASIBLE") and report["weighted_gpus"] >= report["warm_start_weighted_gpus"]
-    assert report["build_seconds"] <= report["seconds"] and report["gap"] is not None
+    assert report["status"] in ("OPTIMAL", "FEASIBLE") and report["gap"] is not None
+    assert [row["policy"] for row in report["heuristics"]] == ["binpack", "spread", "topology"]
+    assert all(report["weighted_gpus"] >= row["weighted_gpus"] for row in report["heuristics"])
+    assert report["build_seconds"] <= report["seconds"] and report["source"] in ("gpu view", "full")
     text = gpusched(*args).lines
     assert text[0].startswith("plan 40 jobs on 60 nodes") and "every node a different cpu and memory" in text[0]
-    assert text[1].startswith("model: ") and text[2].startswith("started from ")
+    assert text[1].startswith("model: ") and text[2].startswith("answer: the ")
+    assert [line.split(" (gang)")[0] for line in text[3:]] == [
+        "heuristic binpack",
+        "heuristic spread",
+        "heuristic topology",
+    ]
