@@ -102,8 +102,8 @@ def running_state(cluster: Cluster) -> ClusterState:
     return ClusterState.from_cluster(cluster)
 
 
-def scratch(node: NodeState) -> tuple[NodeState, Placer]:
-    """A copy of one node to try evictions and placements on, with a Placer to bind and release on it."""
+def node_copy(node: NodeState) -> NodeState:
+    """A copy of one node's state whose GPUs, holders and MIG slots can change without touching the original."""
     gpus = [
         GpuState(
             g.index,
@@ -115,7 +115,12 @@ def scratch(node: NodeState) -> tuple[NodeState, Placer]:
         )
         for g in node.gpus
     ]
-    copy = NodeState(node.spec, gpus, node.cpu_requested, node.memory_requested, node.cpu_nonzero, node.memory_nonzero)
+    return NodeState(node.spec, gpus, node.cpu_requested, node.memory_requested, node.cpu_nonzero, node.memory_nonzero)
+
+
+def scratch(node: NodeState) -> tuple[NodeState, Placer]:
+    """A copy of one node to try evictions and placements on, with a Placer to bind and release on it."""
+    copy = node_copy(node)
     return copy, Placer(ClusterState([copy], 0.0))
 
 

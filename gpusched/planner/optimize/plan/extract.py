@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from ...frag import FragRow, fragmentation
-from ...state import ClusterState, GpuState, MigSlot, NodeState
+from ...state import ClusterState, NodeState
 from ..classes import NodeClass, PodShape, canonical_free
+from ..disrupt import node_copy
 from .model import JobType, PlanModel, host_fits, host_room
 from .report import Metrics, PendingJob, PlannedPod, weight_of
 
@@ -247,26 +248,11 @@ def after(state: ClusterState, jobs: list[PendingJob], assignments: list[Planned
     are copied)."""
     needs = {job.name: job for job in jobs}
     touched = {a.node for a in assignments}
-    copies = {name: _copy(state.node(name)) for name in touched}
+    copies = {name: node_copy(state.node(name)) for name in touched}
     result = ClusterState([copies.get(node.name, node) for node in state.nodes], state.network_gbps)
     for a in assignments:
         copies[a.node].occupy(a.pod, needs[a.job].needs, a.gpus, a.mig)
     return result
-
-
-def _copy(node: NodeState) -> NodeState:
-    gpus = [
-        GpuState(
-            gpu.index,
-            gpu.island,
-            gpu.replicas,
-            gpu.memory_gib,
-            list(gpu.holders),
-            [MigSlot(slot.profile, slot.start, slot.holder) for slot in gpu.mig],
-        )
-        for gpu in node.gpus
-    ]
-    return NodeState(node.spec, gpus, node.cpu_requested, node.memory_requested, node.cpu_nonzero, node.memory_nonzero)
 
 
 def plan_metrics(
