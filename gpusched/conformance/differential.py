@@ -74,6 +74,7 @@ __all__ = [
 ]
 
 NAMESPACE = "gpusched-conformance"
+NAMESPACE_LABELS = {"team": "x"}  # what the generator's namespaceSelectors ask about (scenarios._namespace_selectors)
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
 PDBS = f"/apis/policy/v1/namespaces/{NAMESPACE}/poddisruptionbudgets"
 RESOURCE = "/apis/resource.k8s.io/v1"
@@ -218,6 +219,7 @@ class _State:
 
     nodes: dict
     pods: dict
+    namespaces: dict | None = None  # every Namespace, for the labels namespaceSelectors match
     pdbs: dict | None = None  # when the scenario has PodDisruptionBudgets
     objects: DraObjects | None = None  # when the scenario has DRA objects
     allocations: dict[str, dict] = field(default_factory=dict)  # claim key -> status.allocation, as the server has it
@@ -245,7 +247,7 @@ class Player:
 
     def _setup(self) -> None:
         for path, body in (
-            ("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}),
+            ("/api/v1/namespaces", {"metadata": {"name": NAMESPACE, "labels": NAMESPACE_LABELS}}),
             *(("/apis/scheduling.k8s.io/v1/priorityclasses", body) for body in PRIORITY_CLASSES),
             ("/apis/node.k8s.io/v1/runtimeclasses", RUNTIME_CLASS),
         ):
@@ -254,6 +256,7 @@ class Player:
             except RestError as error:
                 if error.status != 409:  # already there from an earlier run
                     raise
+        self.namespaces = self.rest.get("/api/v1/namespaces")  # they do not change while scenarios play
 
     def play(self, scenario: ConformanceScenario) -> list[PodVerdict]:
         label = f"{scenario.label}-{next(self.plays)}"
@@ -293,7 +296,9 @@ class Player:
         self.rest.wait(lambda: self.rest.get(path).get("status", {}).get("disruptionsAllowed") == want)
 
     def _state(self, dra: bool) -> _State:
-        state = _State(nodes=self.rest.get("/api/v1/nodes"), pods=self.rest.get("/api/v1/pods"))
+        state = _State(
+            nodes=self.rest.get("/api/v1/nodes"), pods=self.rest.get("/api/v1/pods"), namespaces=self.namespaces
+        )
         if self.budgets:
             state.pdbs = _as_list(self.rest.get("/apis/policy/v1/poddisruptionbudgets"))
         if dra:
@@ -381,7 +386,10 @@ class Player:
         if node is not None:
             nodes = {**nodes, "items": [n for n in nodes["items"] if n["metadata"]["name"] == node]}
         try:
-            return predict(nodes, state.pods, pod, self.version, objects=state.objects, pdbs_doc=state.pdbs)
+            return predict(
+                nodes, state.pods, pod, self.version, objects=state.objects, pdbs_doc=state.pdbs,
+                namespaces_doc=state.namespaces,
+            )  # fmt: skip
         except InputError as error:
             return error
 

@@ -335,6 +335,19 @@ def _selector(rng: random.Random, nil: bool = True) -> dict | None:
     return {"matchExpressions": [expression]}
 
 
+def _namespace_selectors(namespace: str) -> tuple[dict, ...]:
+    """namespaceSelectors on the name label and on the `team` label the differential's namespace carries (x)."""
+    return (
+        {},
+        {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        {"matchLabels": {"team": "x"}},
+        {"matchLabels": {"team": "y"}},
+        {"matchExpressions": [{"key": "team", "operator": "In", "values": ["x", "z"]}]},
+        {"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]},
+        {"matchExpressions": [{"key": "team", "operator": "Exists"}]},
+    )
+
+
 def _term(rng: random.Random, namespace: str) -> dict:
     """A PodAffinityTerm; matchLabelKeys/mismatchLabelKeys name `tier`, which the selector never uses."""
     selector = _selector(rng)
@@ -347,9 +360,7 @@ def _term(rng: random.Random, namespace: str) -> dict:
     if pick < 0.1:
         term["namespaces"] = [rng.choice((namespace, "elsewhere"))]
     elif pick < 0.2:
-        term["namespaceSelector"] = rng.choice(
-            ({}, {"matchLabels": {"kubernetes.io/metadata.name": namespace}}, {"matchLabels": {"team": "x"}})
-        )
+        term["namespaceSelector"] = rng.choice(_namespace_selectors(namespace))
     return term
 
 
