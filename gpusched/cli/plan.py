@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -16,7 +17,7 @@ from ..planner.optimize.plan import (
     pending_jobs,
     plan,
 )
-from ..planner.optimize.solver import SolveReport
+from ..planner.optimize.solver import SolveReport, collector_paused
 from ..planner.planfile import PlanValidation, check_plan_file, load_plan
 from ..scenarios import load_cluster, load_pending, load_scenario
 from .apply import (
@@ -79,6 +80,8 @@ def plan_command(
     """The best placement of pending pods and gangs (CP-SAT, proven optimal or bounded), beside the heuristics;
     --apply binds the planned pods (Binding subresource) as a secondary scheduler named --scheduler-name."""
 
+    began = time.perf_counter()  # the time limit covers the whole command, reading its input included
+
     def body() -> int:
         check_apply(apply, kubeconfig, context, yes, journal)
         if rollback and not apply:
@@ -86,12 +89,14 @@ def plan_command(
         config = solver_config(time_limit, workers, seed)
         source = live_cluster(cluster, kubeconfig, context, "PENDING")
         if not apply:
-            pods, jobs = load_pending(pending or source)
-            try:
-                backlog = pending_jobs(pods.pods, jobs.jobs)
-            except ValueError as error:  # names, GPU counts, priorities of the pending file: say which file
-                raise InputError(pending or source, str(error)) from None
-            report = plan(load_cluster(source), backlog, config, parse_sizes(sizes))
+            with collector_paused():  # a large cluster's model: see collector_paused
+                pods, jobs = load_pending(pending or source)
+                try:
+                    backlog = pending_jobs(pods.pods, jobs.jobs)
+                except ValueError as error:  # names, GPU counts, priorities of the pending file: say which file
+                    raise InputError(pending or source, str(error)) from None
+                model = load_cluster(source)
+            report = plan(model, backlog, config, parse_sizes(sizes), began=began)
             show(report, as_json, render_plan)
             return 1 if report.unplaced else 0
         if pending:
@@ -102,7 +107,7 @@ def plan_command(
             found, members = gpusched_jobs(kube, scenario.pods.pods if scenario.pods else [], scheduler_name)
             if not found:
                 raise ValueError(f"no pending GPU pod has schedulerName {scheduler_name!r}: nothing to bind")
-            report = plan(scenario.cluster, found, config, parse_sizes(sizes))
+            report = plan(scenario.cluster, found, config, parse_sizes(sizes), began=began)
             if not as_json:
                 render_plan(out, report)
             target = (str(Path(kubeconfig).resolve()), context, "plan", replan_command())
@@ -194,6 +199,11 @@ def render_plan(console: Console, report: PlanReport) -> None:
             stranded,
         )
     console.print(compare)
+    for reason in dict.fromkeys(skipped.reason for skipped in report.not_run):
+        names = [f"{h.policy} ({h.mode})" for h in report.not_run if h.reason == reason]
+        console.print(f"not run: {', '.join(names)}: {reason}", markup=False)
+    spent = ", ".join(f"{name} {seconds:.2f}" for name, seconds in report.phases.items())
+    console.print(f"time: {report.seconds:.2f} s of {report.solve.time_limit:g} s ({spent})", markup=False)
 
 
 def render_validation(console: Console, result: PlanValidation) -> None:

@@ -25,7 +25,6 @@ from .solver import SolverConfig, SolveReport, solve_lexicographic
 
 __all__ = [
     "Budgets",
-    "running_pods",
     "ChoiceCount",
     "ClassPick",
     "counts_per_class",
@@ -40,19 +39,6 @@ __all__ = [
 ]
 
 
-_RUNNING: dict[int, tuple[Cluster, list[RunningPod]]] = {}
-
-
-def running_pods(cluster: Cluster) -> list[RunningPod]:
-    """Cluster.running_pods, computed once per cluster model (the models are never changed once validated)."""
-    hit = _RUNNING.get(id(cluster))
-    if hit is None or hit[0] is not cluster:
-        if len(_RUNNING) >= 8:
-            _RUNNING.clear()
-        hit = _RUNNING[id(cluster)] = (cluster, cluster.running_pods())
-    return hit[1]
-
-
 @dataclass(frozen=True)
 class Budgets:
     """The disruption budgets, each with how many of the pods it selects may still be evicted."""
@@ -64,7 +50,7 @@ class Budgets:
     @classmethod
     def of(cls, cluster: Cluster) -> Budgets:
         """allowed = max_unavailable, or the selected running pods beyond min_available (never below 0)."""
-        running = running_pods(cluster)
+        running = cluster.running_pods()
         allowed = []
         for budget in cluster.disruption_budgets:
             if budget.max_unavailable is not None:
@@ -142,7 +128,7 @@ def without(cluster: Cluster, gone: Iterable[str]) -> Cluster:
 def _requests(cluster: Cluster, gone: set[str], placed: Sequence[Assignment]) -> list[str]:
     """cpu and memory over allocatable, counting the running pods that stay and the placed ones."""
     used: dict[str, list[int]] = {node.name: [0, 0] for node in cluster.nodes}
-    needs: list[tuple[str, GpuNeeds]] = [(p.node, p.needs) for p in running_pods(cluster) if p.name not in gone]
+    needs: list[tuple[str, GpuNeeds]] = [(p.node, p.needs) for p in cluster.running_pods() if p.name not in gone]
     needs += [(a.node, a.needs) for a in placed]
     for name, need in needs:
         if name in used:

@@ -6,16 +6,18 @@ solve with the last solution. A level is OPTIMAL only when CP-SAT proved it; oth
 
 from __future__ import annotations
 
+import gc
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from ortools.sat.python import cp_model
 from pydantic import BaseModel, Field
 
 from ...errors import Infeasible
 
-__all__ = ["SolverConfig", "LevelReport", "SolveReport", "solve_lexicographic", "Infeasible"]
+__all__ = ["SolverConfig", "LevelReport", "SolveReport", "solve_lexicographic", "Infeasible", "collector_paused"]
 
 
 class SolverConfig(BaseModel):
@@ -145,3 +147,18 @@ def _fix_and_hint(
     for index in range(len(model.proto.variables)):
         variable = model.get_int_var_from_proto_index(index)
         model.add_hint(variable, solver.value(variable))
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector off for a planner's run, back on after. Building the state, patterns and plans of
+    a large cluster allocates hundreds of thousands of objects while the cluster model's own lie live; each time
+    they grow by a quarter the collector walks all of them (0.3-0.5 s at 10,000 nodes, most of the state's build
+    time). Reference counting still frees everything acyclic at once; cycles wait until the run ends."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

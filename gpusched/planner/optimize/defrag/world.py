@@ -10,7 +10,7 @@ from ....models.workload import GpuNeeds
 from ...scheduler.plugins.gpudevices import mismatch
 from ...scheduler.views import node_filters
 from ...state import NodeState
-from ..disrupt import Budgets, running_pods, running_state
+from ..disrupt import Budgets, running_state
 from .report import TargetShape
 
 __all__ = ["MoverClass", "World", "build_world", "room_for", "room_on"]
@@ -87,7 +87,7 @@ def build_world(cluster: Cluster, shape: TargetShape, budgets: Budgets) -> World
     islands = {n.name: _exclusive_islands(n) for n in state.nodes if not n.time_sliced and n.whole_gpus()}
     candidates = [
         pod
-        for pod in running_pods(cluster)
+        for pod in cluster.running_pods()
         if pod.node in islands and pod.gpus and not pod.mig and not pod.needs.mig_profile and not budgets.pinned(pod)
     ]
     cpu = _binds(nodes, islands, candidates, "cpu_milli", "cpu_requested", "cpu_milli")

@@ -17,6 +17,8 @@ or memory may run out are the full model, the last resort.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
@@ -24,13 +26,14 @@ from ortools.sat.python import cp_model
 from ....models.cluster import Cluster
 from ...state import ClusterState, NodeState
 from ..classes import NodeClass, PodShape, node_classes
-from ..solver import LevelReport, SolverConfig, SolveReport, solve_lexicographic
+from ..solver import LevelReport, SolverConfig, SolveReport, collector_paused, solve_lexicographic
 from .baselines import greedy, greedy_plan
 from .extract import extract, plan_metrics
 from .model import JobType, OutOfTime, PlanModel, binding_nodes, build, hint, job_types
 from .report import (
     HeuristicResult,
     Metrics,
+    NotRun,
     PendingJob,
     PlanJob,
     PlannedPod,
@@ -45,6 +48,7 @@ __all__ = [
     "POLICIES",
     "HeuristicResult",
     "Metrics",
+    "NotRun",
     "PendingJob",
     "PlanJob",
     "PlanReport",
@@ -82,23 +86,67 @@ def _by_domain(
 POLICIES = ("binpack", "spread", "topology")  # the heuristics plan is compared with, and starts from
 
 
-def _warm_start(
-    cluster: Cluster, jobs: list[PendingJob], sizes: tuple[int, ...], deadline: float | None
-) -> tuple[list[HeuristicResult], list[PlannedPod]]:
-    """The gang-mode heuristics (complete jobs only, so each is a feasible plan), and the best one's pods. With a
-    `deadline` (perf_counter) one after the first runs only if it would end before it, taking as long as the one
-    before; None runs them all."""
-    found: list[tuple[HeuristicResult, list[PlannedPod]]] = []
-    took = 0.0
-    for policy in POLICIES:
-        began = time.perf_counter()
-        if found and deadline is not None and began + took > deadline:
-            break
-        metrics, pods = greedy_plan(cluster, jobs, policy, "gang", sizes)
-        took = time.perf_counter() - began
-        found.append((HeuristicResult(policy=policy, mode="gang", metrics=metrics), pods))
-    best = max(found, key=lambda item: _rank(item[0].metrics))
-    return [result for result, _ in found], [*best[1]]
+@dataclass
+class _Heuristics:
+    """The heuristics run so far: gang mode (complete jobs only, so each a feasible plan, the best one the warm
+    start) and pod mode (only compared), and how long each gang-mode one took (its pod-mode twin's estimate)."""
+
+    tried: bool = False  # the gang-mode ones were given their time (once)
+    gang: list[HeuristicResult] = field(default_factory=list)
+    pod: list[HeuristicResult] = field(default_factory=list)
+    took: dict[str, float] = field(default_factory=dict)
+    start: list[PlannedPod] = field(default_factory=list)
+
+    def best(self) -> HeuristicResult | None:
+        return max(self.gang, key=lambda h: _rank(h.metrics), default=None)
+
+    def run_gang(
+        self, cluster: Cluster, jobs: list[PendingJob], sizes: tuple[int, ...], deadline: float, last: float
+    ) -> None:
+        """Each gang-mode policy that ends in time (perf_counter): the first by `last` (it is the floor every
+        answer keeps: without it a time-limited plan could be anything), the others by `deadline`, one not started
+        unless it would end by then, taking as long as the one before. The best one's pods are the warm start."""
+        self.tried = True
+        found: list[tuple[HeuristicResult, list[PlannedPod]]] = []
+        took = 0.0
+        for policy in POLICIES:
+            began = time.perf_counter()
+            if found and began + took > deadline:
+                break
+            result = greedy_plan(cluster, jobs, policy, "gang", sizes, deadline if found else max(deadline, last))
+            if result is None:
+                break
+            took = self.took[policy] = time.perf_counter() - began
+            found.append((HeuristicResult(policy=policy, mode="gang", metrics=result[0]), result[1]))
+        self.gang = [result for result, _ in found]
+        if found:
+            self.start = [*max(found, key=lambda item: _rank(item[0].metrics))[1]]
+
+    def run_pod(self, cluster: Cluster, jobs: list[PendingJob], sizes: tuple[int, ...], deadline: float) -> None:
+        """Each pod-mode policy whose gang-mode twin ran, if it would end by `deadline` taking as long as it."""
+        for policy, took in self.took.items():
+            if time.perf_counter() + took > deadline:
+                continue
+            result = greedy_plan(cluster, jobs, policy, "pod", sizes, deadline)
+            if result is not None:
+                self.pod.append(HeuristicResult(policy=policy, mode="pod", metrics=result[0]))
+
+    def compared(self) -> tuple[list[HeuristicResult], list[NotRun]]:
+        """Pod and gang mode of each policy, in POLICIES order, and those that did not run."""
+        ran = {(h.policy, h.mode): h for h in [*self.pod, *self.gang]}
+        keys = [(policy, mode) for policy in POLICIES for mode in ("pod", "gang")]
+        return [ran[key] for key in keys if key in ran], [
+            NotRun(policy=policy, mode=mode, reason="out of time") for policy, mode in keys if (policy, mode) not in ran
+        ]
+
+    def answers(self, jobs: list[PendingJob]) -> list[_Answer]:
+        """The best gang-mode heuristic's plan, if one ran."""
+        best = self.best()
+        if best is None:
+            return []
+        placed = {a.job for a in self.start}
+        left_out = [job.name for job in jobs if job.name not in placed]
+        return [_Answer(self.start, left_out, best.metrics, None, f"{best.policy} ({best.mode})")]
 
 
 def _rank(metrics: Metrics) -> tuple[int, int]:
@@ -173,7 +221,6 @@ def _solve(
     seconds: float,
     start: _Answer | None,
     ceiling: float | None,
-    clock: _Clock,
 ) -> tuple[cp_model.CpSolver, SolveReport, bool]:
     """Solve a round's model from the best plan so far (hinted, its value a floor) under the best proven bound
     (a ceiling); whether that plan could be hinted."""
@@ -189,7 +236,6 @@ def _solve(
         stage.built.model.add(first <= round(ceiling))
     limited = config.model_copy(update={"time_limit": max(seconds, 0.05)})
     solver, report = solve_lexicographic(stage.built.model, stage.levels, limited)
-    clock.solving += report.seconds
     return solver, report, hinted
 
 
@@ -230,30 +276,45 @@ def plan(
     config: SolverConfig | None = None,
     sizes: tuple[int, ...] = (1, 2, 4, 8),
     heuristics: bool = True,
+    began: float | None = None,
 ) -> PlanReport:
     """The optimal plan for the batch, validated, beside kube-scheduler-style placement under each policy.
 
-    The time limit covers all of it: heuristics, every round's model and solve, disaggregation and validation.
-    A plan not proven optimal is never worse than the best gang-mode heuristic, which the solve starts from (or
-    which is the answer). With `heuristics` False they run only when the first round did not prove its plan and
-    time is left for another round."""
+    The time limit covers all of it, from `began` (perf_counter; default now: a command passes when it started, so
+    that reading its input counts too): heuristics, every round's model and solve, disaggregation, validation.
+    Each heuristic runs once: the gang-mode ones are the warm start and the comparison; a heuristic that would
+    not end in time is not run, and the report says so. A plan not proven optimal is never worse than the best
+    gang-mode heuristic, which the solve starts from (or which is the answer). With `heuristics` False they are
+    not compared and run only when the first round did not prove its plan and time is left for another round."""
     config = config or SolverConfig()
-    clock = _Clock(config.time_limit)
+    with collector_paused():
+        return _plan(cluster, jobs, config, sizes, heuristics, _Clock(config.time_limit, began or time.perf_counter()))
+
+
+def _plan(
+    cluster: Cluster,
+    jobs: list[PendingJob],
+    config: SolverConfig,
+    sizes: tuple[int, ...],
+    heuristics: bool,
+    clock: _Clock,
+) -> PlanReport:
+    clock.phases["input"] = time.perf_counter() - clock.began
     largest = max((job.gpus for job in jobs if not job.needs.mig_profile and not job.needs.shared), default=1) or 1
     all_sizes = tuple(sorted(set(sizes) | {largest}))
-    gang, start = _warm_start(cluster, jobs, all_sizes, None) if heuristics else ([], [])
-    state = ClusterState.from_cluster(cluster)
-    binding = binding_nodes(state.nodes, jobs)
-    seen = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector))
-    clock.reserve = 0.05 + 2e-4 * len(state.nodes)  # for disaggregation and validation, until measured
-    clock.building = time.perf_counter() - clock.began  # heuristics, the cluster's state, its classes
-    rows: frozenset[str] = frozenset()  # the nodes whose cpu and memory this round's model counts
+    ran = _Heuristics()
     answers: list[_Answer] = []
-    if gang:
-        placed = {a.job for a in start}
-        best = max(gang, key=lambda h: _rank(h.metrics))
-        left_out = [job.name for job in jobs if job.name not in placed]
-        answers.append(_Answer(start, left_out, best.metrics, None, f"{best.policy} ({best.mode})"))
+    if heuristics:  # a third of the time left at most, the first until the limit
+        with clock.phase("heuristics"):
+            ran.run_gang(cluster, jobs, all_sizes, time.perf_counter() + clock.left() / 3, clock.deadline)
+        clock.compare = sum(ran.took.values())  # kept for their pod-mode twins, which take about as long
+        answers += ran.answers(jobs)
+    with clock.phase("model"):
+        state = ClusterState.from_cluster(cluster)
+        binding = binding_nodes(state.nodes, jobs)
+        seen = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector))
+    clock.reserve = 0.05 + 2e-4 * len(state.nodes)  # for disaggregation and validation, until measured
+    rows: frozenset[str] = frozenset()  # the nodes whose cpu and memory this round's model counts
     lowest = min((job.needs.priority for job in jobs), default=0)
     everything = sum(weight_of(job.needs.priority, lowest) * job.pods * job.gpus for job in jobs)
     ceiling = float(everything)  # what no plan can exceed: all of it, until a round proves less
@@ -261,108 +322,109 @@ def plan(
     stage: _Stage | None = None
     last: SolveReport | None = None
     while True:
-        began = time.perf_counter()
         try:
-            stage = _stage(cluster, _split(seen, rows), jobs, largest, rows, None if last is None else clock.cutoff())
+            with clock.phase("model"):
+                stage = _stage(
+                    cluster, _split(seen, rows), jobs, largest, rows, None if last is None else clock.cutoff()
+                )
         except OutOfTime:
-            clock.building += time.perf_counter() - began
             break  # no time for this round's model: the best plan so far stands
-        clock.building += time.perf_counter() - began
         incumbent = max(answers, key=lambda a: _rank(a.metrics), default=None)
-        solver, last, round_hinted = _solve(stage, config, clock.left(), incumbent, ceiling, clock)
+        with clock.phase("solve"):
+            solver, last, round_hinted = _solve(stage, config, clock.left(), incumbent, ceiling)
         hinted = hinted or (round_hinted and incumbent is not None and incumbent.report is None)
         bound = last.levels[0].best_bound
         if bound is not None and last.levels[0].objective is not None:
             ceiling = min(ceiling, bound)
         if last.levels[0].objective is None:
             break
-        began = time.perf_counter()
-        assignments, unplaced, refused = extract(solver, stage.built, stage.classes, stage.types, jobs, binding)
-        problems = check_plan(cluster, jobs, assignments)
-        if problems:
-            raise RuntimeError("internal error: the plan failed validation: " + "; ".join(problems[:5]))
-        metrics = plan_metrics(state, jobs, assignments, all_sizes)
+        checked = time.perf_counter()
+        with clock.phase("check"):
+            assignments, unplaced, refused = extract(solver, stage.built, stage.classes, stage.types, jobs, binding)
+            problems = check_plan(cluster, jobs, assignments)
+            if problems:
+                raise RuntimeError("internal error: the plan failed validation: " + "; ".join(problems[:5]))
+            metrics = plan_metrics(state, jobs, assignments, all_sizes)
         reached = stage.values(metrics)[: len(last.levels)] == [level.objective for level in last.levels]
         source = "gpu view" if not rows else ("full" if rows == binding else f"gpu view, rows for {len(rows)} nodes")
         answers.append(_Answer(assignments, unplaced, metrics, last, source, reached))
-        clock.reserve = 1.2 * (time.perf_counter() - began) + 0.05  # what the next one will take, measured
+        clock.reserve = 1.2 * (time.perf_counter() - checked) + 0.05  # what the next one will take, measured
         if reached or rows == binding:
             break  # proven (the round's model bounds every plan), the full model's own answer, or out of time
         more = (refused & binding) - rows
         rows = rows | (more if more else binding)  # where the plan did not fit; failing that, every binding node
-        if not gang and clock.left() > 0:  # a third of what is left at most, but the first whatever it takes
-            began = time.perf_counter()
-            gang, start = _warm_start(cluster, jobs, all_sizes, began + clock.left() / 3)
-            clock.building += time.perf_counter() - began
-            best = max(gang, key=lambda h: _rank(h.metrics))
-            placed = {a.job for a in start}
-            left_out = [job.name for job in jobs if job.name not in placed]
-            answers.append(_Answer(start, left_out, best.metrics, None, f"{best.policy} ({best.mode})"))
+        if not ran.tried and clock.left() > 0:  # a third of what is left at most, the first until the limit
+            with clock.phase("heuristics"):
+                ran.run_gang(cluster, jobs, all_sizes, time.perf_counter() + clock.left() / 3, clock.cutoff())
+            answers += ran.answers(jobs)
     assert stage is not None and last is not None  # the first round always builds
+    if heuristics:
+        with clock.phase("heuristics"):
+            ran.run_pod(cluster, jobs, all_sizes, clock.deadline)
     chosen = max(reversed(answers), key=lambda a: _rank(a.metrics))  # on a tie the latest round's
     judged = _judged(chosen, last, ceiling, len(stage.levels))
-    return _report(cluster, jobs, stage, len(binding), chosen, judged, gang, hinted, heuristics, clock)
+    return _report(jobs, stage, len(binding), chosen, judged, ran, hinted, heuristics, clock)
+
+
+PHASES = ("input", "heuristics", "model", "solve", "check")
 
 
 @dataclass
 class _Clock:
-    """The time limit, shared by every step: what is left for a solve once disaggregation is reserved for."""
+    """The time limit, shared by every step: what is left for a solve once disaggregation and validation (and the
+    pod-mode heuristics still to run) are reserved for, and where the time went."""
 
     limit: float
-    began: float = field(default_factory=time.perf_counter)
-    reserve: float = 0.0
-    building: float = 0.0  # heuristics, classes, patterns and models
-    solving: float = 0.0
+    began: float
+    reserve: float = 0.0  # for disaggregation and validation
+    compare: float = 0.0  # for the pod-mode heuristics
+    phases: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[name] += time.perf_counter() - began
 
     @property
     def deadline(self) -> float:
         return self.began + self.limit
 
     def left(self) -> float:
-        return self.deadline - time.perf_counter() - self.reserve
+        return self.deadline - time.perf_counter() - self.reserve - self.compare
 
     def cutoff(self) -> float:
         """When a model must be built by: once the time left is spent, none can be solved."""
-        return self.deadline - self.reserve
+        return self.deadline - self.reserve - self.compare
 
 
 def _report(
-    cluster: Cluster,
     jobs: list[PendingJob],
     stage: _Stage,
     binding: int,
     answer: _Answer,
     solve: SolveReport,
-    gang: list[HeuristicResult],
+    ran: _Heuristics,
     hinted: bool,
     heuristics: bool,
     clock: _Clock,
 ) -> PlanReport:
-    best = max(gang, key=lambda h: _rank(h.metrics)) if gang else None
-    sizes = tuple(sorted(answer.metrics.stranded))
-    by_policy = {h.policy: h for h in gang}
-    compared = (
-        [
-            result
-            for policy in POLICIES
-            for result in (
-                HeuristicResult(policy=policy, mode="pod", metrics=greedy(cluster, jobs, policy, "pod", sizes)),
-                by_policy[policy],
-            )
-        ]
-        if heuristics
-        else []
-    )
+    best = ran.best()
+    compared, not_run = ran.compared() if heuristics else ([], [])
     return PlanReport(
         jobs=[PlanJob.of(job) for job in jobs],
-        solve=solve.model_copy(update={"seconds": clock.solving, "time_limit": clock.limit}),
+        solve=solve.model_copy(update={"seconds": clock.phases["solve"], "time_limit": clock.limit}),
         largest_size=stage.largest,
         node_classes=len(stage.classes),
         pod_shapes=len({PodShape.of(job.needs, job.gpus) for job in jobs}),
         gpu_shapes=len({t.shape.gpu_view for t in stage.types}),
         binding_nodes=binding,
         patterns=sum(len(found) for found in stage.built.class_patterns),
-        build_seconds=clock.building,
+        build_seconds=clock.phases["heuristics"] + clock.phases["model"],
+        seconds=time.perf_counter() - clock.began,
+        phases=dict(clock.phases),
         source=answer.source,
         warm_start=None
         if best is None
@@ -371,4 +433,5 @@ def _report(
         unplaced=answer.unplaced,
         metrics=answer.metrics,
         heuristics=compared,
+        not_run=not_run,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from ....models.cluster import Cluster
 from ...place import Placer
 from ...scheduler.plugins.gpudevices import GpuChoice
@@ -14,13 +16,21 @@ __all__ = ["greedy", "greedy_plan"]
 
 def greedy(cluster: Cluster, jobs: list[PendingJob], policy: str, mode: str, sizes: tuple[int, ...]) -> Metrics:
     """kube-scheduler-style placement, job by job: pod mode keeps partial jobs' pods, gang mode gives them back."""
-    return greedy_plan(cluster, jobs, policy, mode, sizes)[0]
+    found = greedy_plan(cluster, jobs, policy, mode, sizes)
+    assert found is not None  # no deadline
+    return found[0]
 
 
 def greedy_plan(
-    cluster: Cluster, jobs: list[PendingJob], policy: str, mode: str, sizes: tuple[int, ...]
-) -> tuple[Metrics, list[PlannedPod]]:
-    """greedy's metrics, and the pods of the jobs it placed completely (in gang mode a plan plan can start from)."""
+    cluster: Cluster,
+    jobs: list[PendingJob],
+    policy: str,
+    mode: str,
+    sizes: tuple[int, ...],
+    deadline: float | None = None,
+) -> tuple[Metrics, list[PlannedPod]] | None:
+    """greedy's metrics, and the pods of the jobs it placed completely (in gang mode a plan plan can start from);
+    None when `deadline` passed before the last job (half a heuristic's run is no heuristic's result)."""
     state = ClusterState.from_cluster(cluster)
     placer = Placer(state, "gpu", policy)  # type: ignore[arg-type]
     lowest = min((job.needs.priority for job in jobs), default=0)
@@ -29,6 +39,8 @@ def greedy_plan(
     partial_gpus = 0
     domain_of = cluster.domain_of()
     for job in jobs:
+        if deadline is not None and time.perf_counter() > deadline:
+            return None
         bound: list[tuple[str, GpuChoice]] = []
         for name in job.pod_names():
             within = None  # a confined job's pods follow its first pod's domain, as pod affinity would

@@ -12,6 +12,7 @@ from ..solver import SolveReport
 __all__ = [
     "HeuristicResult",
     "Metrics",
+    "NotRun",
     "PendingJob",
     "PlanJob",
     "PlanReport",
@@ -112,6 +113,14 @@ class HeuristicResult(BaseModel):
     metrics: Metrics
 
 
+class NotRun(BaseModel):
+    """A heuristic the comparison has no row for, and why (it would not have ended within the time limit)."""
+
+    policy: str
+    mode: str  # pod | gang
+    reason: str
+
+
 class WarmStart(BaseModel):
     """The heuristic the solve started from: the best gang-mode one, hinted, its objective a floor."""
 
@@ -135,7 +144,13 @@ class PlanReport(BaseModel):
     )
     patterns: int
     build_seconds: float = Field(
-        0.0, description="heuristics, classes, patterns and models: all but solves and extraction"
+        0.0, description="heuristics, the cluster's state, classes, patterns and models: all but solves and checks"
+    )
+    seconds: float = Field(0.0, description="all of it, from when the command started (its input read) to the report")
+    phases: dict[str, float] = Field(
+        default_factory=dict,
+        description="where the seconds went: input (reading the cluster and backlog), heuristics (all of them), "
+        "model (state, classes, patterns, models), solve, check (disaggregation, validation, metrics)",
     )
     source: str = Field(
         "full",
@@ -152,3 +167,6 @@ class PlanReport(BaseModel):
     unplaced: list[str]  # jobs left out
     metrics: Metrics
     heuristics: list[HeuristicResult]
+    not_run: list[NotRun] = Field(
+        default_factory=list, description="the heuristics (of 3 policies × pod and gang) with no row: out of time"
+    )

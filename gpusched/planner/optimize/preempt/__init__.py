@@ -15,7 +15,7 @@ from __future__ import annotations
 from ....models.cluster import Cluster
 from ....models.workload import Job, Pod
 from ...scheduler.framework import Status, fit_error
-from ..disrupt import Budgets, out_of_time, running_pods, running_state
+from ..disrupt import Budgets, out_of_time, running_state
 from ..solver import Infeasible, SolverConfig
 from .baselines import default_preemption
 from .extract import assignments_of, cost_of, evicted, extract, placement_of
@@ -62,7 +62,7 @@ def preempt(cluster: Cluster, item: Pod | Job, config: SolverConfig | None = Non
     """The optimal eviction set for a pending pod or job, validated, beside kube-scheduler's DefaultPreemption."""
     config = config or SolverConfig()
     pending = Pending.of(item)
-    running = {pod.name: pod.node for pod in running_pods(cluster)}
+    running = {pod.name: pod.node for pod in cluster.running_pods()}
     for name in pending.pod_names():
         if name in running:
             raise ValueError(f"{name} is already running on {running[name]}: preempt plans for a pending pod")

@@ -19,7 +19,7 @@ from ...scheduler.plugins.defaultpreemption import (
 from ...scheduler.plugins.gpudevices import GpuChoice
 from ...scheduler.views import View, evaluate
 from ...state import ClusterState, NodeState
-from ..disrupt import Budgets, problems, running_pods, running_state
+from ..disrupt import Budgets, problems, running_state
 from .extract import assignments_of, cost_of, evicted, placement_of
 from .model import place_pending
 from .report import Alternative, Pending
@@ -85,7 +85,7 @@ def default_preemption(cluster: Cluster, pending: Pending, budgets: Budgets, vie
     state = running_state(cluster)
     placer = Placer(state, view, "binpack")
     alive: dict[str, list[RunningPod]] = {node.name: [] for node in state.nodes}
-    for pod in running_pods(cluster):
+    for pod in cluster.running_pods():
         alive[pod.node].append(pod)
     left = list(budgets.allowed)
     victims: list[RunningPod] = []

@@ -19,7 +19,7 @@ from ...scheduler.framework import Status
 from ...scheduler.plugins.gpudevices import GpuChoice
 from ...scheduler.views import View, evaluate
 from ...state import ClusterState, NodeState
-from ..disrupt import Budgets, choices_per_class, running_pods, scratch, solve_counts
+from ..disrupt import Budgets, choices_per_class, scratch, solve_counts
 from ..solver import SolverConfig, SolveReport
 from .report import Pending
 
@@ -205,7 +205,7 @@ def node_classes(state: ClusterState, cluster: Cluster, pending: Pending, budget
     """Group nodes into classes, victim classes per node (candidates: strictly lower priority, not pinned)."""
     binds = _binds(state, pending)
     by_node: dict[str, list[RunningPod]] = {}
-    for pod in running_pods(cluster):
+    for pod in cluster.running_pods():
         if pod.needs.priority < pending.needs.priority and not budgets.pinned(pod):
             by_node.setdefault(pod.node, []).append(pod)
     classes: dict[tuple, PreemptNodeClass] = {}
