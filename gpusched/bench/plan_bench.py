@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field
 
 from ..models.cluster import Cluster
 from ..models.workload import Job
-from ..planner.optimize.plan import POLICIES, greedy, pending_jobs, plan
-from ..planner.optimize.solver import SolverConfig
+from ..planner.optimize.plan import POLICIES, pending_jobs, plan
+from ..planner.optimize.solver import SolverConfig, collector_paused
 from ..scenarios.synthetic import synthetic_cluster, synthetic_jobs
 
 __all__ = ["HeuristicRow", "PlanBench", "bench_plan"]
@@ -23,9 +23,9 @@ __all__ = ["HeuristicRow", "PlanBench", "bench_plan"]
 
 class HeuristicRow(BaseModel):
     policy: str  # gang mode: complete jobs only
-    jobs_placed: int
-    weighted_gpus: int
-    seconds: float
+    jobs_placed: int | None  # None: not run, out of time
+    weighted_gpus: int | None
+    seconds: float | None
 
 
 class PlanBench(BaseModel):
@@ -36,10 +36,11 @@ class PlanBench(BaseModel):
     distinct_nodes: bool = False
     status: str
     gap: float | None  # of the first objective level (priority-weighted GPUs); 0 when proven
-    seconds: float  # heuristics, classes, patterns, model, solve, disaggregation, validation
+    seconds: float  # heuristics, classes, patterns, model, solve, disaggregation, validation: plan's own accounting
     cpu_seconds: float  # the same, as processor time (user and system, every solver thread): what load does not stretch
     build_seconds: float  # heuristics (when run), classes, patterns, models: all but solves and extraction
     solve_seconds: float
+    phases: dict[str, float] = Field(default_factory=dict)  # where the seconds went, as plan reports it
     time_limit: float
     node_classes: int
     binding_nodes: int  # nodes whose cpu or memory may run out: fitted pod by pod, rows in the full model
@@ -54,7 +55,7 @@ class PlanBench(BaseModel):
     warm_start_weighted_gpus: int | None
     heuristics: list[HeuristicRow] = Field(
         default_factory=list
-    )  # with compare: every gang-mode heuristic, run after the timed plan
+    )  # with compare: every gang-mode heuristic, run inside the time limit as `plan` runs them
 
 
 def _shaped(jobs: list[Job], shapes: int, seed: int) -> list[Job]:
@@ -99,33 +100,38 @@ def bench_plan(
     compare: bool = False,
 ) -> PlanBench:
     """`domain_jobs` adds that many 4x8-GPU jobs confined to one NVLink domain (each plain node is one);
-    `compare` runs every gang-mode heuristic after the timed plan, to show the plan is no worse than any."""
-    cluster = synthetic_cluster(nodes, seed, busy)
-    if distinct_nodes:
-        cluster = Cluster.model_validate(_distinct(cluster, seed).model_dump())
-    confined = [
-        Job(name=f"domain-{i}", pods=4, gpus_per_pod=8, duration=3600, nvlink_domain=True) for i in range(domain_jobs)
-    ]
-    generated = synthetic_jobs(jobs, seed)
-    if shapes is not None:
-        generated = _shaped(generated, shapes, seed)
-    backlog = pending_jobs([], [*generated, *confined])
+    `compare` runs the plan as the `plan` command does, every heuristic inside the time limit (once each: the
+    gang-mode ones are the warm start too), to show the plan is no worse than any."""
+    with collector_paused():  # generating 10,000 nodes' models: see collector_paused
+        cluster = synthetic_cluster(nodes, seed, busy)
+        if distinct_nodes:
+            cluster = Cluster.model_validate(_distinct(cluster, seed).model_dump())
+        confined = [
+            Job(name=f"domain-{i}", pods=4, gpus_per_pod=8, duration=3600, nvlink_domain=True)
+            for i in range(domain_jobs)
+        ]
+        generated = synthetic_jobs(jobs, seed)
+        if shapes is not None:
+            generated = _shaped(generated, shapes, seed)
+        backlog = pending_jobs([], [*generated, *confined])
     began, processor = time.perf_counter(), time.process_time()
-    report = plan(cluster, backlog, SolverConfig(time_limit=time_limit, seed=seed), heuristics=False)
+    report = plan(cluster, backlog, SolverConfig(time_limit=time_limit, seed=seed), heuristics=compare)
     seconds, cpu_seconds = time.perf_counter() - began, time.process_time() - processor
     start = report.warm_start
-    rows = []
-    for policy in POLICIES if compare else ():
-        began = time.perf_counter()
-        metrics = greedy(cluster, backlog, policy, "gang", tuple(sorted(report.metrics.stranded)))
-        rows.append(
-            HeuristicRow(
-                policy=policy,
-                jobs_placed=metrics.jobs_placed,
-                weighted_gpus=metrics.weighted_gpus,
-                seconds=round(time.perf_counter() - began, 3),
-            )
+    ran = {h.policy: h for h in report.heuristics if h.mode == "gang"}
+    skipped = {h.policy for h in report.not_run if h.mode == "gang"}
+    rows = [
+        HeuristicRow(policy=policy, jobs_placed=None, weighted_gpus=None, seconds=None)
+        if policy not in ran
+        else HeuristicRow(
+            policy=policy,
+            jobs_placed=ran[policy].metrics.jobs_placed,
+            weighted_gpus=ran[policy].metrics.weighted_gpus,
+            seconds=round(ran[policy].seconds, 3),
         )
+        for policy in POLICIES
+        if policy in ran or policy in skipped
+    ]
     return PlanBench(
         nodes=nodes,
         gpus=sum(node.gpu.count for node in cluster.nodes if node.gpu),
@@ -138,6 +144,7 @@ def bench_plan(
         cpu_seconds=round(cpu_seconds, 3),
         build_seconds=round(report.build_seconds, 3),
         solve_seconds=round(report.solve.seconds, 3),
+        phases={name: round(spent, 3) for name, spent in report.phases.items()},
         time_limit=time_limit,
         node_classes=report.node_classes,
         binding_nodes=report.binding_nodes,

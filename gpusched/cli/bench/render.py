@@ -229,11 +229,16 @@ def render_plan_bench(console: Console, result: PlanBench) -> None:
             markup=False,
         )
     for row in result.heuristics:
+        done = row.seconds is not None
         console.print(
             f"heuristic {row.policy} (gang): {row.jobs_placed} jobs, {row.weighted_gpus} weighted GPUs "
-            f"({row.seconds:.2f} s)",
+            f"({row.seconds:.2f} s)"
+            if done
+            else f"heuristic {row.policy} (gang): not run: out of time",
             markup=False,
         )
+    spent = ", ".join(f"{name} {seconds:.2f}" for name, seconds in result.phases.items())
+    console.print(f"time: {spent}", markup=False)
 
 
 def render_repair_bench(console: Console, result: RepairBench) -> None:

@@ -84,6 +84,8 @@ def _by_domain(
 
 
 POLICIES = ("binpack", "spread", "topology")  # the heuristics plan is compared with, and starts from
+FIRST = 0.25  # seconds the first heuristic may always take, even once reading the input has spent the limit: on
+# a small cluster it takes milliseconds, and it is the floor every time-limited answer keeps
 
 
 @dataclass
@@ -117,7 +119,7 @@ class _Heuristics:
             if result is None:
                 break
             took = self.took[policy] = time.perf_counter() - began
-            found.append((HeuristicResult(policy=policy, mode="gang", metrics=result[0]), result[1]))
+            found.append((HeuristicResult(policy=policy, mode="gang", metrics=result[0], seconds=took), result[1]))
         self.gang = [result for result, _ in found]
         if found:
             self.start = [*max(found, key=lambda item: _rank(item[0].metrics))[1]]
@@ -125,11 +127,13 @@ class _Heuristics:
     def run_pod(self, cluster: Cluster, jobs: list[PendingJob], sizes: tuple[int, ...], deadline: float) -> None:
         """Each pod-mode policy whose gang-mode twin ran, if it would end by `deadline` taking as long as it."""
         for policy, took in self.took.items():
-            if time.perf_counter() + took > deadline:
+            began = time.perf_counter()
+            if began + took > deadline:
                 continue
             result = greedy_plan(cluster, jobs, policy, "pod", sizes, deadline)
             if result is not None:
-                self.pod.append(HeuristicResult(policy=policy, mode="pod", metrics=result[0]))
+                seconds = time.perf_counter() - began
+                self.pod.append(HeuristicResult(policy=policy, mode="pod", metrics=result[0], seconds=seconds))
 
     def compared(self) -> tuple[list[HeuristicResult], list[NotRun]]:
         """Pod and gang mode of each policy, in POLICIES order, and those that did not run."""
@@ -304,16 +308,17 @@ def _plan(
     all_sizes = tuple(sorted(set(sizes) | {largest}))
     ran = _Heuristics()
     answers: list[_Answer] = []
-    if heuristics:  # a third of the time left at most, the first until the limit
+    if heuristics:  # a third of the time left at most, the first until the limit (or FIRST, if later)
         with clock.phase("heuristics"):
-            ran.run_gang(cluster, jobs, all_sizes, time.perf_counter() + clock.left() / 3, clock.deadline)
+            now = time.perf_counter()
+            ran.run_gang(cluster, jobs, all_sizes, now + clock.left() / 3, max(clock.deadline, now + FIRST))
         clock.compare = sum(ran.took.values())  # kept for their pod-mode twins, which take about as long
         answers += ran.answers(jobs)
     with clock.phase("model"):
         state = ClusterState.from_cluster(cluster)
         binding = binding_nodes(state.nodes, jobs)
         seen = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector))
-    clock.reserve = 0.05 + 2e-4 * len(state.nodes)  # for disaggregation and validation, until measured
+    clock.reserve = 0.05 + 6e-5 * len(state.nodes)  # for disaggregation and validation, until measured
     rows: frozenset[str] = frozenset()  # the nodes whose cpu and memory this round's model counts
     lowest = min((job.needs.priority for job in jobs), default=0)
     everything = sum(weight_of(job.needs.priority, lowest) * job.pods * job.gpus for job in jobs)

@@ -111,6 +111,7 @@ class HeuristicResult(BaseModel):
     policy: str
     mode: str  # pod | gang
     metrics: Metrics
+    seconds: float = Field(0.0, description="how long it took, inside plan's time limit")
 
 
 class NotRun(BaseModel):
