@@ -1,0 +1,112 @@
+"""`plan` inside its time limit: every phase, the heuristics included, accounted for; a heuristic out of time is
+named, never dropped. The accounting is the report's own (no timed assertions on the test's clock)."""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import json
+import time
+
+import pytest
+
+from gpusched.models.cluster import Cluster
+from gpusched.models.workload import Pod
+from gpusched.planner.optimize.plan import POLICIES, pending_jobs, plan
+from gpusched.planner.optimize.plan.baselines import greedy_plan
+from gpusched.planner.optimize.solver import SolverConfig, collector_paused
+from gpusched.scenarios.synthetic import synthetic_cluster, synthetic_jobs
+
+EVERY = {(policy, mode) for policy, mode in itertools.product(POLICIES, ("pod", "gang"))}
+
+
+def _accounted(report: dict) -> None:
+    """Each of the six heuristics is a row or named as not run; the phases are the report's whole time."""
+    rows = {(h["policy"], h["mode"]) for h in report["heuristics"]}
+    skipped = {(h["policy"], h["mode"]) for h in report["not_run"]}
+    assert rows | skipped == EVERY and not rows & skipped
+    assert all(h["reason"] == "out of time" for h in report["not_run"])
+    assert set(report["phases"]) == {"input", "heuristics", "model", "solve", "check"}
+    assert sum(report["phases"].values()) <= report["seconds"] + 1e-3
+    assert report["solve"]["seconds"] == report["phases"]["solve"]
+    assert all(report["metrics"]["weighted_gpus"] >= h["metrics"]["weighted_gpus"] for h in report["heuristics"])
+
+
+def test_a_thousands_of_nodes_plan_keeps_its_one_second_by_its_own_accounting(gpusched, write):
+    """The whole command, reading the input included, within the limit and the second it may run over."""
+    with collector_paused():
+        cluster = synthetic_cluster(3000, 7, 0.5)
+    jobs = [job.model_dump(exclude_defaults=True) for job in synthetic_jobs(500, 7)]
+    cluster_file = write("cluster.json", cluster.model_dump_json(exclude_defaults=True))
+    jobs_file = write("jobs.json", {"jobs": jobs})
+    result = gpusched("plan", cluster_file, jobs_file, "--time-limit", "1", "--json")
+    assert result.exit_code in (0, 1)
+    report = result.json()
+    _accounted(report)
+    assert report["phases"]["input"] > 0 and report["seconds"] <= 1 + 1
+    assert report["solve"]["status"] in ("OPTIMAL", "FEASIBLE")
+    plan_file = write("plan.json", result.stdout)
+    assert gpusched("validate", cluster_file, plan_file).lines == ["valid"]
+
+
+def test_heuristics_out_of_time_are_named(gpusched):
+    """At 0.01 s the first gang-mode heuristic still runs (the floor), the solve's least time spends the rest: the
+    pod-mode ones are said not to have run, in the table's place."""
+    report = gpusched("plan", "monday", "--time-limit", "0.01", "--json").json()
+    _accounted(report)
+    assert ("binpack", "gang") in {(h["policy"], h["mode"]) for h in report["heuristics"]}
+    assert {(h["policy"], h["mode"]) for h in report["not_run"]} >= {(policy, "pod") for policy in POLICIES}
+    text = gpusched("plan", "monday", "--time-limit", "0.01").lines
+    not_run = [line for line in text if line.startswith("not run: ")]
+    assert len(not_run) == 1 and not_run[0].endswith(": out of time") and "binpack (pod)" in not_run[0]
+    assert text[-1].startswith("time: ") and " of 0.01 s (input " in text[-1]
+
+
+def test_with_time_every_heuristic_runs_once_inside_the_limit(gpusched):
+    report = gpusched("plan", "backlog", "--json").json()
+    _accounted(report)
+    assert report["not_run"] == [] and len(report["heuristics"]) == 6
+    assert report["phases"]["heuristics"] >= sum(h["seconds"] for h in report["heuristics"])
+    start = report["warm_start"]
+    best = max((h for h in report["heuristics"] if h["mode"] == "gang"), key=lambda h: h["metrics"]["weighted_gpus"])
+    assert start["metrics"] == best["metrics"]
+
+
+def test_a_heuristic_that_would_end_past_its_deadline_gives_no_result():
+    cluster = Cluster.model_validate({"nodes": [{"name": "n", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}}]})
+    jobs = pending_jobs([Pod(name=f"p{i}", gpus=1) for i in range(4)], [])
+    assert greedy_plan(cluster, jobs, "binpack", "gang", (1, 8), deadline=time.perf_counter() - 1) is None
+    found = greedy_plan(cluster, jobs, "binpack", "gang", (1, 8), deadline=time.perf_counter() + 60)
+    assert found is not None and found[0].jobs_placed == 4
+
+
+def test_plan_pauses_the_collector_and_gives_it_back():
+    cluster = Cluster.model_validate({"nodes": [{"name": "n", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}}]})
+    assert gc.isenabled()
+    plan(cluster, pending_jobs([Pod(name="p", gpus=2)], []), SolverConfig(time_limit=5))
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("out")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # off before, off after
+    finally:
+        gc.enable()
+
+
+def test_bench_plan_compare_counts_the_heuristics_inside_the_limit(gpusched):
+    report = gpusched(
+        "bench", "plan", "--nodes", "200", "--jobs", "100", "--time-limit", "0.3", "--compare", "--json"
+    ).json()
+    assert set(report["phases"]) == {"input", "heuristics", "model", "solve", "check"}
+    assert sum(report["phases"].values()) <= report["seconds"] + 1e-3
+    assert [row["policy"] for row in report["heuristics"]] == list(POLICIES)  # run or not, each named
+    assert all(
+        (row["seconds"] is None) == (row["weighted_gpus"] is None) == (row["jobs_placed"] is None)
+        for row in report["heuristics"]
+    )
+    assert json.dumps(report)  # the report is plain JSON
