@@ -5,9 +5,9 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from ..models.mig import addable_profiles, profiles_for
-from .state import ClusterState, NodeState
+from .state import ClusterState, GpuState, NodeState
 
-__all__ = ["FragRow", "NodeFree", "MigGpuReport", "FragReport", "fragmentation", "DEFAULT_SIZES"]
+__all__ = ["FragRow", "NodeFree", "MigGpuReport", "FragReport", "fragmentation", "stranded", "DEFAULT_SIZES"]
 
 DEFAULT_SIZES = (1, 2, 4, 8)
 
@@ -53,16 +53,33 @@ class FragReport(BaseModel):
     mig: list[MigGpuReport]
 
 
+def _free_gpus(node: NodeState) -> list[GpuState]:
+    """The node's free exclusive GPUs: whole (not MIG-partitioned), not time-sliced, not busy."""
+    return [] if node.time_sliced else [gpu for gpu in node.whole_gpus() if gpu.free_replicas > 0]
+
+
 def _free_exclusive(node: NodeState) -> NodeFree:
-    free = [] if node.time_sliced else [gpu for gpu in node.whole_gpus() if gpu.free_replicas > 0]
+    free = _free_gpus(node)
     islands: dict[int, list[int]] = {}
     for gpu in free:
         islands.setdefault(gpu.island, []).append(gpu.index)
     return NodeFree(node=node.name, free=[gpu.index for gpu in free], islands=[islands[k] for k in sorted(islands)])
 
 
+def _pods_by_count(size: int, counts: list[int]) -> int:
+    return sum(count // size for count in counts)
+
+
+def stranded(state: ClusterState, sizes: tuple[int, ...] = DEFAULT_SIZES) -> dict[int, int]:
+    """The rows' stranded GPUs alone, per size: what the planners ask of every plan they compare, without the
+    report's per-node and MIG detail (a tenth of the time at 10,000 nodes)."""
+    counts = [len(_free_gpus(node)) for node in state.nodes]
+    free = sum(counts)
+    return {size: free - _pods_by_count(size, counts) * size for size in sorted(set(sizes))}
+
+
 def _row(size: int, nodes: list[NodeFree], free: int) -> FragRow:
-    by_count = sum(len(node.free) // size for node in nodes)
+    by_count = _pods_by_count(size, [len(node.free) for node in nodes])
     in_island = sum(len(members) // size for node in nodes for members in node.islands)
     stranded = free - by_count * size
     pct = round(100.0 * stranded / free, 1) if free else 0.0

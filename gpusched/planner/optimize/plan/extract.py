@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from ...frag import FragRow, fragmentation
+from ...frag import stranded
 from ...state import ClusterState, NodeState
 from ..classes import NodeClass, PodShape, canonical_free
 from ..disrupt import node_copy
@@ -235,12 +235,6 @@ def _seat(
     assignments = sorted((index, pod) for placed in seated.values() for index, pod, _, _ in placed)
     refused = {name for job in failed for name in host.refused[job]}
     return [pod for _, pod in assignments], unplaced + sorted(failed), refused
-
-
-def stranded(state: ClusterState, sizes: tuple[int, ...]) -> dict[int, int]:
-    """Free exclusive GPUs stranded per pod size."""
-    rows: list[FragRow] = fragmentation(state, sizes).rows
-    return {row.size: row.stranded for row in rows}
 
 
 def after(state: ClusterState, jobs: list[PendingJob], assignments: list[PlannedPod]) -> ClusterState:

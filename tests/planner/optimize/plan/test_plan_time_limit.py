@@ -9,12 +9,16 @@ import json
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpusched.models.cluster import Cluster
 from gpusched.models.workload import Pod
+from gpusched.planner.frag import fragmentation, stranded
 from gpusched.planner.optimize.plan import POLICIES, pending_jobs, plan
 from gpusched.planner.optimize.plan.baselines import greedy_plan
 from gpusched.planner.optimize.solver import SolverConfig, collector_paused
+from gpusched.planner.state import ClusterState
 from gpusched.scenarios.synthetic import synthetic_cluster, synthetic_jobs
 
 EVERY = {(policy, mode) for policy, mode in itertools.product(POLICIES, ("pod", "gang"))}
@@ -73,7 +77,9 @@ def test_with_time_every_heuristic_runs_once_inside_the_limit(gpusched):
 
 
 def test_a_heuristic_that_would_end_past_its_deadline_gives_no_result():
-    cluster = Cluster.model_validate({"nodes": [{"name": "n", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}}]})
+    cluster = Cluster.model_validate(
+        {"nodes": [{"name": "n", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}}]}
+    )
     jobs = pending_jobs([Pod(name=f"p{i}", gpus=1) for i in range(4)], [])
     assert greedy_plan(cluster, jobs, "binpack", "gang", (1, 8), deadline=time.perf_counter() - 1) is None
     found = greedy_plan(cluster, jobs, "binpack", "gang", (1, 8), deadline=time.perf_counter() + 60)
@@ -81,7 +87,9 @@ def test_a_heuristic_that_would_end_past_its_deadline_gives_no_result():
 
 
 def test_plan_pauses_the_collector_and_gives_it_back():
-    cluster = Cluster.model_validate({"nodes": [{"name": "n", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}}]})
+    cluster = Cluster.model_validate(
+        {"nodes": [{"name": "n", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}}]}
+    )
     assert gc.isenabled()
     plan(cluster, pending_jobs([Pod(name="p", gpus=2)], []), SolverConfig(time_limit=5))
     assert gc.isenabled()
@@ -110,3 +118,12 @@ def test_bench_plan_compare_counts_the_heuristics_inside_the_limit(gpusched):
         for row in report["heuristics"]
     )
     assert json.dumps(report)  # the report is plain JSON
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 60), st.integers(0, 10_000), st.floats(0.0, 1.0))
+def test_the_stranded_gpus_alone_are_the_fragmentation_reports(nodes, seed, busy):
+    """frag.stranded, which plan's metrics use, counts what fragmentation's rows count, on any generated cluster."""
+    state = ClusterState.from_cluster(synthetic_cluster(nodes, seed, busy))
+    sizes = (1, 2, 3, 4, 8)
+    assert stranded(state, sizes) == {row.size: row.stranded for row in fragmentation(state, sizes).rows}
