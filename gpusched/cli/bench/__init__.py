@@ -432,7 +432,8 @@ def bench_plan_command(
         bool, typer.Option("--distinct-nodes", help="every node a different allocatable cpu and memory")
     ] = False,
     compare: Annotated[
-        bool, typer.Option("--compare", help="then run every gang-mode heuristic (untimed) to compare with")
+        bool,
+        typer.Option("--compare", help="plan as the plan command does: every heuristic, once, inside the time limit"),
     ] = False,
     seed: Seed = 42,
     time_limit: TimeLimit = 60.0,
