@@ -368,6 +368,9 @@ def _plan(
     if heuristics:
         with clock.phase("heuristics"):
             ran.run_pod(cluster, jobs, all_sizes, clock.deadline)
+    if not answers:  # no heuristic ended in time and the solve found nothing: placing nothing is still a plan
+        empty = plan_metrics(state, jobs, [], all_sizes)
+        answers.append(_Answer([], [job.name for job in jobs], empty, None, "nothing placed (out of time)"))
     chosen = max(reversed(answers), key=lambda a: _rank(a.metrics))  # on a tie the latest round's
     judged = _judged(chosen, last, ceiling, len(stage.levels))
     return _report(jobs, stage, len(binding), chosen, judged, ran, hinted, heuristics, clock)

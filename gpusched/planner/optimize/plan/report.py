@@ -157,7 +157,8 @@ class PlanReport(BaseModel):
         "full",
         description="which plan is the answer: 'gpu view' (the first round's, cpu and memory left out, fitted to "
         "every node's), 'gpu view, rows for N nodes' (a later round's, cpu and memory rows on those), 'full' (rows "
-        "on every node where they may run out), or the heuristic's ('binpack (gang)') when no round beat it",
+        "on every node where they may run out), the heuristic's ('binpack (gang)') when no round beat it, or 'nothing "
+        "placed (out of time)' when neither a heuristic nor a solve ended in time",
     )
     warm_start: WarmStart | None = Field(
         None,

@@ -11,13 +11,14 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ortools.sat.python import cp_model
 
 from gpusched.models.cluster import Cluster
 from gpusched.models.workload import Pod
 from gpusched.planner.frag import fragmentation, stranded
 from gpusched.planner.optimize.plan import POLICIES, pending_jobs, plan
 from gpusched.planner.optimize.plan.baselines import greedy_plan
-from gpusched.planner.optimize.solver import SolverConfig, collector_paused
+from gpusched.planner.optimize.solver import LevelReport, SolverConfig, SolveReport, collector_paused
 from gpusched.planner.state import ClusterState
 from gpusched.scenarios.synthetic import synthetic_cluster, synthetic_jobs
 
@@ -39,7 +40,7 @@ def _accounted(report: dict) -> None:
 def test_a_thousands_of_nodes_plan_keeps_its_one_second_by_its_own_accounting(gpusched, write):
     """The whole command, reading the input included, within the limit and the second it may run over."""
     with collector_paused():
-        cluster = synthetic_cluster(3000, 7, 0.5)
+        cluster = synthetic_cluster(2000, 7, 0.5)
     jobs = [job.model_dump(exclude_defaults=True) for job in synthetic_jobs(500, 7)]
     cluster_file = write("cluster.json", cluster.model_dump_json(exclude_defaults=True))
     jobs_file = write("jobs.json", {"jobs": jobs})
@@ -127,3 +128,30 @@ def test_the_stranded_gpus_alone_are_the_fragmentation_reports(nodes, seed, busy
     state = ClusterState.from_cluster(synthetic_cluster(nodes, seed, busy))
     sizes = (1, 2, 3, 4, 8)
     assert stranded(state, sizes) == {row.size: row.stranded for row in fragmentation(state, sizes).rows}
+
+
+def test_when_neither_a_heuristic_nor_the_solve_ends_in_time_nothing_placed_is_the_plan(monkeypatch):
+    """The one plan always at hand: a cluster too large for any heuristic, a solve that found no solution in its
+    time (both stood in for here: neither happens on a test-sized input)."""
+    import gpusched.planner.optimize.plan as planning
+
+    def unknown(model, levels, config):
+        name, sense, _ = levels[0]
+        level = LevelReport(
+            name=name, sense=sense, status="UNKNOWN", objective=None, best_bound=None, gap=None, seconds=0
+        )
+        return cp_model.CpSolver(), SolveReport(
+            status="UNKNOWN", levels=[level], seconds=0, time_limit=config.time_limit, workers=1, seed=0
+        )
+
+    monkeypatch.setattr(planning, "solve_lexicographic", unknown)
+    monkeypatch.setattr(planning, "greedy_plan", lambda *args: None)
+    cluster = Cluster.model_validate(
+        {"nodes": [{"name": "n", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}}]}
+    )
+    report = plan(cluster, pending_jobs([Pod(name="a", gpus=2), Pod(name="b", gpus=4)], []))
+    assert report.assignments == [] and report.unplaced == ["a", "b"]
+    assert report.source == "nothing placed (out of time)" and report.warm_start is None
+    first = report.solve.levels[0]
+    assert report.solve.status == "FEASIBLE" and first.objective == 0 and first.best_bound == 6
+    assert {(h.policy, h.mode) for h in report.not_run} == EVERY and report.heuristics == []
