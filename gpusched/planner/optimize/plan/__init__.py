@@ -348,9 +348,7 @@ def _plan(
         checked = time.perf_counter()
         with clock.phase("check"):
             assignments, unplaced, refused = extract(solver, stage.built, stage.classes, stage.types, jobs, binding)
-            problems = check_plan(cluster, jobs, assignments)
-            if problems:
-                raise RuntimeError("internal error: the plan failed validation: " + "; ".join(problems[:5]))
+            _checked(cluster, jobs, assignments)
             metrics = plan_metrics(state, jobs, assignments, all_sizes)
         reached = stage.values(metrics)[: len(last.levels)] == [level.objective for level in last.levels]
         source = "gpu view" if not rows else ("full" if rows == binding else f"gpu view, rows for {len(rows)} nodes")
@@ -372,8 +370,18 @@ def _plan(
         empty = plan_metrics(state, jobs, [], all_sizes)
         answers.append(_Answer([], [job.name for job in jobs], empty, None, "nothing placed (out of time)"))
     chosen = max(reversed(answers), key=lambda a: _rank(a.metrics))  # on a tie the latest round's
+    if chosen.report is None:  # a heuristic's plan (the rounds' were checked as they came): checked all the same
+        with clock.phase("check"):
+            _checked(cluster, jobs, chosen.assignments)
     judged = _judged(chosen, last, ceiling, len(stage.levels))
     return _report(jobs, stage, len(binding), chosen, judged, ran, hinted, heuristics, clock)
+
+
+def _checked(cluster: Cluster, jobs: list[PendingJob], assignments: list[PlannedPod]) -> None:
+    """The independent validator's verdict on a plan: one that fails it is a bug, never printed."""
+    problems = check_plan(cluster, jobs, assignments)
+    if problems:
+        raise RuntimeError("internal error: the plan failed validation: " + "; ".join(problems[:5]))
 
 
 PHASES = ("input", "heuristics", "model", "solve", "check")

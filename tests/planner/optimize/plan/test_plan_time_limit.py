@@ -13,10 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
+import gpusched.planner.optimize.plan as planning
 from gpusched.models.cluster import Cluster
 from gpusched.models.workload import Pod
 from gpusched.planner.frag import fragmentation, stranded
-from gpusched.planner.optimize.plan import POLICIES, pending_jobs, plan
+from gpusched.planner.optimize.plan import POLICIES, Metrics, PlannedPod, pending_jobs, plan
 from gpusched.planner.optimize.plan.baselines import greedy_plan
 from gpusched.planner.optimize.solver import LevelReport, SolverConfig, SolveReport, collector_paused
 from gpusched.planner.state import ClusterState
@@ -130,21 +131,19 @@ def test_the_stranded_gpus_alone_are_the_fragmentation_reports(nodes, seed, busy
     assert stranded(state, sizes) == {row.size: row.stranded for row in fragmentation(state, sizes).rows}
 
 
+def _unknown(model, levels, config):
+    """A solve that found no solution in its time."""
+    name, sense, _ = levels[0]
+    level = LevelReport(name=name, sense=sense, status="UNKNOWN", objective=None, best_bound=None, gap=None, seconds=0)
+    return cp_model.CpSolver(), SolveReport(
+        status="UNKNOWN", levels=[level], seconds=0, time_limit=config.time_limit, workers=1, seed=0
+    )
+
+
 def test_when_neither_a_heuristic_nor_the_solve_ends_in_time_nothing_placed_is_the_plan(monkeypatch):
     """The one plan always at hand: a cluster too large for any heuristic, a solve that found no solution in its
     time (both stood in for here: neither happens on a test-sized input)."""
-    import gpusched.planner.optimize.plan as planning
-
-    def unknown(model, levels, config):
-        name, sense, _ = levels[0]
-        level = LevelReport(
-            name=name, sense=sense, status="UNKNOWN", objective=None, best_bound=None, gap=None, seconds=0
-        )
-        return cp_model.CpSolver(), SolveReport(
-            status="UNKNOWN", levels=[level], seconds=0, time_limit=config.time_limit, workers=1, seed=0
-        )
-
-    monkeypatch.setattr(planning, "solve_lexicographic", unknown)
+    monkeypatch.setattr(planning, "solve_lexicographic", _unknown)
     monkeypatch.setattr(planning, "greedy_plan", lambda *args: None)
     cluster = Cluster.model_validate(
         {"nodes": [{"name": "n", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}}]}
@@ -155,3 +154,18 @@ def test_when_neither_a_heuristic_nor_the_solve_ends_in_time_nothing_placed_is_t
     first = report.solve.levels[0]
     assert report.solve.status == "FEASIBLE" and first.objective == 0 and first.best_bound == 6
     assert {(h.policy, h.mode) for h in report.not_run} == EVERY and report.heuristics == []
+
+
+def test_a_heuristics_plan_is_validated_before_it_is_the_answer(monkeypatch):
+    """A heuristic's plan that wins (the solve found none) is checked like any other: one on a node the cluster
+    does not have is a bug, raised, never printed."""
+    monkeypatch.setattr(planning, "solve_lexicographic", _unknown)
+    bogus = [PlannedPod(pod="a", job="a", node="elsewhere", gpus=[0, 1])]
+    metrics = Metrics(weighted_gpus=2, gpus_placed=2, jobs_placed=1, stranded={1: 0, 2: 0})
+    monkeypatch.setattr(planning, "greedy_plan", lambda *args: (metrics, bogus))
+    monkeypatch.setattr(planning, "hint", lambda *args: False)  # a plan off the cluster cannot be hinted
+    cluster = Cluster.model_validate(
+        {"nodes": [{"name": "n", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}}]}
+    )
+    with pytest.raises(RuntimeError, match="failed validation: a: unknown node elsewhere"):
+        plan(cluster, pending_jobs([Pod(name="a", gpus=2)], []))
