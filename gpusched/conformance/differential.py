@@ -16,7 +16,8 @@ the scheduler decided on, since each pod's consequences are settled before the n
   nominated.
 
 - refused: the API server refuses the manifest (400/422). Agrees when gpusched refuses the same manifest too (an
-  InputError: exit 2 from the CLI);
+  InputError: exit 2 from the CLI). A DRA object the release's API server refuses (a selector its CEL environment
+  does not compile) is judged the same way, named `<kind> <name>`; the pods that name it find it missing;
 - never tried: a PreEnqueue plugin holds the pod (scheduling gates; a claim missing or being deleted): no verdict
   comes within HELD_AFTER seconds. Agrees when gpusched predicts PreEnqueue too, with the same PodScheduled
   condition (SchedulingGated, set by the API server) or none.
@@ -78,7 +79,7 @@ PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
 PDBS = f"/apis/policy/v1/namespaces/{NAMESPACE}/poddisruptionbudgets"
 RESOURCE = "/apis/resource.k8s.io/v1"
 NAMESPACED = ("resourceclaims", "resourceclaimtemplates")
-CLUSTER_WIDE = ("deviceclasses", "devicetaintrules", "resourceslices")
+CLUSTER_WIDE = ("deviceclasses", "devicetaintrules", "resourceslices")  # DeviceTaintRules: served in v1 from 1.37
 NOT_CREATED = "ResourceClaim not created yet"  # a template's claim the controller has not made yet: wait on
 HELD_AFTER = 10.0  # seconds without a verdict after which a pod counts as never tried (held by PreEnqueue)
 NO_CONDITION = "no PodScheduled condition"
@@ -97,7 +98,7 @@ class ClaimCheck(BaseModel):
 
 
 class PodVerdict(BaseModel):
-    pod: str
+    pod: str = Field(description="the pod's name; for a DRA object the API server refused, `<kind> <name>`")
     node: str | None = Field(None, description="where the real scheduler bound it (a preemptor: after the eviction)")
     message: str | None = Field(None, description="the real PodScheduled=False message")
     nominated: str | None = Field(None, description="the real status.nominatedNodeName set with that message")
@@ -239,6 +240,9 @@ class Player:
         self.clock = itertools.count()
         self.stale_dra = False  # the last play's DRA objects are deleted, but maybe not yet seen deleted
         self.budgets = False  # the scenario being played has PodDisruptionBudgets
+        self.release = parse_version(version)
+        rules = features.enabled("DRADeviceTaintRules", self.release)
+        self.cluster_wide = [name for name in CLUSTER_WIDE if rules or name != "devicetaintrules"]  # what v1 serves
         self._setup()
 
     def _setup(self) -> None:
@@ -255,9 +259,16 @@ class Player:
 
     def play(self, scenario: ConformanceScenario) -> list[PodVerdict]:
         label = f"{scenario.label}-{next(self.plays)}"
+        refusals: list[PodVerdict] = []
         try:
             for obj in scenario.objects:
-                self.rest.create(_collection(obj), _labelled(obj, label))
+                try:
+                    self.rest.create(_collection(obj), _labelled(obj, label))
+                except RestError as error:
+                    if error.status not in (400, 422):
+                        raise
+                    refusals.append(self._refused(obj))
+                    continue
                 if dra_objects.DELETING in obj["metadata"].get("annotations", {}):
                     self.rest.delete(f"{_collection(obj)}/{obj['metadata']['name']}")  # its finalizer keeps it
             for node in scenario.nodes:
@@ -268,10 +279,21 @@ class Player:
             self.budgets = bool(scenario.pdbs)
             for pdb in scenario.pdbs:
                 self._budget(pdb)
-            return self._pods(scenario.pods, bool(scenario.objects))
+            return [*refusals, *self._pods(scenario.pods, bool(scenario.objects))]
         finally:
             self._reset(label, bool(scenario.objects))
             self.stale_dra = bool(scenario.objects)
+
+    def _refused(self, obj: dict) -> PodVerdict:
+        """A DRA object the API server refused (a selector its CEL environment does not compile, say): gpusched must
+        refuse it too, for this release. The pods that name it then find it missing."""
+        try:
+            objects_from([("object", [obj])], pods=False, version=self.release)
+            refused = False
+        except InputError:
+            refused = True
+        name = f"{obj['kind']} {obj['metadata']['name']}"
+        return PodVerdict(pod=name, refused=True, predicted_refused=refused, plugins=[REFUSED])
 
     def _budget(self, pdb: dict) -> None:
         """Create a budget and write its status, as a disruption controller would (none runs here); then wait until
@@ -288,8 +310,10 @@ class Player:
         if self.budgets:
             state.pdbs = _as_list(self.rest.get("/apis/policy/v1/poddisruptionbudgets"))
         if dra:
-            listed = {name: _as_list(self.rest.get(f"{RESOURCE}/{name}")) for name in (*CLUSTER_WIDE, *NAMESPACED)}
-            state.objects = objects_from([(f"{RESOURCE}/{name}", [doc]) for name, doc in listed.items()], pods=False)
+            listed = {name: _as_list(self.rest.get(f"{RESOURCE}/{name}")) for name in (*self.cluster_wide, *NAMESPACED)}
+            state.objects = objects_from(
+                [(f"{RESOURCE}/{name}", [doc]) for name, doc in listed.items()], pods=False, version=self.release
+            )
             state.allocations = {_key(claim): claim["status"]["allocation"] for claim in listed["resourceclaims"]["items"]
                                  if claim.get("status", {}).get("allocation")}  # fmt: skip
         return state
@@ -447,7 +471,7 @@ class Player:
             self._release_finalizers()
             for name in NAMESPACED:
                 self.rest.delete(f"{RESOURCE}/namespaces/{NAMESPACE}/{name}")
-            for name in CLUSTER_WIDE:
+            for name in self.cluster_wide:
                 self.rest.delete(f"{RESOURCE}/{name}?labelSelector={SCENARIO_LABEL}%3D{label}")
         self.rest.delete(f"/api/v1/nodes?labelSelector={SCENARIO_LABEL}%3D{label}")
         self.rest.wait(lambda: not self.rest.get(PODS)["items"])
@@ -558,7 +582,10 @@ def _without(scenario: ConformanceScenario, kind: str, index: int) -> Conformanc
 def shrink(
     player: Player, scenario: ConformanceScenario, outcome: PodVerdict
 ) -> tuple[ConformanceScenario, PodVerdict]:
-    """Greedy one-at-a-time removal of nodes and of pods other than the disagreeing one."""
+    """Greedy one-at-a-time removal of nodes and of pods other than the disagreeing one; a refused DRA object is its
+    own reproducer (nothing else takes part in the refusal)."""
+    if outcome.pod not in {pod["metadata"]["name"] for pod in scenario.pods}:
+        return scenario, outcome
     current = scenario
     while current.pods[-1]["metadata"]["name"] != outcome.pod:
         current = current.without_pod(len(current.pods) - 1)

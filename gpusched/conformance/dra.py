@@ -427,12 +427,15 @@ def _entry(rng: random.Random, name: str, entry: str, named: list[str], namespac
 
 
 def for_release(objects: list[dict], version: tuple[int, ...]) -> list[dict]:
-    """The objects as drawn, less what the release's API server refuses with its default gates: without
+    """The objects as drawn, less what the release's API server refuses with its default gates: before
+    DRADeviceTaintRules resource.k8s.io/v1 serves no DeviceTaintRules (a user cannot create one); without
     DRAConsumableCapacity it drops `distinctAttribute`, and a constraint left with neither attribute is invalid.
     Other fields of a feature that is off are dropped silently, and the play reads back what the server kept."""
-    if features.enabled("DRAConsumableCapacity", version):
-        return objects
     kept = copy.deepcopy(objects)
+    if not features.enabled("DRADeviceTaintRules", version):
+        kept = [obj for obj in kept if obj["kind"] != "DeviceTaintRule"]
+    if features.enabled("DRAConsumableCapacity", version):
+        return kept
     for obj in kept:
         spec = obj["spec"]["spec"] if obj["kind"] == "ResourceClaimTemplate" else obj["spec"]
         devices = spec.get("devices", {}) if obj["kind"] in ("ResourceClaim", "ResourceClaimTemplate") else {}

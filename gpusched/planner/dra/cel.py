@@ -38,6 +38,8 @@ from functools import cache
 from typing import Any
 
 from ...models.dra import DeviceAttribute, DeviceCapacity
+from ..scheduler.framework import NEWEST, Version
+from . import features
 from .celcost import STRING_LITERAL, cost_problem
 from .cellib import DECLARATIONS, QUANTITY, SEMVER, LibraryError, make_quantity, make_semver, parse_k8s_quantity
 from .cellib import type_name as _type_name
@@ -54,16 +56,19 @@ __all__ = [
     "parse_k8s_quantity",
 ]
 
-# The extensions of Kubernetes' CEL environment at compatibility version 1.36, in which a 1.37 API server compiles new
-# selectors (k8s.io/apiserver/pkg/cel/environment/base.go, DefaultCompatibilityVersion): strings at version 2
-# (format, quote, join; no reverse), lists (slice, flatten, distinct, reverse, sort, sortBy, lists.range).
+# The extensions of Kubernetes' CEL environment, each with the version that introduced it
+# (k8s.io/apiserver/pkg/cel/environment/base.go; bindings: k8s.io/dynamic-resource-allocation/cel/compile.go). An API
+# server compiles new selectors with the extensions of its compatibility version (features.cel_compatibility): strings
+# at version 2 (format, quote, join; no reverse); lists (ext.Lists(3): slice, flatten, distinct, reverse, sort, sortBy,
+# lists.range) from 1.34, so a 1.34 API server refuses them; Kubernetes' own list functions (library.Lists v0:
+# isSorted, sum, min, max, indexOf, lastIndexOf) always, its v1 (includes) only from 1.37, so in no release modelled.
 _EXTENSIONS = (
-    ("bindings", ""),
-    ("lists", ""),
-    ("optional", ""),
-    ("sets", ""),
-    ("strings", "2"),
-    ("two-var-comprehensions", ""),
+    ("bindings", "", (1, 31)),
+    ("lists", "", (1, 34)),
+    ("optional", "", (1, 28)),
+    ("sets", "", (1, 29)),
+    ("strings", "2", (1, 29)),
+    ("two-var-comprehensions", "", (1, 32)),
 )
 _ANY = ("string", "int", "uint", "double", "bool", "bytes", "obj", "list")
 _DEVICE_FIELDS = ("driver", "attributes", "capacity", "allowMultipleAllocations")
@@ -108,9 +113,16 @@ def _guarded(function: Any) -> Any:
     return call
 
 
+def _extensions(version: Version) -> tuple[tuple[str, str], ...]:
+    """The extensions with which the release's API server compiles a new selector."""
+    compatible = features.cel_compatibility(version)
+    return tuple((name, level) for name, level, introduced in _EXTENSIONS if introduced <= compatible)
+
+
 @cache
-def _env() -> Any:
-    """The CEL environment, built on first use (importing the library at CLI start would cost every command)."""
+def _env(extensions: tuple[tuple[str, str], ...] = _extensions(NEWEST)) -> Any:
+    """The CEL environment with these extensions, built on first use (importing the library at CLI start would cost
+    every command). Devices are evaluated in the newest one: a release's own only decides what compiles."""
     from cel_expr_python import cel
 
     kinds = {
@@ -136,7 +148,7 @@ def _env() -> Any:
             overloads.setdefault(name, []).append(
                 cel.Overload(overload_id + suffix, kinds[result], types, is_member=member, impl=_guarded(function))
             )
-    listed = "".join(f'  - name: "{n}"\n' + (f"    version: {v}\n" if v else "") for n, v in _EXTENSIONS)
+    listed = "".join(f'  - name: "{n}"\n' + (f"    version: {v}\n" if v else "") for n, v in extensions)
     config = cel.NewEnvConfigFromYaml("extensions:\n" + listed)
     return cel.NewEnv(
         config=config,
@@ -269,14 +281,23 @@ def check_cost(expression: str) -> None:
         raise CelError(problem)
 
 
+def compile_selector(expression: str, version: Version = NEWEST) -> Selector:
+    """Compile once per expression, after pricing it (check_cost), as the release's API server compiles a new
+    selector; CelError says why it does not compile, in cel-go's form: `ERROR: <input>:line:col: message`, then the
+    line and a caret. `device.allowMultipleAllocations` exists only with DRAConsumableCapacity."""
+    fields = _DEVICE_FIELDS if features.enabled("DRAConsumableCapacity", version) else _DEVICE_FIELDS[:-1]
+    newest = _extensions(NEWEST)
+    if (fields, _extensions(version)) != (_DEVICE_FIELDS, newest):
+        _compile(expression, fields, _extensions(version))  # what this release refuses
+    return _compile(expression, _DEVICE_FIELDS, newest)
+
+
 @cache
-def compile_selector(expression: str) -> Selector:
-    """Compile once per expression, after pricing it (check_cost); CelError says why it does not compile, in
-    cel-go's form: `ERROR: <input>:line:col: message`, then the line and a caret."""
+def _compile(expression: str, fields: tuple[str, ...], extensions: tuple[tuple[str, str], ...]) -> Selector:
     check_cost(expression)
     code = STRING_LITERAL.sub('""', expression)
     for name in _DEVICE_FIELD.findall(code):
-        if name not in _DEVICE_FIELDS:
+        if name not in fields:
             raise CelError(f"compilation failed: ERROR: <input>: undefined field '{name}'")
     transform = _TRANSFORM_MAP.search(code)
     if transform:
@@ -284,7 +305,7 @@ def compile_selector(expression: str) -> Selector:
     source, origin = expression, list(range(len(expression) + 1))  # origin[i]: where source[i] was in the expression
     for _ in range(8):  # each round renames what the checker found; a rename can expose another (nested calls)
         try:
-            return Selector(expression, _env().compile(source))
+            return Selector(expression, _env(extensions).compile(source))
         except RuntimeError as error:
             text = re.sub(r"^[A-Z_]+: ", "", str(error).strip())
             text = re.sub(r"\s*\[[A-Z_]+\]$", "", text)

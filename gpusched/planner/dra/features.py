@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ON_BY_DEFAULT", "CHANGES", "enabled", "changed"]
+__all__ = ["ON_BY_DEFAULT", "CHANGES", "enabled", "changed", "cel_compatibility"]
 
 ON_BY_DEFAULT: dict[str, tuple[int, int]] = {
     "DRAAdminAccess": (1, 34),
@@ -51,3 +51,11 @@ CHANGES: dict[str, tuple[int, int]] = {
 def changed(change: str, version: tuple[int, ...]) -> bool:
     """The release has the allocator change named in CHANGES."""
     return tuple(version[:2]) >= CHANGES[change]
+
+
+def cel_compatibility(version: tuple[int, ...]) -> tuple[int, int]:
+    """The CEL compatibility version with which the release's API server compiles a new expression: the release
+    before it (k8s.io/apiserver/pkg/cel/environment/base.go DefaultCompatibilityVersion, from component-base's
+    MinCompatibilityVersion, emulation version minus one minor), so that a rollback can still read what was written.
+    The scheduler compiles stored expressions with every library of its release, which only a downgrade tells apart."""
+    return (version[0], version[1] - 1)

@@ -16,7 +16,7 @@ def predict_live(kubeconfig: str, context: str | None, pod: str, version: str) -
     """The same prediction as from files, errors naming the server's paths."""
     release = parse_version(version)
     nodes, pods, target, documents = fetch(kubeconfig, context, pod)
-    objects = objects_from(documents, pods=False) if documents is not None else None
+    objects = objects_from(documents, pods=False, version=release) if documents is not None else None
     budgets = fetch_budgets(kubeconfig, context)
     return predict(
         nodes,

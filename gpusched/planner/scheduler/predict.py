@@ -397,7 +397,7 @@ def predict_files(
     """The same from file paths, each named in any error."""
     release = parse_version(version)
     pods_doc = read_document(pods) if pods else None
-    found = load_objects(objects, pods=False) if objects else None
+    found = load_objects(objects, pods=False, version=release) if objects else None
     pdbs_doc = read_document(pdbs) if pdbs else None
     return predict(
         read_document(nodes),
