@@ -19,7 +19,7 @@ the scheduler decided on, since each pod's consequences are settled before the n
   InputError: exit 2 from the CLI). A DRA object the release's API server refuses (a selector its CEL environment
   does not compile) is judged the same way, named `<kind> <name>`; the pods that name it find it missing;
 - never tried: a PreEnqueue plugin holds the pod (scheduling gates; a claim missing or being deleted): no verdict
-  comes within HELD_AFTER seconds. Agrees when gpusched predicts PreEnqueue too, with the same PodScheduled
+  comes within HELD_AFTER seconds (DECIDED_WITHIN where gpusched predicts a verdict). Agrees when gpusched predicts PreEnqueue too, with the same PodScheduled
   condition (SchedulingGated, set by the API server) or none.
 
 
@@ -82,6 +82,7 @@ NAMESPACED = ("resourceclaims", "resourceclaimtemplates")
 CLUSTER_WIDE = ("deviceclasses", "devicetaintrules", "resourceslices")  # DeviceTaintRules: served in v1 from 1.37
 NOT_CREATED = "ResourceClaim not created yet"  # a template's claim the controller has not made yet: wait on
 HELD_AFTER = 10.0  # seconds without a verdict after which a pod counts as never tried (held by PreEnqueue)
+DECIDED_WITHIN = 30.0  # the same where gpusched predicts a verdict: DRA's Filter may take its 10 s timeout per node
 NO_CONDITION = "no PodScheduled condition"
 REFUSED = "API server refusal"  # what `plugins` names for a manifest the API server refused
 
@@ -340,10 +341,13 @@ class Player:
                 raise
             refused = isinstance(self._predict(before, manifest), InputError)
             return [PodVerdict(pod=name, refused=True, predicted_refused=refused, plugins=[REFUSED])]
+        prediction = self._predict(before, created)
+        held = isinstance(prediction, K8sPrediction) and prediction.pre_enqueue is not None
         try:
-            decided = sync.await_verdict(self.rest, f"{PODS}/{name}", lambda text: NOT_CREATED in text, HELD_AFTER)
+            decided = sync.await_verdict(self.rest, f"{PODS}/{name}", lambda text: NOT_CREATED in text,
+                                         HELD_AFTER if held else DECIDED_WITHIN)  # fmt: skip
         except TimeoutError:
-            return [self._held(before, created, dra)]
+            return [self._held(before, created, dra, prediction)]
         node, message, nominated, followers = self._settle(name, dra, during, decided)
         pod = self.rest.get(f"{PODS}/{name}")
         claims = self._claims(before, created, pod, node) if dra else []
@@ -352,7 +356,6 @@ class Player:
             self.rest.delete(f"{PODS}/{name}")  # so that nothing can schedule it behind the harness's back
         victims = sorted(before.bound() - {_key(pod) for pod in self.rest.get(PODS)["items"]})
         outcome = PodVerdict(pod=name, node=node, message=message, nominated=nominated, victims=victims, claims=claims)
-        prediction = self._predict(before, created)
         if isinstance(prediction, InputError):
             outcome = outcome.model_copy(update={"predicted": _scheduler_words(prediction),
                                                  "alternatives": self._errors(before, created),
@@ -361,7 +364,7 @@ class Player:
             outcome = _predicted(outcome, prediction)
         return [outcome, *followers]
 
-    def _held(self, before: _State, created: dict, dra: bool) -> PodVerdict:
+    def _held(self, before: _State, created: dict, dra: bool, prediction: K8sPrediction | InputError) -> PodVerdict:
         """A pod no verdict came for: its PodScheduled condition, if any; then it is deleted."""
         name = created["metadata"]["name"]
         pod = self.rest.get(f"{PODS}/{name}")
@@ -370,7 +373,6 @@ class Player:
         outcome = PodVerdict(pod=name, held=condition.get("reason") or NO_CONDITION,
                              claims=self._claims(before, created, pod, None) if dra else [])  # fmt: skip
         self.rest.delete(f"{PODS}/{name}")  # its claims read first: the controller deletes what it generated
-        prediction = self._predict(before, created)
         if isinstance(prediction, InputError):
             return outcome.model_copy(update={"predicted": _scheduler_words(prediction)})
         return _predicted(outcome, prediction)

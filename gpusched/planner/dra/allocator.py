@@ -115,6 +115,9 @@ def allocate(
     """
     search = _Search(inventory, node, claims, prune)
     search.setup()
+    if search.infeasible() and search.long():  # the real search is long: run it so, where it may time out
+        search = _Search(inventory, node, claims, False)
+        search.setup()
     found = not search.infeasible() and search.one(0, 0, 0, 0, False, 0)
     if not found:
         return FAILED_INVALID_POOLS if any(pool.invalid for pool in search.pools) else ""

@@ -45,6 +45,11 @@ CHANGES: dict[str, tuple[int, int]] = {
     # before, pools come in map order and slices in the informer's, both random: gpusched then takes them in the
     # order given (kubectl lists slices by name), one of the orders the scheduler may take.
     "pools-and-slices-sorted": (1, 36),
+    # A Filter that passes filterTimeout (DRASchedulerFilterTimeout, beta and on from 1.34, 10 s) is an error, "node
+    # <name>: timed out trying to allocate devices", which stops the attempt; before, the node's own
+    # UnschedulableAndUnresolvable "timed out trying to allocate devices" (dynamicresources.go Filter; the change is
+    # kubernetes#137607, merged for 1.36).
+    "filter-timeout-is-an-error": (1, 36),
 }
 
 

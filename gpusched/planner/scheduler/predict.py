@@ -365,7 +365,7 @@ def predict(
         result = _unscheduled(pod, release).model_copy(update={"pre_enqueue": held})
     else:
         result = _schedule(pod, snapshot(nodes, pods, pod, frozenset(mapping)), release, dra, pdbs)
-    return result.model_copy(update={"not_modelled": not_modelled(pod)})
+    return result.model_copy(update={"not_modelled": not_modelled(pod) + (dra.not_modelled if dra else [])})
 
 
 def _pre_enqueue(pod: KubePod, objects: DraObjects | None) -> PreEnqueue | None:

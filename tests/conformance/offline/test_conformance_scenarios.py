@@ -16,6 +16,7 @@ from gpusched.conformance.differential import (
     PodVerdict,
     _scheduler_words,
     _stamped,
+    shrink,
 )
 from gpusched.conformance.scenarios import REFUSED, ConformanceScenario, generate
 from gpusched.errors import InputError
@@ -229,3 +230,21 @@ def test_the_schedulers_words_leave_out_what_gpusched_adds():
     assert _scheduler_words(timed_out) == (
         'running "DynamicResources" filter plugin: node n: timed out trying to allocate devices'
     )
+
+
+def test_releases_before_1_37_get_the_same_scenarios_without_device_taint_rules():
+    """resource.k8s.io/v1 serves DeviceTaintRules from 1.37 (DRADeviceTaintRules): before, a user cannot create one."""
+    ruled = [i for i in range(120) if any(o["kind"] == "DeviceTaintRule" for o in generate(11, i, "ns").objects)]
+    assert ruled
+    for index in ruled:
+        for version in ((1, 34), (1, 35)):
+            older = generate(11, index, "ns", version)
+            assert older.pods == generate(11, index, "ns").pods
+            assert not any(o["kind"] == "DeviceTaintRule" for o in older.objects)
+
+
+def test_a_refused_dra_object_is_judged_like_a_refused_pod_and_is_its_own_reproducer():
+    scenario = next(s for s in scenarios("dra") if s.pods)
+    outcome = PodVerdict(pod="ResourceClaim x", refused=True, predicted_refused=False)
+    assert not outcome.agrees and PodVerdict(pod="ResourceClaim x", refused=True, predicted_refused=True).agrees
+    assert shrink(None, scenario, outcome) == (scenario, outcome)  # type: ignore[arg-type]  # replays nothing

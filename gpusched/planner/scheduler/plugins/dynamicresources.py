@@ -30,7 +30,7 @@ from ...dra.plugin import (
     summarize,
 )
 from ...dra.run import error_to_input
-from ...dra.search import DraError
+from ...dra.search import SEARCH_TIME, DraError, max_steps
 from ..framework import NEWEST, SUCCESS, Status, Version, unresolvable
 from ..names import DYNAMIC_RESOURCES as NAME
 from ..nodeinfo import KubeNodeInfo
@@ -130,6 +130,13 @@ class DynamicResources:
             self.cycle.record(self.nodes[name], unit, reason, results)
         reason = self.cycle.reasons[name]
         return unresolvable(NAME, reason) if reason else SUCCESS
+
+    @property
+    def not_modelled(self) -> list[str]:
+        """The search time, when a node's search passed the step limit and the release makes that its reason."""
+        if not self.cycle.timed_out:
+            return []
+        return [f"{SEARCH_TIME.format(steps=max_steps())} (node {', '.join(sorted(self.cycle.timed_out))})"]
 
     def _label(self, claim: ResourceClaim) -> str:
         """The special claim is created as `<pod>-extended-resources-<random>`; shown by that generateName."""
