@@ -1,5 +1,6 @@
-"""On the real control plane: which device selectors the 1.37.2 API server accepts (gpusched must compile exactly
-those), and DeviceTaintRules tainting devices for the real allocator as gpusched predicts.
+"""On the real control plane of each release: which device selectors its API server accepts (gpusched must compile
+exactly those, for that release), and DeviceTaintRules tainting devices for the real allocator as gpusched predicts
+(from 1.37, where resource.k8s.io/v1 serves them).
 
 The acceptance cases marked xfail are what gpusched does not model (cel-go's type checker sees attribute values as
 google.protobuf.Any, and its cost estimator is not reproduced): strict, so a fix shows up as an unexpected pass.
@@ -13,20 +14,24 @@ import pytest
 
 from gpusched.conformance.api import Rest, RestError
 from gpusched.conformance.differential import verdict
+from gpusched.planner.dra import features
 from gpusched.planner.dra.cel import CelError, compile_selector
 from gpusched.planner.dra.objects import objects_from
-from gpusched.planner.scheduler.predict import predict
-
-pytestmark = pytest.mark.newest_release  # checked against the newest release only
+from gpusched.planner.scheduler.framework import Version
+from gpusched.planner.scheduler.predict import parse_version, predict
 
 RESOURCE = "/apis/resource.k8s.io/v1"
 A = "device.attributes['gpu.example.com']"
+LISTS_EXTENSION = [  # ext.Lists(3): CEL compatibility version 1.34, so new selectors may use it from 1.35
+    "[3, 1].sort() == [1, 3] && [1, 2].slice(0, 1) == [1] && [[1]].flatten() == [1] && lists.range(2) == [0, 1]",
+    "[1, 1].distinct() == [1] && [1, 2].reverse() == [2, 1] && [2, 1].sortBy(x, x) == [1, 2]",
+]
+MULTIPLE = "device.allowMultipleAllocations == false"  # a device field only with DRAConsumableCapacity (1.37)
 ACCEPTED = [
     f"{A}.?model.orValue('none') == 'none' && {A}[?'index'].hasValue()",
     "optional.of(1).hasValue() && optional.none().orValue(2) == 2",
     "sets.contains([1, 2], [1]) && sets.intersects([1], [1]) && sets.equivalent([1], [1, 1])",
-    "[3, 1].sort() == [1, 3] && [1, 2].slice(0, 1) == [1] && [[1]].flatten() == [1] && lists.range(2) == [0, 1]",
-    "[1, 1].distinct() == [1] && [1, 2].reverse() == [2, 1] && [2, 1].sortBy(x, x) == [1, 2]",
+    *LISTS_EXTENSION,
     "[1, 2].isSorted() && [1, 2].sum() == 3 && [1, 2].min() == 1 && [1, 2].max() == 2",
     "[1, 2].first().hasValue() && [1, 2].last().value() == 2",
     "'%s-%d'.format(['a', 1]) == 'a-1' && strings.quote('a') == '\"a\"'",
@@ -41,11 +46,12 @@ ACCEPTED = [
     "quantity('1Gi').isGreaterThan(quantity('1Mi')) && quantity('1').add(2) == quantity('3')",
     f"{A}.model > 3",  # a runtime error, not a compile error: attribute values are not typed
     f"[1, 3].exists(i, v, v == {A}.index) && ip(['10.0.0.1', '10.0.0.300'][{A}.index % 2]).family() == 4",
-    "device.allowMultipleAllocations == false",
+    MULTIPLE,
     "device.attributes.all(d, device.attributes.all(e, device.attributes.all(f, true)))",
     "[1, 2].indexOf(2) == 1 && [1, 2].lastIndexOf(1) == 0 && string(ip('10.0.0.1')) == '10.0.0.1'",
     "{'a': 1}.transformMap(k, v, v + 1) == {'a': 2}",  # likewise
 ]
+SINCE = {**dict.fromkeys(LISTS_EXTENSION, (1, 35)), MULTIPLE: (1, 37)}  # the rest of ACCEPTED: from 1.34
 REFUSED = [
     "device.driver ==",
     "device.nosuch == 1",
@@ -87,9 +93,9 @@ def accepted_by_the_api_server(rest: Rest, expression: str) -> bool:
     return True
 
 
-def compiled_by_gpusched(expression: str) -> bool:
+def compiled_by_gpusched(expression: str, release: Version) -> bool:
     try:
-        compile_selector(expression)
+        compile_selector(expression, release)
     except CelError:
         return False
     return True
@@ -102,15 +108,22 @@ def rest(control_plane):
     client.close()
 
 
+@pytest.fixture(scope="module")
+def release(control_plane) -> Version:
+    return parse_version(control_plane.info.version)
+
+
 @pytest.mark.parametrize("expression", [*ACCEPTED, *REFUSED, *NOT_MODELLED])
-def test_gpusched_compiles_exactly_what_the_api_server_accepts(rest, expression):
-    assert compiled_by_gpusched(expression) == accepted_by_the_api_server(rest, expression)
+def test_gpusched_compiles_exactly_what_the_api_server_accepts(rest, release, expression):
+    assert compiled_by_gpusched(expression, release) == accepted_by_the_api_server(rest, expression)
 
 
-def test_the_lists_above_are_what_the_api_server_does(rest):
+def test_the_lists_above_are_what_the_api_server_does(rest, release):
     """The corpus is labelled by the real server, not by hand."""
-    assert all(accepted_by_the_api_server(rest, expression) for expression in ACCEPTED)
-    assert not any(accepted_by_the_api_server(rest, expression) for expression in REFUSED)
+    accepted = [expression for expression in ACCEPTED if SINCE.get(expression, (1, 34)) <= release[:2]]
+    assert all(accepted_by_the_api_server(rest, expression) for expression in accepted)
+    refused = [*REFUSED, *(expression for expression in ACCEPTED if expression not in accepted)]
+    assert not any(accepted_by_the_api_server(rest, expression) for expression in refused)
 
 
 # --- DeviceTaintRules -------------------------------------------------------------------------------------------
@@ -150,8 +163,10 @@ def _claim(name: str, count: int, tolerations: list[dict] | None = None) -> dict
 
 
 @pytest.fixture(scope="module")
-def tainted(rest):
+def tainted(rest, release):
     """One node, a slice of two devices, and a rule tainting gpu-0 of that pool."""
+    if not features.enabled("DRADeviceTaintRules", release):
+        pytest.skip("DeviceTaintRule needs DRADeviceTaintRules: resource.k8s.io/v1 serves it from 1.37")
     status = {"capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"}}
     rest.create("/api/v1/nodes", {"metadata": {"name": NODE, "labels": {"kubernetes.io/hostname": NODE}},
                                   "status": {**status, "allocatable": dict(status["capacity"])}})  # fmt: skip
