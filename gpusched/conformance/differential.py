@@ -11,7 +11,8 @@ the scheduler decided on, since each pod's consequences are settled before the n
   The pod is then deleted, so that room preemption frees later cannot schedule it behind the harness's back;
 - preempting: the scheduler nominates a node and evicts victims. The harness plays the kubelet (kubelet.py): the
   victims, Terminating, are deleted at once, and the preemptor binds. Agrees when the message, the nominated
-  node, the evicted pods and the final node are all gpusched's (`nomination`). A pod the scenario labels to
+  node, the evicted pods and the final node are all gpusched's (`nomination`); where gpusched says the deletion does
+  not retry the pod (its queueing hints), it must still be unbound 30 s later. A pod the scenario labels to
   arrive during a preemption is created (and judged) before the victims are deleted, while the preemptor is only
   nominated.
 
@@ -108,12 +109,15 @@ class PodVerdict(BaseModel):
     predicted: str | None = Field(None, description="gpusched's message, when it predicts Pending")
     alternatives: list[str] = Field(
         default_factory=list,
-        description="when the allocator fails with an error: "
-        "gpusched's error on each node (the scheduler stops at whichever its parallel "
-        "filtering meets first)",
+        description="when the allocator fails with an error: gpusched's error on each node (the scheduler stops at "
+        "whichever its parallel filtering meets first); else the messages if the real DRA search times out on a "
+        "node where gpusched's is long",
     )
     predicted_nomination: str | None = None
     predicted_victims: list[str] = Field(default_factory=list)
+    predicted_retried: bool = Field(
+        True, description="gpusched: the victims' deletion retries the pod at once (else it is not bound within 30 s)"
+    )
     possible_nominations: list[str] = Field(
         default_factory=list, description="every node gpusched says the scheduler may nominate (random among them)"
     )
@@ -143,27 +147,29 @@ class PodVerdict(BaseModel):
                 self.message == self.predicted
                 and self.nominated == self.predicted_nomination
                 and sorted(self.victims) == sorted(self.predicted_victims)
-                and self.node == self.nominated
+                and self.node == (self.nominated if self.predicted_retried else None)
             )
         if self.node is not None:
             return self.node in self.feasible
-        return not self.feasible and (self.message == self.predicted or self.message in self.alternatives)
+        return (not self.feasible and self.message == self.predicted) or self.message in self.alternatives
 
     def real(self) -> str:
         if self.refused or self.held:
             return "refused by the API server" if self.refused else f"never tried ({self.held})"
         if self.nominated:
             evicted = ", ".join(self.victims) or "nobody"
-            return f"Pending: {self.message} (nominated {self.nominated}, evicted {evicted}, then bound to {self.node})"
+            then = f"then bound to {self.node}" if self.node else "not bound within 30 s"
+            return f"Pending: {self.message} (nominated {self.nominated}, evicted {evicted}, {then})"
         return f"bound to {self.node}" if self.node else f"Pending: {self.message}"
 
     def gpusched(self) -> str:
         if self.predicted_refused or self.predicted_held:
             return "refused (exit 2)" if self.predicted_refused else f"never tried ({self.predicted_held})"
         if self.predicted_nomination:
+            waits = "" if self.predicted_retried else "; then waits in the unschedulable queue"
             return (
                 f"Pending: {self.predicted} (nominates {self.predicted_nomination}, evicting "
-                f"{', '.join(self.predicted_victims)})"
+                f"{', '.join(self.predicted_victims)}{waits})"
             )
         return f"fits {', '.join(self.feasible)}" if self.feasible else f"Pending: {self.predicted}"
 
@@ -491,7 +497,9 @@ def _predicted(outcome: PodVerdict, prediction: K8sPrediction) -> PodVerdict:
         "predicted": nomination.message if nomination else prediction.message,
         "predicted_nomination": nomination.node if nomination else None,
         "predicted_victims": list(nomination.victims) if nomination else [],
+        "predicted_retried": nomination.retried if nomination else True,
         "possible_nominations": [n.node for n in prediction.nominations],
+        "alternatives": prediction.alternatives,
         "plugins": plugins_at_work(prediction),
         "predicted_held": ((held.condition or {}).get("reason") or NO_CONDITION) if held else None,
     })  # fmt: skip

@@ -58,6 +58,7 @@ class Inventory:
         self._looks: dict[DeviceID, tuple[Any, ...]] = {}
         self._views: dict[tuple[Any, ...], DeviceView] = {}
         self._outcomes: dict[tuple[tuple[Any, ...], str], bool | str] = {}
+        self.slow: set[str] = set()  # nodes whose real search may pass the filter timeout (the allocator adds them)
 
     @property
     def taints(self) -> bool:

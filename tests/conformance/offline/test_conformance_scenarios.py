@@ -248,3 +248,15 @@ def test_a_refused_dra_object_is_judged_like_a_refused_pod_and_is_its_own_reprod
     outcome = PodVerdict(pod="ResourceClaim x", refused=True, predicted_refused=False)
     assert not outcome.agrees and PodVerdict(pod="ResourceClaim x", refused=True, predicted_refused=True).agrees
     assert shrink(None, scenario, outcome) == (scenario, outcome)  # type: ignore[arg-type]  # replays nothing
+
+
+def test_a_timeout_gpusched_lists_as_possible_and_a_delayed_retry_agree():
+    timed_out = "0/2 nodes are available: 1 timed out trying to allocate devices, 1 cannot allocate all claims."
+    found = PodVerdict(pod="p", message=timed_out, predicted="0/2 nodes are available: 2 cannot allocate all claims.",
+                       alternatives=[timed_out])  # fmt: skip
+    assert found.agrees and not found.model_copy(update={"alternatives": []}).agrees
+    assert found.model_copy(update={"feasible": ["n1"]}).agrees  # the real one timed out on the node gpusched found
+    preempted = PodVerdict(pod="p", message="m", predicted="m", nominated="n", predicted_nomination="n")
+    assert not preempted.agrees and preempted.model_copy(update={"node": "n"}).agrees
+    waits = preempted.model_copy(update={"predicted_retried": False})
+    assert waits.agrees and not waits.model_copy(update={"node": "n"}).agrees

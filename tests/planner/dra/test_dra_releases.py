@@ -8,7 +8,7 @@ import pytest
 
 from gpusched.errors import InputError
 from gpusched.models.dra import DeviceClass, ResourceClaim, ResourceSlice
-from gpusched.planner.dra import features
+from gpusched.planner.dra import features, search
 from gpusched.planner.dra.allocator import allocate
 from gpusched.planner.dra.cel import CelError, compile_selector, device_view
 from gpusched.planner.dra.extended import enabled as extended_enabled
@@ -213,6 +213,7 @@ def test_a_search_past_the_step_limit_is_the_nodes_reason_before_1_36_and_an_err
     tries every pair for the first request before the second fails; with a limit of 5 devices tried it would time
     out, so gpusched runs it as the real one does and says it timed out, as each release says it."""
     monkeypatch.setenv("GPUSCHED_DRA_MAX_STEPS", "5")
+    monkeypatch.setattr(search, "SLOW_STEPS", 5)
     unit = Unit("ml/p", [claim(["a", "b"], count=2)])
     assert filter_node(inventory((1, 35)), NODE, unit) == (TIMED_OUT, [])
     with pytest.raises(DraError, match="node n1: timed out trying to allocate devices") as error:
@@ -220,3 +221,15 @@ def test_a_search_past_the_step_limit_is_the_nodes_reason_before_1_36_and_an_err
     assert error.value.timed_out
     monkeypatch.setenv("GPUSCHED_DRA_MAX_STEPS", "1000")  # a search that short finishes in time: the bounds stand
     assert filter_node(inventory((1, 35)), NODE, unit) == (CANNOT_ALLOCATE, [])
+
+
+def test_a_node_whose_real_search_may_pass_the_timeout_is_slow_whatever_gpusched_found(monkeypatch):
+    """Bounds see at once that 2 + 2 of 3 devices cannot be had; the real search tries the pairs first. Past
+    SLOW_STEPS that is `slow`: the prediction then also lists the release's timeout wording (predict)."""
+    monkeypatch.setattr(search, "SLOW_STEPS", 5)
+    unit = Unit("ml/p", [claim(["a", "b"], count=2)])
+    found = inventory((1, 35))
+    assert filter_node(found, NODE, unit) == (CANNOT_ALLOCATE, []) and found.slow == {"n1"}
+    monkeypatch.setattr(search, "SLOW_STEPS", 10_000)
+    found = inventory((1, 35))
+    assert filter_node(found, NODE, unit) == (CANNOT_ALLOCATE, []) and not found.slow

@@ -132,11 +132,16 @@ class DynamicResources:
         return unresolvable(NAME, reason) if reason else SUCCESS
 
     @property
+    def slow(self) -> list[str]:
+        """Nodes whose real search may pass the filter timeout (so may time out, or not, whatever gpusched found)."""
+        return sorted(self.inventory.slow | set(self.cycle.timed_out))
+
+    @property
     def not_modelled(self) -> list[str]:
-        """The search time, when a node's search passed the step limit and the release makes that its reason."""
-        if not self.cycle.timed_out:
+        """The search time, where a node's search is long enough that the real one may time out."""
+        if not self.slow:
             return []
-        return [f"{SEARCH_TIME.format(steps=max_steps())} (node {', '.join(sorted(self.cycle.timed_out))})"]
+        return [f"{SEARCH_TIME.format(steps=max_steps())} (node {', '.join(self.slow)})"]
 
     def _label(self, claim: ResourceClaim) -> str:
         """The special claim is created as `<pod>-extended-resources-<random>`; shown by that generateName."""
