@@ -39,6 +39,7 @@ from .framework import (
     outside_prefilter,
     unresolvable,
 )
+from .names import NODE_AFFINITY, NODE_NAME, NODE_UNSCHEDULABLE, TAINT_TOLERATION
 from .nodeinfo import KubeNodeInfo, snapshot
 from .plugins import defaultpreemption, dynamicresources, interpodaffinity, nodeaffinity, noderesources, schedulinggates
 from .plugins.defaultpreemption import Candidate
@@ -371,11 +372,17 @@ def _schedule(
     return result
 
 
+# Plugins that register no event for a deleted pod (EventsToRegister in 1.34-1.37: node events, the pod's own
+# toleration updates): a victim's deletion never requeues a pod for them. "" is a node the PreFilter left out.
+_DELETION_BLIND = {"", NODE_NAME, NODE_UNSCHEDULABLE, NODE_AFFINITY, TAINT_TOLERATION}
+
+
 def _retried(pod: KubePod, victims: Iterable[KubePod], statuses: dict[str, Status], version: Version) -> bool:
-    """Whether deleting the victims retries the pod at once. Modelled where InterPodAffinity alone rejected nodes (its
-    queueing hint decides); with any other plugin among them, gpusched takes it that one of theirs requeues it."""
-    if {status.plugin for status in statuses.values() if not status.ok} != {interpodaffinity.NAME}:
-        return True
+    """Whether deleting the victims retries the pod at once: a queueing hint of a plugin that rejected a node says
+    Queue. Modelled for InterPodAffinity; any other plugin that watches deletions is taken to requeue the pod."""
+    rejecting = {status.plugin for status in statuses.values() if not status.ok} - _DELETION_BLIND
+    if rejecting != {interpodaffinity.NAME}:
+        return bool(rejecting)
     return any(interpodaffinity.requeued_by_deletion(pod, victim, version) for victim in victims)
 
 

@@ -279,9 +279,11 @@ def test_evicting_the_pod_whose_anti_affinity_kept_the_preemptor_out_retries_it_
     """InterPodAffinity's queueing hint for a deleted pod: up to 1.35 it requeues only when the pending pod's own
     anti-affinity selected the deleted pod, so the preemptor waits in the unschedulable queue (kubernetes#135325)."""
     guard = pod("g", "a1", labels={"app": "db"}, affinity=affinity("podAntiAffinity"), priority=0)
-    result = predict(listed(ZONES[0]), listed(guard), pod("p", priority=1000), version)
-    assert result.nomination is not None and result.nomination.victims == ["default/g"]
-    assert result.nomination.retried is retried
+    tainted = {**node("t1"), "spec": {"taints": [{"key": "gpu", "effect": "NoSchedule"}]}}
+    for nodes in ([ZONES[0]], [ZONES[0], tainted]):  # TaintToleration watches no deleted pods: no requeue from it
+        result = predict(listed(*nodes), listed(guard), pod("p", priority=1000), version)
+        assert result.nomination is not None and result.nomination.victims == ["default/g"]
+        assert result.nomination.retried is retried
 
 
 def test_the_preemptors_own_anti_affinity_retries_it_in_every_release():
