@@ -13,7 +13,7 @@ import time
 from pydantic import BaseModel
 
 from ..models.dra import DeviceAttribute, DeviceCapacity
-from ..planner.dra.cel import CelError, compile_selector, device_view
+from ..planner.dra.cel import CelError, compile_selector, device_view, forget_compiled
 
 __all__ = ["CelBench", "bench_cel", "bench_selectors"]
 
@@ -66,7 +66,7 @@ def _devices(count: int) -> list:
 def bench_cel(selectors: int = 2000, devices: int = 64) -> CelBench:
     """Compile `selectors` distinct selectors (none cached), then run each on `devices` devices."""
     expressions, views = bench_selectors(selectors), _devices(devices)
-    compile_selector.cache_clear()
+    forget_compiled()
     began, cpu = time.perf_counter(), time.process_time()
     compiled = []
     for expression in expressions:

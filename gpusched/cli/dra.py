@@ -136,7 +136,7 @@ def dra_command(
             version = server_release(fetch_version(kubeconfig, context))
         documents += [(source, read_all(source)) for source in objects or []]
         model = load_cluster(cluster) if cluster else None
-        report = run_dra(model, objects_from(documents), driver, version)
+        report = run_dra(model, objects_from(documents, version=version), driver, version)
         show(report, as_json, render_dra)
         return 0 if report.all_allocated else 1
 

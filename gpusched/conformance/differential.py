@@ -11,14 +11,16 @@ the scheduler decided on, since each pod's consequences are settled before the n
   The pod is then deleted, so that room preemption frees later cannot schedule it behind the harness's back;
 - preempting: the scheduler nominates a node and evicts victims. The harness plays the kubelet (kubelet.py): the
   victims, Terminating, are deleted at once, and the preemptor binds. Agrees when the message, the nominated
-  node, the evicted pods and the final node are all gpusched's (`nomination`). A pod the scenario labels to
+  node, the evicted pods and the final node are all gpusched's (`nomination`); where gpusched says the deletion does
+  not retry the pod (its queueing hints), it must still be unbound 30 s later. A pod the scenario labels to
   arrive during a preemption is created (and judged) before the victims are deleted, while the preemptor is only
   nominated.
 
 - refused: the API server refuses the manifest (400/422). Agrees when gpusched refuses the same manifest too (an
-  InputError: exit 2 from the CLI);
+  InputError: exit 2 from the CLI). A DRA object the release's API server refuses (a selector its CEL environment
+  does not compile) is judged the same way, named `<kind> <name>`; the pods that name it find it missing;
 - never tried: a PreEnqueue plugin holds the pod (scheduling gates; a claim missing or being deleted): no verdict
-  comes within HELD_AFTER seconds. Agrees when gpusched predicts PreEnqueue too, with the same PodScheduled
+  comes within HELD_AFTER seconds (DECIDED_WITHIN where gpusched predicts a verdict). Agrees when gpusched predicts PreEnqueue too, with the same PodScheduled
   condition (SchedulingGated, set by the API server) or none.
 
 
@@ -79,9 +81,10 @@ PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
 PDBS = f"/apis/policy/v1/namespaces/{NAMESPACE}/poddisruptionbudgets"
 RESOURCE = "/apis/resource.k8s.io/v1"
 NAMESPACED = ("resourceclaims", "resourceclaimtemplates")
-CLUSTER_WIDE = ("deviceclasses", "devicetaintrules", "resourceslices")
+CLUSTER_WIDE = ("deviceclasses", "devicetaintrules", "resourceslices")  # DeviceTaintRules: served in v1 from 1.37
 NOT_CREATED = "ResourceClaim not created yet"  # a template's claim the controller has not made yet: wait on
 HELD_AFTER = 10.0  # seconds without a verdict after which a pod counts as never tried (held by PreEnqueue)
+DECIDED_WITHIN = 30.0  # the same where gpusched predicts a verdict: DRA's Filter may take its 10 s timeout per node
 NO_CONDITION = "no PodScheduled condition"
 REFUSED = "API server refusal"  # what `plugins` names for a manifest the API server refused
 SHARE = "<a shareID>"  # a share's random UID, compared as present or not
@@ -99,7 +102,7 @@ class ClaimCheck(BaseModel):
 
 
 class PodVerdict(BaseModel):
-    pod: str
+    pod: str = Field(description="the pod's name; for a DRA object the API server refused, `<kind> <name>`")
     node: str | None = Field(None, description="where the real scheduler bound it (a preemptor: after the eviction)")
     message: str | None = Field(None, description="the real PodScheduled=False message")
     nominated: str | None = Field(None, description="the real status.nominatedNodeName set with that message")
@@ -108,12 +111,15 @@ class PodVerdict(BaseModel):
     predicted: str | None = Field(None, description="gpusched's message, when it predicts Pending")
     alternatives: list[str] = Field(
         default_factory=list,
-        description="when the allocator fails with an error: "
-        "gpusched's error on each node (the scheduler stops at whichever its parallel "
-        "filtering meets first)",
+        description="when the allocator fails with an error: gpusched's error on each node (the scheduler stops at "
+        "whichever its parallel filtering meets first); else the messages if the real DRA search times out on a "
+        "node where gpusched's is long",
     )
     predicted_nomination: str | None = None
     predicted_victims: list[str] = Field(default_factory=list)
+    predicted_retried: bool = Field(
+        True, description="gpusched: the victims' deletion retries the pod at once (else it is not bound within 30 s)"
+    )
     possible_nominations: list[str] = Field(
         default_factory=list, description="every node gpusched says the scheduler may nominate (random among them)"
     )
@@ -143,27 +149,29 @@ class PodVerdict(BaseModel):
                 self.message == self.predicted
                 and self.nominated == self.predicted_nomination
                 and sorted(self.victims) == sorted(self.predicted_victims)
-                and self.node == self.nominated
+                and self.node == (self.nominated if self.predicted_retried else None)
             )
         if self.node is not None:
             return self.node in self.feasible
-        return not self.feasible and (self.message == self.predicted or self.message in self.alternatives)
+        return (not self.feasible and self.message == self.predicted) or self.message in self.alternatives
 
     def real(self) -> str:
         if self.refused or self.held:
             return "refused by the API server" if self.refused else f"never tried ({self.held})"
         if self.nominated:
             evicted = ", ".join(self.victims) or "nobody"
-            return f"Pending: {self.message} (nominated {self.nominated}, evicted {evicted}, then bound to {self.node})"
+            then = f"then bound to {self.node}" if self.node else "not bound within 30 s"
+            return f"Pending: {self.message} (nominated {self.nominated}, evicted {evicted}, {then})"
         return f"bound to {self.node}" if self.node else f"Pending: {self.message}"
 
     def gpusched(self) -> str:
         if self.predicted_refused or self.predicted_held:
             return "refused (exit 2)" if self.predicted_refused else f"never tried ({self.predicted_held})"
         if self.predicted_nomination:
+            waits = "" if self.predicted_retried else "; then waits in the unschedulable queue"
             return (
                 f"Pending: {self.predicted} (nominates {self.predicted_nomination}, evicting "
-                f"{', '.join(self.predicted_victims)})"
+                f"{', '.join(self.predicted_victims)}{waits})"
             )
         return f"fits {', '.join(self.feasible)}" if self.feasible else f"Pending: {self.predicted}"
 
@@ -243,6 +251,9 @@ class Player:
         self.clock = itertools.count()
         self.stale_dra = False  # the last play's DRA objects are deleted, but maybe not yet seen deleted
         self.budgets = False  # the scenario being played has PodDisruptionBudgets
+        self.release = parse_version(version)
+        rules = features.enabled("DRADeviceTaintRules", self.release)
+        self.cluster_wide = [name for name in CLUSTER_WIDE if rules or name != "devicetaintrules"]  # what v1 serves
         self._setup()
 
     def _setup(self) -> None:
@@ -268,7 +279,7 @@ class Player:
                 except RestError as error:
                     if error.status not in (400, 422):
                         raise
-                    refusals.append(_refused_object(obj))
+                    refusals.append(self._refused(obj))
                     continue
                 if dra_objects.DELETING in obj["metadata"].get("annotations", {}):
                     self.rest.delete(f"{_collection(obj)}/{obj['metadata']['name']}")  # its finalizer keeps it
@@ -284,6 +295,17 @@ class Player:
         finally:
             self._reset(label, bool(scenario.objects))
             self.stale_dra = bool(scenario.objects)
+
+    def _refused(self, obj: dict) -> PodVerdict:
+        """A DRA object the API server refused (a selector its CEL environment does not compile, say): gpusched must
+        refuse it too, for this release. The pods that name it then find it missing."""
+        try:
+            objects_from([("object", [obj])], pods=False, version=self.release)
+            refused = False
+        except InputError:
+            refused = True
+        name = f"{obj['kind']} {obj['metadata']['name']}"
+        return PodVerdict(pod=name, refused=True, predicted_refused=refused, plugins=[REFUSED])
 
     def _budget(self, pdb: dict) -> None:
         """Create a budget and write its status, as a disruption controller would (none runs here); then wait until
@@ -302,8 +324,10 @@ class Player:
         if self.budgets:
             state.pdbs = _as_list(self.rest.get("/apis/policy/v1/poddisruptionbudgets"))
         if dra:
-            listed = {name: _as_list(self.rest.get(f"{RESOURCE}/{name}")) for name in (*CLUSTER_WIDE, *NAMESPACED)}
-            state.objects = objects_from([(f"{RESOURCE}/{name}", [doc]) for name, doc in listed.items()], pods=False)
+            listed = {name: _as_list(self.rest.get(f"{RESOURCE}/{name}")) for name in (*self.cluster_wide, *NAMESPACED)}
+            state.objects = objects_from(
+                [(f"{RESOURCE}/{name}", [doc]) for name, doc in listed.items()], pods=False, version=self.release
+            )
             state.allocations = {_key(claim): claim["status"]["allocation"] for claim in listed["resourceclaims"]["items"]
                                  if claim.get("status", {}).get("allocation")}  # fmt: skip
         return state
@@ -330,10 +354,13 @@ class Player:
                 raise
             refused = isinstance(self._predict(before, manifest), InputError)
             return [PodVerdict(pod=name, refused=True, predicted_refused=refused, plugins=[REFUSED])]
+        prediction = self._predict(before, created)
+        held = isinstance(prediction, K8sPrediction) and prediction.pre_enqueue is not None
         try:
-            decided = sync.await_verdict(self.rest, f"{PODS}/{name}", lambda text: NOT_CREATED in text, HELD_AFTER)
+            decided = sync.await_verdict(self.rest, f"{PODS}/{name}", lambda text: NOT_CREATED in text,
+                                         HELD_AFTER if held else DECIDED_WITHIN)  # fmt: skip
         except TimeoutError:
-            return [self._held(before, created, dra)]
+            return [self._held(before, created, dra, prediction)]
         node, message, nominated, followers = self._settle(name, dra, during, decided)
         pod = self.rest.get(f"{PODS}/{name}")
         claims = self._claims(before, created, pod, node) if dra else []
@@ -342,7 +369,6 @@ class Player:
             self.rest.delete(f"{PODS}/{name}")  # so that nothing can schedule it behind the harness's back
         victims = sorted(before.bound() - {_key(pod) for pod in self.rest.get(PODS)["items"]})
         outcome = PodVerdict(pod=name, node=node, message=message, nominated=nominated, victims=victims, claims=claims)
-        prediction = self._predict(before, created)
         if isinstance(prediction, InputError):
             outcome = outcome.model_copy(update={"predicted": _scheduler_words(prediction),
                                                  "alternatives": self._errors(before, created),
@@ -351,7 +377,7 @@ class Player:
             outcome = _predicted(outcome, prediction)
         return [outcome, *followers]
 
-    def _held(self, before: _State, created: dict, dra: bool) -> PodVerdict:
+    def _held(self, before: _State, created: dict, dra: bool, prediction: K8sPrediction | InputError) -> PodVerdict:
         """A pod no verdict came for: its PodScheduled condition, if any; then it is deleted."""
         name = created["metadata"]["name"]
         pod = self.rest.get(f"{PODS}/{name}")
@@ -360,7 +386,6 @@ class Player:
         outcome = PodVerdict(pod=name, held=condition.get("reason") or NO_CONDITION,
                              claims=self._claims(before, created, pod, None) if dra else [])  # fmt: skip
         self.rest.delete(f"{PODS}/{name}")  # its claims read first: the controller deletes what it generated
-        prediction = self._predict(before, created)
         if isinstance(prediction, InputError):
             return outcome.model_copy(update={"predicted": _scheduler_words(prediction)})
         return _predicted(outcome, prediction)
@@ -464,24 +489,12 @@ class Player:
             self._release_finalizers()
             for name in NAMESPACED:
                 self.rest.delete(f"{RESOURCE}/namespaces/{NAMESPACE}/{name}")
-            for name in CLUSTER_WIDE:
+            for name in self.cluster_wide:
                 self.rest.delete(f"{RESOURCE}/{name}?labelSelector={SCENARIO_LABEL}%3D{label}")
         self.rest.delete(f"/api/v1/nodes?labelSelector={SCENARIO_LABEL}%3D{label}")
         self.rest.wait(lambda: not self.rest.get(PODS)["items"])
         if dra:
             self.rest.wait(lambda: not self.rest.get(f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaims")["items"])
-
-
-def _refused_object(obj: dict) -> PodVerdict:
-    """A DRA object the API server refused: agrees when gpusched refuses it too (its verdict is named by kind)."""
-    try:
-        objects_from([("scenario", [obj])], pods=False)
-    except InputError:
-        refused = True
-    else:
-        refused = False
-    name = f"{obj['kind']} {obj['metadata']['name']}"
-    return PodVerdict(pod=name, refused=True, predicted_refused=refused, plugins=[REFUSED])
 
 
 def _predicted(outcome: PodVerdict, prediction: K8sPrediction) -> PodVerdict:
@@ -494,7 +507,9 @@ def _predicted(outcome: PodVerdict, prediction: K8sPrediction) -> PodVerdict:
         "predicted": nomination.message if nomination else prediction.message,
         "predicted_nomination": nomination.node if nomination else None,
         "predicted_victims": list(nomination.victims) if nomination else [],
+        "predicted_retried": nomination.retried if nomination else True,
         "possible_nominations": [n.node for n in prediction.nominations],
+        "alternatives": prediction.alternatives,
         "plugins": plugins_at_work(prediction),
         "predicted_held": ((held.condition or {}).get("reason") or NO_CONDITION) if held else None,
     })  # fmt: skip
@@ -593,8 +608,8 @@ def _without(scenario: ConformanceScenario, kind: str, index: int) -> Conformanc
 def shrink(
     player: Player, scenario: ConformanceScenario, outcome: PodVerdict
 ) -> tuple[ConformanceScenario, PodVerdict]:
-    """Greedy one-at-a-time removal of nodes and of pods other than the disagreeing one (a refused DRA object is
-    its own reproducer)."""
+    """Greedy one-at-a-time removal of nodes and of pods other than the disagreeing one; a refused DRA object is its
+    own reproducer (nothing else takes part in the refusal)."""
     if outcome.pod not in {pod["metadata"]["name"] for pod in scenario.pods}:
         return scenario, outcome
     current = scenario

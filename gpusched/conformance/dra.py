@@ -478,13 +478,16 @@ def _entry(rng: random.Random, name: str, entry: str, named: list[str], namespac
 
 
 def for_release(objects: list[dict], version: tuple[int, ...]) -> list[dict]:
-    """The objects as drawn, less what the release's API server drops or refuses with its default gates: without
+    """The objects as drawn, less what the release's API server drops or refuses with its default gates: before
+    DRADeviceTaintRules resource.k8s.io/v1 serves no DeviceTaintRules (a user cannot create one); without
     DRAConsumableCapacity it drops allowMultipleAllocations, requestPolicy and capacity requests, and drops
     `distinctAttribute`, leaving a constraint with neither attribute invalid (so it is left out).
     Other fields of a feature that is off are dropped silently, and the play reads back what the server kept."""
-    if features.enabled("DRAConsumableCapacity", version):
-        return objects
     kept = copy.deepcopy(objects)
+    if not features.enabled("DRADeviceTaintRules", version):
+        kept = [obj for obj in kept if obj["kind"] != "DeviceTaintRule"]
+    if features.enabled("DRAConsumableCapacity", version):
+        return kept
     for obj in kept:
         if obj["kind"] == "ResourceSlice":
             obj["metadata"].pop("annotations", None)  # no policy left to refuse

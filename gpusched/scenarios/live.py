@@ -320,7 +320,7 @@ DRA_COLLECTIONS = ("deviceclasses", "devicetaintrules", "resourceslices", "resou
 
 
 def _dra_documents(api: client.ApiClient) -> list[tuple[str, list[Any]]]:
-    """Each DRA collection as kubectl lists it; DeviceTaintRules are v1 only from 1.36 on: before, there are none."""
+    """Each DRA collection as kubectl lists it; DeviceTaintRules are v1 only from 1.37 on: before, there are none."""
     found = []
     for collection in DRA_COLLECTIONS:
         path = f"/apis/resource.k8s.io/v1/{collection}"

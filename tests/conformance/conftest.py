@@ -1,8 +1,9 @@
 """The real control plane for the conformance tests: built once per release (cached), started once per release.
 
 `control_plane` is parametrized by every release the conformance module builds (conformance/go.mod, the newest,
-and conformance/releases/*.mod), so each test that uses it runs against each release in turn, ids `v1.35.4` and
-`v1.37.2` (`-k v1.37.2` picks one). Every test here but those in `offline/` (the generator and the report, no
+and conformance/releases/*.mod), so each test that uses it runs against each release in turn, ids `v1.34.4`,
+`v1.35.4` and `v1.37.2` (`-k v1.37.2` picks one). A behaviour an older release lacks is skipped there by the test
+itself, naming the feature gate (features.py). Every test here but those in `offline/` (the generator and the report, no
 cluster) is marked `conformance` (deselect with `-m "not conformance"`); CI runs them. The fixture stops every
 process it started when its release's tests are done, whatever they did.
 """
@@ -16,19 +17,14 @@ from gpusched.conformance.build import ensure_built, releases
 from gpusched.conformance.cluster import RunningCluster, start
 
 RELEASES = [release.pin for release in releases()]
-NEWEST = max(RELEASES, key=lambda pin: tuple(int(part) for part in pin.lstrip("v").split(".")))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every live test `conformance`; a module marked `newest_release` (written against the newest release's
-    behaviour and checked there only) is skipped on the older ones, saying so."""
+    """Mark every live test `conformance`."""
     for item in items:
         path = item.nodeid.replace("\\", "/")
         if "tests/conformance/" in path and "tests/conformance/offline/" not in path:
             item.add_marker(pytest.mark.conformance)
-        release = getattr(item, "callspec", None) and item.callspec.params.get("control_plane")
-        if item.get_closest_marker("newest_release") and release and release != NEWEST:
-            item.add_marker(pytest.mark.skip(reason=f"checked against {NEWEST} only"))
 
 
 @pytest.fixture(scope="session", params=RELEASES)

@@ -18,8 +18,6 @@ from gpusched.conformance.sync import await_verdict
 from gpusched.planner.scheduler.plugins.defaultpreemption import ERR_REASON_TERMINATING
 from gpusched.planner.scheduler.predict import predict
 
-pytestmark = pytest.mark.newest_release  # checked against the newest release only
-
 NAMESPACE = "gpu-preempt-rules"
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
 PDBS = f"/apis/policy/v1/namespaces/{NAMESPACE}/poddisruptionbudgets"
@@ -84,7 +82,7 @@ def rest(control_plane):
         rest.close()
 
 
-def test_a_budget_moves_the_preemption_and_a_retry_waits_for_the_terminating_victim(rest):
+def test_a_budget_moves_the_preemption_and_a_retry_waits_for_the_terminating_victim(rest, control_plane):
     for name in ("n1", "n2"):
         rest.create("/api/v1/nodes", gpu_node(f"rules-{name}"))
     run(rest, gpu_pod("b", "rules-n2"), 1)
@@ -95,8 +93,8 @@ def test_a_budget_moves_the_preemption_and_a_retry_waits_for_the_terminating_vic
     rest.call("PATCH", f"{PDBS}/web/status", {"status": status}, "application/merge-patch+json")
     nodes, pods, pdbs = state(rest)
     created = rest.create(PODS, gpu_pod("u", priority=URGENT))
-    unguarded = predict(nodes, pods, created, "1.37.2")
-    prediction = predict(nodes, pods, created, "1.37.2", pdbs_doc=pdbs)
+    unguarded = predict(nodes, pods, created, control_plane.info.version)
+    prediction = predict(nodes, pods, created, control_plane.info.version, pdbs_doc=pdbs)
     assert unguarded.nomination.node == "rules-n1"  # without the budget, a (started last) would go
     pod, node, message = await_verdict(rest, f"{PODS}/u")
     assert node is None and message == prediction.message
@@ -109,13 +107,13 @@ def test_a_budget_moves_the_preemption_and_a_retry_waits_for_the_terminating_vic
     rest.create("/api/v1/nodes", tainted)  # room for u as NodeResourcesFit sees it: the scheduler retries u
     _, node, message = await_verdict(rest, f"{PODS}/u", lambda text: ERR_REASON_TERMINATING not in text)
     nodes, pods, pdbs = state(rest)
-    retried = predict(nodes, pods, rest.get(f"{PODS}/u"), "1.37.2", pdbs_doc=pdbs)
+    retried = predict(nodes, pods, rest.get(f"{PODS}/u"), control_plane.info.version, pdbs_doc=pdbs)
     assert node is None and message == retried.message
     assert message.endswith(f"preemption: {ERR_REASON_TERMINATING}")
     assert kubelet.evict_until_bound(rest, NAMESPACE, "u") == "rules-n2"
 
 
-def test_with_more_than_100_candidates_the_nomination_is_one_gpusched_lists(rest):
+def test_with_more_than_100_candidates_the_nomination_is_one_gpusched_lists(rest, control_plane):
     """120 one-GPU nodes, each running a priority-0 pod started at a distinct second: across every candidate the
     latest started wins, but the scheduler samples 100 from a random start, so any of the 21 latest may."""
     count = 120
@@ -125,7 +123,7 @@ def test_with_more_than_100_candidates_the_nomination_is_one_gpusched_lists(rest
         run(rest, gpu_pod(f"v{i:03d}", f"rules-m{i:03d}"), i)
     nodes, pods, _ = state(rest)
     created = rest.create(PODS, gpu_pod("u", priority=URGENT))
-    prediction = predict(nodes, pods, created, "1.37.2")
+    prediction = predict(nodes, pods, created, control_plane.info.version)
     possible = {n.node: n for n in prediction.nominations}
     assert sorted(possible) == [f"rules-m{i:03d}" for i in range(count - 21, count)]
     pod, node, message = await_verdict(rest, f"{PODS}/u")

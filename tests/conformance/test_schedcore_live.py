@@ -9,8 +9,6 @@ from gpusched.conformance import dra
 from gpusched.conformance.differential import NAMESPACE, NO_CONDITION, Player
 from gpusched.conformance.scenarios import IMAGE, ConformanceScenario
 
-pytestmark = pytest.mark.newest_release  # checked against the newest release only
-
 
 def _node(name: str, memory: str = "8Gi", **labels: str) -> dict:
     allocatable = {"cpu": "4", "memory": memory, "pods": "110"}

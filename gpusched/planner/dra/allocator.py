@@ -121,13 +121,22 @@ def _allocation(search: _Search, ci: int) -> AllocationResult:
 def allocate(
     inventory: Inventory, node: NodeRef, claims: list[ResourceClaim], prune: bool = True
 ) -> list[AllocationResult] | str:
-    """Allocate(node, claims): one result per claim, or the node's Unschedulable reason; DraError for an error.
+    """Allocate(node, claims): one result per claim, or the node's Unschedulable reason; DraError for an error. A node
+    whose real search may pass the scheduler's filter timeout goes into `inventory.slow`.
 
     Every device class a claim names must exist (the plugin's PreFilter checks that before any node is tried).
     """
     search = _Search(inventory, node, claims, prune)
     search.setup()
-    found = not search.infeasible() and search.one(0, 0, 0, 0, False, 0)
+    if search.infeasible() and search.long():  # the real search is long: run it so, where it may time out
+        inventory.slow.add(node.name)
+        search = _Search(inventory, node, claims, False)
+        search.setup()
+    try:
+        found = not search.infeasible() and search.one(0, 0, 0, 0, False, 0)
+    finally:
+        if search.slow:
+            inventory.slow.add(node.name)
     if not found:
         return FAILED_INVALID_POOLS if any(pool.invalid for pool in search.pools) else ""
     return [_allocation(search, ci) for ci in range(len(claims))]

@@ -39,6 +39,8 @@ from functools import cache
 from typing import Any
 
 from ...models.dra import DeviceAttribute, DeviceCapacity
+from ..scheduler.framework import NEWEST, Version
+from . import features
 from .celast import KUBERNETES_NAMES
 from .celcheck import InstantiationError, OutputTypeError, api_server_problems, blank_literals, member_words
 from .celcost import COST_WORDS, MAX_EXPRESSION_LENGTH
@@ -57,16 +59,19 @@ __all__ = [
     "parse_k8s_quantity",
 ]
 
-# The extensions of Kubernetes' CEL environment at compatibility version 1.36, in which a 1.37 API server compiles new
-# selectors (k8s.io/apiserver/pkg/cel/environment/base.go, DefaultCompatibilityVersion): strings at version 2
-# (format, quote, join; no reverse), lists (slice, flatten, distinct, reverse, sort, sortBy, lists.range).
-EXTENSIONS = (
-    ("bindings", ""),
-    ("lists", ""),
-    ("optional", ""),
-    ("sets", ""),
-    ("strings", "2"),
-    ("two-var-comprehensions", ""),
+# The extensions of Kubernetes' CEL environment, each with the version that introduced it
+# (k8s.io/apiserver/pkg/cel/environment/base.go; bindings: k8s.io/dynamic-resource-allocation/cel/compile.go). An API
+# server compiles new selectors with the extensions of its compatibility version (features.cel_compatibility): strings
+# at version 2 (format, quote, join; no reverse); lists (ext.Lists(3): slice, flatten, distinct, reverse, sort, sortBy,
+# lists.range) from 1.34, so a 1.34 API server refuses them; Kubernetes' own list functions (library.Lists v0:
+# isSorted, sum, min, max, indexOf, lastIndexOf) always, its v1 (includes) only from 1.37, so in no release modelled.
+_EXTENSIONS = (
+    ("bindings", "", (1, 31)),
+    ("lists", "", (1, 34)),
+    ("optional", "", (1, 28)),
+    ("sets", "", (1, 29)),
+    ("strings", "2", (1, 29)),
+    ("two-var-comprehensions", "", (1, 32)),
 )
 _ANY = ("string", "int", "uint", "double", "bool", "bytes", "obj", "list")
 _DEVICE_FIELDS = ("driver", "attributes", "capacity", "allowMultipleAllocations")
@@ -112,9 +117,19 @@ def _guarded(function: Any) -> Any:
     return call
 
 
+def _extensions(version: Version) -> tuple[tuple[str, str], ...]:
+    """The extensions with which the release's API server compiles a new selector."""
+    compatible = features.cel_compatibility(version)
+    return tuple((name, level) for name, level, introduced in _EXTENSIONS if introduced <= compatible)
+
+
+NEWEST_EXTENSIONS = _extensions(NEWEST)  # the runtime's, and the API server checks' (celcheck)
+
+
 @cache
-def _env() -> Any:
-    """The CEL environment, built on first use (importing the library at CLI start would cost every command)."""
+def _env(extensions: tuple[tuple[str, str], ...] = NEWEST_EXTENSIONS) -> Any:
+    """The CEL environment with these extensions, built on first use (importing the library at CLI start would cost
+    every command). Devices are evaluated in the newest one: a release's own only decides what compiles."""
     from cel_expr_python import cel
 
     kinds = {
@@ -140,7 +155,7 @@ def _env() -> Any:
             overloads.setdefault(name, []).append(
                 cel.Overload(overload_id + suffix, kinds[result], types, is_member=member, impl=_guarded(function))
             )
-    listed = "".join(f'  - name: "{n}"\n' + (f"    version: {v}\n" if v else "") for n, v in EXTENSIONS)
+    listed = "".join(f'  - name: "{n}"\n' + (f"    version: {v}\n" if v else "") for n, v in extensions)
     config = cel.NewEnvConfigFromYaml("extensions:\n" + listed)
     return cel.NewEnv(
         config=config,
@@ -279,15 +294,23 @@ def check_cost(expression: str) -> None:
         raise CelError(f"nested deeper than {MAX_NESTING} parentheses and brackets")
 
 
+def compile_selector(expression: str, version: Version = NEWEST) -> Selector:
+    """Compile once per expression, after pricing it (check_cost), as the release's API server compiles a new
+    selector; CelError says why it does not compile, in cel-go's form: `ERROR: <input>:line:col: message`, then the
+    line and a caret. `device.allowMultipleAllocations` exists only with DRAConsumableCapacity."""
+    fields = _DEVICE_FIELDS if features.enabled("DRAConsumableCapacity", version) else _DEVICE_FIELDS[:-1]
+    if (fields, _extensions(version)) != (_DEVICE_FIELDS, NEWEST_EXTENSIONS):
+        _compile(expression, fields, _extensions(version))  # what this release refuses
+    return _compile(expression, _DEVICE_FIELDS, NEWEST_EXTENSIONS)
+
+
 @cache
-def compile_selector(expression: str) -> Selector:
-    """Compile once per expression, after pricing it (check_cost); CelError says why it does not compile, in
-    cel-go's form: `ERROR: <input>:line:col: message`, then the line and a caret."""
+def _compile(expression: str, fields: tuple[str, ...], extensions: tuple[tuple[str, str], ...]) -> Selector:
     check_cost(expression)
     code = blank_literals(expression)
     identity = list(range(len(expression) + 1))  # origin[i]: where source[i] was in the expression
     for field in _DEVICE_FIELD.finditer(code):
-        if field.group(1) not in _DEVICE_FIELDS:
+        if field.group(1) not in fields:
             at = code.index(".", field.start())  # the checker points at the select's dot
             error = f"ERROR: <input>:{_line_column(expression, at)}: undefined field '{field.group(1)}'"
             raise CelError(f"compilation failed: {_in_the_expression(error, expression, expression, identity)}")
@@ -297,7 +320,7 @@ def compile_selector(expression: str) -> Selector:
     source, origin = expression, identity
     for _ in range(8):  # each round renames what the checker found; a rename can expose another (nested calls)
         try:
-            program = _env().compile(source)
+            program = _env(extensions).compile(source)
         except RuntimeError as error:
             text = re.sub(r"^[A-Z_]+: ", "", str(error).strip())
             text = re.sub(r"\s*\[[A-Z_]+\]$", "", text)
@@ -316,6 +339,11 @@ def compile_selector(expression: str) -> Selector:
     if problems:
         text = _errors(source, problems)
     raise CelError(f"compilation failed: {_in_the_expression(text, source, expression, origin)}")
+
+
+def forget_compiled() -> None:
+    """Drop every compiled selector, so that a benchmark compiles from cold."""
+    _compile.cache_clear()
 
 
 def _api_server_checks(source: str, expression: str, origin: list[int]) -> None:

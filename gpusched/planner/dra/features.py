@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ON_BY_DEFAULT", "CHANGES", "enabled", "changed"]
+__all__ = ["ON_BY_DEFAULT", "CHANGES", "enabled", "changed", "cel_compatibility"]
 
 ON_BY_DEFAULT: dict[str, tuple[int, int]] = {
     "DRAAdminAccess": (1, 34),
@@ -48,6 +48,11 @@ CHANGES: dict[str, tuple[int, int]] = {
     # before, pools come in map order and slices in the informer's, both random: gpusched then takes them in the
     # order given (kubectl lists slices by name), one of the orders the scheduler may take.
     "pools-and-slices-sorted": (1, 36),
+    # A Filter that passes filterTimeout (DRASchedulerFilterTimeout, beta and on from 1.34, 10 s) is an error, "node
+    # <name>: timed out trying to allocate devices", which stops the attempt; before, the node's own
+    # UnschedulableAndUnresolvable "timed out trying to allocate devices" (dynamicresources.go Filter; the change is
+    # kubernetes#137607, merged for 1.36).
+    "filter-timeout-is-an-error": (1, 36),
     # A capacity request the allocator cannot compute (a consumption below zero, an amount its range arithmetic
     # cannot represent) aborts the attempt; a request naming a capacity the device lacks skips the device. In 1.36
     # every failure of the capacity check only skips the device (consumable_capacity.go).
@@ -61,3 +66,11 @@ CHANGES: dict[str, tuple[int, int]] = {
 def changed(change: str, version: tuple[int, ...]) -> bool:
     """The release has the allocator change named in CHANGES."""
     return tuple(version[:2]) >= CHANGES[change]
+
+
+def cel_compatibility(version: tuple[int, ...]) -> tuple[int, int]:
+    """The CEL compatibility version with which the release's API server compiles a new expression: the release
+    before it (k8s.io/apiserver/pkg/cel/environment/base.go DefaultCompatibilityVersion, from component-base's
+    MinCompatibilityVersion, emulation version minus one minor), so that a rollback can still read what was written.
+    The scheduler compiles stored expressions with every library of its release, which only a downgrade tells apart."""
+    return (version[0], version[1] - 1)

@@ -77,6 +77,7 @@ class Inventory:
         self._looks: dict[DeviceID, tuple[Any, ...]] = {}
         self._views: dict[tuple[Any, ...], DeviceView] = {}
         self._outcomes: dict[tuple[tuple[Any, ...], str], bool | str] = {}
+        self.slow: set[str] = set()  # nodes whose real search may pass the filter timeout (the allocator adds them)
 
     def hold(self, results: Iterable[DeviceRequestAllocationResult]) -> None:
         """An allocated claim's devices, as the scheduler's claim tracker counts them (foreachAllocatedDevice):

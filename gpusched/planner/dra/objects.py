@@ -24,6 +24,7 @@ from ...models.dra import (
     ResourceSlice,
 )
 from ...models.kube import KubePod, parse_pod
+from ..scheduler.framework import NEWEST, Version
 from .cel import CelError, compile_selector
 
 __all__ = [
@@ -123,19 +124,20 @@ def _namespaced(obj: ResourceClaim | ResourceClaimTemplate) -> ResourceClaim | R
     return obj.model_copy(update={"metadata": obj.metadata.model_copy(update={"namespace": "default"})})
 
 
-def load_objects(sources: list[str], pods: bool = True) -> DraObjects:
-    """Every DRA object (and, where `pods`, every Pod) of the files; unknown kinds and duplicates are errors."""
-    return objects_from([(source, read_all(source)) for source in sources], pods)
+def load_objects(sources: list[str], pods: bool = True, version: Version = NEWEST) -> DraObjects:
+    """Every DRA object (and, where `pods`, every Pod) of the files; unknown kinds and duplicates are errors, and so is
+    a selector that the release's API server does not compile."""
+    return objects_from([(source, read_all(source)) for source in sources], pods, version)
 
 
-def objects_from(documents: list[tuple[str, list[Any]]], pods: bool = True) -> DraObjects:
+def objects_from(documents: list[tuple[str, list[Any]]], pods: bool = True, version: Version = NEWEST) -> DraObjects:
     """The same from documents already read (an API server's answers): (source named in errors, documents)."""
     found = DraObjects()
     for source, docs in documents:
         for number, doc in enumerate(docs):
             base = f"documents[{number}]." if number else ""
             for path, item in _items(doc, source, base):
-                _add(found, item, source, path, pods)
+                _add(found, item, source, path, pods, version)
     found.slices = [tainted(item, found.taint_rules) for item in found.slices]
     return found
 
@@ -157,7 +159,7 @@ def tainted(item: ResourceSlice, rules: list[DeviceTaintRule]) -> ResourceSlice:
     return item.model_copy(update={"spec": spec.model_copy(update={"devices": tuple(devices)})})
 
 
-def _add(found: DraObjects, item: Any, source: str, path: str, pods: bool) -> None:
+def _add(found: DraObjects, item: Any, source: str, path: str, pods: bool, release: Version) -> None:
     if not isinstance(item, dict):
         raise InputError(source, f"expected an object, got {type(item).__name__}", path)
     version, kind = item.get("apiVersion"), item.get("kind")
@@ -179,7 +181,7 @@ def _add(found: DraObjects, item: Any, source: str, path: str, pods: bool) -> No
     if label in found.origin:
         raise InputError(source, f"{label} appears more than once", prefix)
     found.origin[label] = (source, prefix)
-    _compile_all(obj, label, source, prefix)
+    _compile_all(obj, label, source, prefix, release)
     if isinstance(obj, DeviceClass):
         found.classes[obj.metadata.name] = obj
     elif isinstance(obj, DeviceTaintRule):
@@ -215,11 +217,11 @@ def selector_paths(obj: Any) -> list[tuple[str, str]]:
     return []
 
 
-def _compile_all(obj: Any, label: str, source: str, prefix: str) -> None:
+def _compile_all(obj: Any, label: str, source: str, prefix: str, version: Version) -> None:
     """The API server compiles every selector when the object is created: one that does not compile is refused."""
     for field_path, expression in selector_paths(obj):
         try:
-            compile_selector(expression)
+            compile_selector(expression, version)
         except CelError as error:
             kind, _, name = label.partition(" ")
             owner = "class" if kind == "DeviceClass" else kind[0].lower() + kind[1:]

@@ -23,6 +23,7 @@ from typing import Any
 
 from ...models.dra import MAX_SUBREQUESTS, AllocationResult, DeviceClaim, ResourceClaim, ResourceClaimStatus
 from ...models.kube import KubePod
+from . import features
 from .allocator import allocate, iter_devices
 from .capacity import fits
 from .inventory import Inventory, NodeRef, gather_pools
@@ -55,6 +56,7 @@ NO_MATCH = "no device matches the DeviceClass and the selectors"
 NOT_CREATED = "ResourceClaim not created yet"
 NO_SLICES = "no ResourceSlice offers devices to this node"
 NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"  # the PostFilter before 1.37, with nothing to deallocate
+TIMED_OUT = "timed out trying to allocate devices"  # the node's status before 1.36; then an error (features.py)
 
 
 @dataclass
@@ -133,6 +135,11 @@ class Cycle:
     def feasible(self) -> list[str]:
         return [node for node, reason in self.reasons.items() if not reason]
 
+    @property
+    def timed_out(self) -> list[str]:
+        """Nodes whose search passed the step limit, where the release makes that the node's reason."""
+        return [node for node, reason in self.reasons.items() if reason == TIMED_OUT]
+
     def best(self) -> str | None:
         """The highest DynamicResources score, then the node name."""
         feasible = self.feasible
@@ -159,11 +166,17 @@ def _allocated(claim: ResourceClaim) -> AllocationResult | None:
 def filter_node(
     inventory: Inventory, node: NodeRef, unit: Unit, prune: bool = True
 ) -> tuple[str, list[AllocationResult]]:
-    """Filter: ('' and the new allocations) when the node fits, else the reason; DraError aborts the attempt."""
+    """Filter: ('' and the new allocations) when the node fits, else the reason; DraError aborts the attempt. A
+    search that passes the step limit is the release's filter timeout: the node's reason before 1.36, an error after."""
     pending = [claim for claim in unit.claims if _allocated(claim) is None]
     results: list[AllocationResult] = []
     if pending:
-        found = allocate(inventory, node, pending, prune)
+        try:
+            found = allocate(inventory, node, pending, prune)
+        except DraError as error:
+            if error.timed_out and not features.changed("filter-timeout-is-an-error", inventory.version):
+                return TIMED_OUT, []
+            raise
         if isinstance(found, str):
             return found or CANNOT_ALLOCATE, []
         results = found

@@ -27,7 +27,7 @@ from .plugin import (
     units_for,
     with_allocation,
 )
-from .search import DraError, max_steps
+from .search import SEARCH_TIME, DraError, max_steps
 from .slices import EXAMPLE, cluster_slices, held_devices
 
 __all__ = ["ClaimOutcome", "DraReport", "run_dra", "inventory_for", "error_to_input"]
@@ -82,10 +82,7 @@ def error_to_input(error: DraError, objects: DraObjects) -> InputError:
     """A selector that fails at runtime, as the scheduler says it, naming the file and field of the object."""
     text = f'running "{DYNAMIC_RESOURCES}" filter plugin: {error}'
     if error.timed_out:
-        text += (
-            f" (not modelled: the search time; gpusched gave up after {max_steps()} devices tried "
-            "(GPUSCHED_DRA_MAX_STEPS), the real scheduler after 10 s, so it may finish or time out elsewhere)"
-        )
+        text += f" (not modelled: {SEARCH_TIME.format(steps=max_steps())})"
     if error.selector is None:
         return InputError("objects", text)
     kind, name, _, expression = error.selector

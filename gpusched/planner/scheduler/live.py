@@ -17,7 +17,7 @@ def predict_live(kubeconfig: str, context: str | None, pod: str, version: str | 
     `version` is given."""
     release = parse_version(version) if version else server_release(fetch_version(kubeconfig, context))
     nodes, pods, target, documents = fetch(kubeconfig, context, pod)
-    objects = objects_from(documents, pods=False) if documents is not None else None
+    objects = objects_from(documents, pods=False, version=release) if documents is not None else None
     budgets, namespaces = fetch_budgets_and_namespaces(kubeconfig, context)
     return predict(
         nodes,

@@ -13,7 +13,9 @@ The wording and the version differences follow the Kubernetes sources of each re
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,9 +25,11 @@ from ...errors import InputError
 from ...models.kube import KubePdb, KubePod, parse_namespaces, parse_nodes, parse_pdbs, parse_pod, parse_pods
 from ...models.topology import NamespaceLabels
 from ...scenarios import read_document
+from ..dra import features
 from ..dra.extended import class_mapping, uses_extended
 from ..dra.extended import enabled as extended_enabled
 from ..dra.objects import DraObjects, load_objects
+from ..dra.plugin import TIMED_OUT
 from .framework import (
     ERR_REASON_PREFILTER_DISJOINT,
     NEWEST,
@@ -37,8 +41,9 @@ from .framework import (
     outside_prefilter,
     unresolvable,
 )
+from .names import NODE_AFFINITY, NODE_NAME, NODE_UNSCHEDULABLE, TAINT_TOLERATION
 from .nodeinfo import KubeNodeInfo, snapshot
-from .plugins import defaultpreemption, dynamicresources, nodeaffinity, noderesources, schedulinggates
+from .plugins import defaultpreemption, dynamicresources, interpodaffinity, nodeaffinity, noderesources, schedulinggates
 from .plugins.defaultpreemption import Candidate
 from .plugins.dynamicresources import ClaimPrediction, DynamicResources
 from .plugins.interpodaffinity import InterPodAffinity
@@ -95,6 +100,11 @@ class Nomination(BaseModel):
     node: str
     victims: list[str] = Field(description="namespace/name, most important first")
     message: str = Field("", description="the PodScheduled=False message when this node is nominated")
+    retried: bool = Field(
+        True,
+        description="the victims' deletion makes the scheduler retry the pod at once (the queueing hints of the "
+        "plugins that rejected it); False: it waits in the unschedulable queue, up to 5 min, before it binds",
+    )
 
 
 class PreEnqueue(BaseModel):
@@ -129,6 +139,11 @@ class K8sPrediction(BaseModel):
         default_factory=list, description="what the real scheduler checks here that gpusched does not model"
     )
     claims: list[ClaimPrediction] = Field(default_factory=list, description="the pod's ResourceClaims (with --objects)")
+    alternatives: list[str] = Field(
+        default_factory=list,
+        description="other PodScheduled messages the real scheduler may give: its DRA search may time out (10 s) on "
+        "the nodes `not_modelled` names, where gpusched's search is long",
+    )
     extended_resource_claim_status: dict | None = Field(
         None,
         description="status.extendedResourceClaimStatus when DRA serves an extended resource (DRAExtendedResource); "
@@ -268,6 +283,31 @@ def _postfilter(
     return ", ".join([*reasons, message]), []
 
 
+def _timed_out(
+    pod: KubePod,
+    infos: list[KubeNodeInfo],
+    statuses: dict[str, Status],
+    version: Version,
+    filters: tuple[Filter, ...],
+    dra: DynamicResources,
+    pdbs: list[KubePdb],
+    pre: _PreFilter,
+) -> list[str]:
+    """The messages if the real search times out on some of the slow nodes (at most 4 taken together): from 1.36 the
+    first such node's error; before, each is that node's own "timed out" in the histogram (no node left: Pending)."""
+    if features.changed("filter-timeout-is-an-error", version):
+        return [f'running "{dynamicresources.NAME}" filter plugin: node {node}: {TIMED_OUT}' for node in dra.slow]
+    found = []
+    for size in range(1, min(len(dra.slow), 4) + 1):
+        for nodes in itertools.combinations(dra.slow, size):
+            changed = {**statuses, **{node: unresolvable(dynamicresources.NAME, TIMED_OUT) for node in nodes}}
+            if any(status.ok for status in changed.values()):
+                continue  # it binds elsewhere, on a node gpusched finds feasible
+            post, _ = _postfilter(pod, infos, changed, version, filters, dra, pdbs, pre)
+            found.append(Diagnosis(len(infos), changed, prefilter=pre.failure, postfilter=post).message)
+    return sorted(set(found))
+
+
 def _truncate(message: str) -> str:
     """An event note keeps at most 1024 bytes, ending ` ...` when cut."""
     raw = message.encode()
@@ -326,6 +366,8 @@ def _schedule(
         result.claims = dra.predictions(result.feasible)
         chosen = next((c.node for c in result.claims if c.node), None)
         result.extended_resource_claim_status = dra.extended_status(chosen) if chosen else None
+    if dra is not None and dra.slow:
+        result.alternatives = _timed_out(pod, infos, statuses, version, filters, dra, pdbs or [], pre)
     if result.feasible:
         return result
     post, found = _postfilter(pod, infos, statuses, version, filters, dra, pdbs or [], pre)
@@ -339,11 +381,32 @@ def _schedule(
             message=Diagnosis(
                 len(infos), statuses, postfilter=defaultpreemption.nominated_message(version, choice)
             ).message,
+            retried=_retried(pod, choice.victims, statuses, version, namespaces),
         )
         for choice in found
     ]
     result.nomination = result.nominations[0] if found else None
     return result
+
+
+# Plugins that register no event for a deleted pod (EventsToRegister in 1.34-1.37: node events, the pod's own
+# toleration updates): a victim's deletion never requeues a pod for them. "" is a node the PreFilter left out.
+_DELETION_BLIND = {"", NODE_NAME, NODE_UNSCHEDULABLE, NODE_AFFINITY, TAINT_TOLERATION}
+
+
+def _retried(
+    pod: KubePod,
+    victims: Iterable[KubePod],
+    statuses: dict[str, Status],
+    version: Version,
+    namespaces: NamespaceLabels | None,
+) -> bool:
+    """Whether deleting the victims retries the pod at once: a queueing hint of a plugin that rejected a node says
+    Queue. Modelled for InterPodAffinity; any other plugin that watches deletions is taken to requeue the pod."""
+    rejecting = {status.plugin for status in statuses.values() if not status.ok} - _DELETION_BLIND
+    if rejecting != {interpodaffinity.NAME}:
+        return bool(rejecting)
+    return any(interpodaffinity.requeued_by_deletion(pod, victim, version, namespaces) for victim in victims)
 
 
 def predict(
@@ -386,7 +449,9 @@ def predict(
         result = _unscheduled(pod, release).model_copy(update={"pre_enqueue": held})
     else:
         result = _schedule(pod, snapshot(nodes, pods, pod, frozenset(mapping)), release, dra, pdbs, namespaces)
-    return result.model_copy(update={"not_modelled": not_modelled(pod, pods, namespaces)})
+    return result.model_copy(
+        update={"not_modelled": not_modelled(pod, pods, namespaces) + (dra.not_modelled if dra else [])}
+    )
 
 
 def _pre_enqueue(pod: KubePod, objects: DraObjects | None) -> PreEnqueue | None:
@@ -425,7 +490,7 @@ def predict_files(
     """The same from file paths, each named in any error."""
     release = parse_version(version)
     pods_doc = read_document(pods) if pods else None
-    found = load_objects(objects, pods=False) if objects else None
+    found = load_objects(objects, pods=False, version=release) if objects else None
     pdbs_doc = read_document(pdbs) if pdbs else None
     namespaces_doc = read_document(namespaces) if namespaces else None
     return predict(

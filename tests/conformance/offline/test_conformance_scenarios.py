@@ -16,6 +16,7 @@ from gpusched.conformance.differential import (
     PodVerdict,
     _scheduler_words,
     _stamped,
+    shrink,
 )
 from gpusched.conformance.scenarios import REFUSED, ConformanceScenario, generate
 from gpusched.errors import InputError
@@ -247,3 +248,33 @@ def test_gpusched_refuses_exactly_the_dra_objects_drawn_for_the_api_server_to_re
         read = objects_from([("scenario", older)], pods=False)
         assert not any(d.allow_multiple_allocations is not None for s in read.slices for d in s.spec.devices)
         assert not any(r.exactly and r.exactly.capacity for c in read.claims for r in c.spec.devices.requests)
+
+
+def test_releases_before_1_37_get_the_same_scenarios_without_device_taint_rules():
+    """resource.k8s.io/v1 serves DeviceTaintRules from 1.37 (DRADeviceTaintRules): before, a user cannot create one."""
+    ruled = [i for i in range(120) if any(o["kind"] == "DeviceTaintRule" for o in generate(11, i, "ns").objects)]
+    assert ruled
+    for index in ruled:
+        for version in ((1, 34), (1, 35)):
+            older = generate(11, index, "ns", version)
+            assert older.pods == generate(11, index, "ns").pods
+            assert not any(o["kind"] == "DeviceTaintRule" for o in older.objects)
+
+
+def test_a_refused_dra_object_is_judged_like_a_refused_pod_and_is_its_own_reproducer():
+    scenario = next(s for s in scenarios("dra") if s.pods)
+    outcome = PodVerdict(pod="ResourceClaim x", refused=True, predicted_refused=False)
+    assert not outcome.agrees and PodVerdict(pod="ResourceClaim x", refused=True, predicted_refused=True).agrees
+    assert shrink(None, scenario, outcome) == (scenario, outcome)  # type: ignore[arg-type]  # replays nothing
+
+
+def test_a_timeout_gpusched_lists_as_possible_and_a_delayed_retry_agree():
+    timed_out = "0/2 nodes are available: 1 timed out trying to allocate devices, 1 cannot allocate all claims."
+    found = PodVerdict(pod="p", message=timed_out, predicted="0/2 nodes are available: 2 cannot allocate all claims.",
+                       alternatives=[timed_out])  # fmt: skip
+    assert found.agrees and not found.model_copy(update={"alternatives": []}).agrees
+    assert found.model_copy(update={"feasible": ["n1"]}).agrees  # the real one timed out on the node gpusched found
+    preempted = PodVerdict(pod="p", message="m", predicted="m", nominated="n", predicted_nomination="n")
+    assert not preempted.agrees and preempted.model_copy(update={"node": "n"}).agrees
+    waits = preempted.model_copy(update={"predicted_retried": False})
+    assert waits.agrees and not waits.model_copy(update={"node": "n"}).agrees

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import pytest
 
+from gpusched.errors import InputError
 from gpusched.models.dra import DeviceClass, ResourceClaim, ResourceSlice
-from gpusched.planner.dra import features
+from gpusched.planner.dra import features, search
 from gpusched.planner.dra.allocator import allocate
+from gpusched.planner.dra.cel import CelError, compile_selector, device_view
 from gpusched.planner.dra.extended import enabled as extended_enabled
 from gpusched.planner.dra.inventory import Inventory, NodeRef
+from gpusched.planner.dra.objects import objects_from
+from gpusched.planner.dra.plugin import CANNOT_ALLOCATE, TIMED_OUT, Unit, filter_node
 from gpusched.planner.dra.search import NO_SUCH_KEY_HINT, DraError
 
 D = "gpu.test.io"
@@ -28,10 +32,10 @@ def inventory(version, class_config=False):
     return Inventory([ResourceSlice.model_validate(slice_)], {"gpu": DeviceClass.model_validate(cls)}, set(), version)
 
 
-def claim(requests, config=(), selector=None):
+def claim(requests, config=(), selector=None, count=1):
     found = []
     for name in requests:
-        exactly = {"deviceClassName": "gpu"}
+        exactly = {"deviceClassName": "gpu", "count": count}
         if selector:
             exactly["selectors"] = [{"cel": {"expression": selector}}]
         found.append({"name": name, "exactly": exactly})
@@ -170,3 +174,62 @@ def test_device_taints_count_from_1_36_only():
         [result] = allocate(inv, NODE, [one])
         [taken] = result.devices.results
         assert taken.device == device and (taken.tolerations and len(taken.tolerations)) == tolerations, version
+
+
+# --- the CEL environment of each release's API server -------------------------------------------------------------
+
+LISTS = "[3, 1].sort()[0] == 1 && [[1], [2]].flatten().size() == 2"
+
+
+def test_a_1_34_api_server_compiles_new_selectors_without_the_lists_extension():
+    """Compatibility version 1.33: ext.Lists(3) came with 1.34, so 1.34 refuses what 1.35 and 1.37 accept."""
+    with pytest.raises(CelError, match="undeclared reference to 'sort'"):
+        compile_selector(LISTS, (1, 34, 4))
+    for version in ((1, 35, 4), (1, 37, 2)):
+        assert compile_selector(LISTS, version).matches(device_view("d", D, {}, {})) is True
+
+
+def test_allow_multiple_allocations_is_a_device_field_only_with_consumable_capacity():
+    expression = "!device.allowMultipleAllocations"
+    for version in ((1, 34), (1, 35)):
+        with pytest.raises(CelError, match="undefined field 'allowMultipleAllocations'"):
+            compile_selector(expression, version)
+    assert compile_selector(expression, (1, 37)).matches(device_view("d", D, {}, {})) is True
+
+
+def test_objects_read_for_a_release_refuse_what_its_api_server_refuses():
+    cls = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+           "spec": {"selectors": [{"cel": {"expression": LISTS}}]}}  # fmt: skip
+    assert "gpu" in objects_from([("objects", [cls])], version=(1, 35)).classes
+    with pytest.raises(InputError, match="CEL compile error in class gpu"):
+        objects_from([("objects", [cls])], version=(1, 34))
+
+
+# --- the filter timeout -------------------------------------------------------------------------------------------
+
+
+def test_a_search_past_the_step_limit_is_the_nodes_reason_before_1_36_and_an_error_after(monkeypatch):
+    """Three devices, then requests for 2 and 2: infeasible, which the bounds see at once, but the real search
+    tries every pair for the first request before the second fails; with a limit of 5 devices tried it would time
+    out, so gpusched runs it as the real one does and says it timed out, as each release says it."""
+    monkeypatch.setenv("GPUSCHED_DRA_MAX_STEPS", "5")
+    monkeypatch.setattr(search, "SLOW_STEPS", 5)
+    unit = Unit("ml/p", [claim(["a", "b"], count=2)])
+    assert filter_node(inventory((1, 35)), NODE, unit) == (TIMED_OUT, [])
+    with pytest.raises(DraError, match="node n1: timed out trying to allocate devices") as error:
+        filter_node(inventory((1, 37)), NODE, unit)
+    assert error.value.timed_out
+    monkeypatch.setenv("GPUSCHED_DRA_MAX_STEPS", "1000")  # a search that short finishes in time: the bounds stand
+    assert filter_node(inventory((1, 35)), NODE, unit) == (CANNOT_ALLOCATE, [])
+
+
+def test_a_node_whose_real_search_may_pass_the_timeout_is_slow_whatever_gpusched_found(monkeypatch):
+    """Bounds see at once that 2 + 2 of 3 devices cannot be had; the real search tries the pairs first. Past
+    SLOW_STEPS that is `slow`: the prediction then also lists the release's timeout wording (predict)."""
+    monkeypatch.setattr(search, "SLOW_STEPS", 5)
+    unit = Unit("ml/p", [claim(["a", "b"], count=2)])
+    found = inventory((1, 35))
+    assert filter_node(found, NODE, unit) == (CANNOT_ALLOCATE, []) and found.slow == {"n1"}
+    monkeypatch.setattr(search, "SLOW_STEPS", 10_000)
+    found = inventory((1, 35))
+    assert filter_node(found, NODE, unit) == (CANNOT_ALLOCATE, []) and not found.slow

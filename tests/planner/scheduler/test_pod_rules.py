@@ -306,3 +306,23 @@ def test_removing_a_pod_from_the_node_updates_the_counts_as_remove_pod_does():
     b1 = next(info for info in infos if info.name == "b1")
     assert not spreader.filter(me, b1).ok  # the terminating x is not counted: a 0, b 1
     assert spreader.filter(me, b1.without(list(b1.pods))).ok  # z removed from b1: a 0, b 0
+
+
+@pytest.mark.parametrize(("version", "retried"), [("1.34", False), ("1.35", False), ("1.37", True)])
+def test_evicting_the_pod_whose_anti_affinity_kept_the_preemptor_out_retries_it_only_from_1_36(version, retried):
+    """InterPodAffinity's queueing hint for a deleted pod: up to 1.35 it requeues only when the pending pod's own
+    anti-affinity selected the deleted pod, so the preemptor waits in the unschedulable queue (kubernetes#135325)."""
+    guard = pod("g", "a1", labels={"app": "db"}, affinity=affinity("podAntiAffinity"), priority=0)
+    tainted = {**node("t1"), "spec": {"taints": [{"key": "gpu", "effect": "NoSchedule"}]}}
+    for nodes in ([ZONES[0]], [ZONES[0], tainted]):  # TaintToleration watches no deleted pods: no requeue from it
+        result = predict(listed(*nodes), listed(guard), pod("p", priority=1000), version)
+        assert result.nomination is not None and result.nomination.victims == ["default/g"]
+        assert result.nomination.retried is retried
+
+
+def test_the_preemptors_own_anti_affinity_retries_it_in_every_release():
+    guard = pod("g", "a1", labels={"app": "web"}, priority=0)
+    for version in ("1.34", "1.37"):
+        target = pod("p", labels={"app": "api"}, affinity=affinity("podAntiAffinity"), priority=1000)
+        result = predict(listed(ZONES[0]), listed(guard), target, version)
+        assert result.nomination is not None and result.nomination.retried is True

@@ -30,7 +30,7 @@ from ...dra.plugin import (
     summarize,
 )
 from ...dra.run import error_to_input
-from ...dra.search import DraError
+from ...dra.search import SEARCH_TIME, DraError, max_steps
 from ..framework import NEWEST, SUCCESS, Status, Version, unresolvable
 from ..names import DYNAMIC_RESOURCES as NAME
 from ..nodeinfo import KubeNodeInfo
@@ -125,6 +125,18 @@ class DynamicResources:
             self.cycle.record(self.nodes[name], unit, reason, results)
         reason = self.cycle.reasons[name]
         return unresolvable(NAME, reason) if reason else SUCCESS
+
+    @property
+    def slow(self) -> list[str]:
+        """Nodes whose real search may pass the filter timeout (so may time out, or not, whatever gpusched found)."""
+        return sorted(self.inventory.slow | set(self.cycle.timed_out))
+
+    @property
+    def not_modelled(self) -> list[str]:
+        """The search time, where a node's search is long enough that the real one may time out."""
+        if not self.slow:
+            return []
+        return [f"{SEARCH_TIME.format(steps=max_steps())} (node {', '.join(self.slow)})"]
 
     def _label(self, claim: ResourceClaim) -> str:
         """The special claim is created as `<pod>-extended-resources-<random>`; shown by that generateName."""

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 
 from ....models.kube import KubeNode, KubePod
 from ....models.topology import NamespaceLabels, PodAffinityTerm
-from ..framework import SUCCESS, Status, unresolvable, unschedulable
+from ..framework import SUCCESS, Status, Version, unresolvable, unschedulable
 from ..names import INTER_POD_AFFINITY as NAME
 from ..nodeinfo import KubeNodeInfo
 
@@ -32,6 +32,7 @@ __all__ = [
     "ERR_REASON_ANTI_AFFINITY",
     "ERR_REASON_EXISTING_ANTI_AFFINITY",
     "InterPodAffinity",
+    "requeued_by_deletion",
 ]
 
 ERR_REASON_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -44,6 +45,20 @@ Pairs = Counter[tuple[str, str]]  # (topology key, value) -> matching pods; zero
 def _selects_all(terms: tuple[PodAffinityTerm, ...], pod: KubePod, known: NamespaceLabels | None) -> bool:
     """podMatchesAllAffinityTerms: false for no terms."""
     return bool(terms) and all(term.selects(pod.namespace, pod.labels, known) for term in terms)
+
+
+def requeued_by_deletion(
+    pod: KubePod, deleted: KubePod, version: Version, known: NamespaceLabels | None = None
+) -> bool:
+    """The plugin's queueing hint when an assigned pod is deleted (a preemption victim, say): whether the pending pod is
+    retried at once, or waits in the unschedulable queue (up to podMaxInUnschedulablePodsDuration, 5 min). Up to 1.35
+    only a deleted pod that every anti-affinity term of the pending pod selects requeues it; from 1.36 one that any
+    term selects, or whose own anti-affinity selects the pending pod (kubernetes#135325)."""
+    if version[:2] < (1, 36):
+        return _selects_all(pod.pod_anti_affinity, deleted, known)
+    return any(term.selects(deleted.namespace, deleted.labels, known) for term in pod.pod_anti_affinity) or any(
+        term.selects(pod.namespace, pod.labels, known) for term in deleted.pod_anti_affinity
+    )
 
 
 def _bump(counts: Pairs, node: KubeNode, key: str, delta: int) -> None:
