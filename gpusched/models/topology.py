@@ -122,12 +122,23 @@ class PodAffinityTerm(Frozen):
             namespaces = (owner_namespace,)
         return self.model_copy(update={"label_selector": selector, "namespaces": namespaces})
 
-    def selects(self, namespace: str, labels: dict[str, str], known: NamespaceLabels | None = None) -> bool:
+    def selects(
+        self, namespace: str, labels: dict[str, str], known: NamespaceLabels | None = None, unlabelled: bool = False
+    ) -> bool:
         """PodMatchesTermsNamespaceAndSelector, on a resolved term: the namespace is listed or its labels match the
-        namespaceSelector, and the pod's labels match the selector."""
-        in_namespace = namespace in self.namespaces or matches(
-            self.namespace_selector, namespace_labels(namespace, known)
+        namespaceSelector, and the pod's labels match the selector. `unlabelled`: the namespaceSelector is also tried
+        on no labels at all, as the scheduler's AffinityTerm.Matches(pod, nil) does where the selector was kept."""
+        in_namespace = (
+            namespace in self.namespaces
+            or matches(self.namespace_selector, namespace_labels(namespace, known))
+            or (unlabelled and matches(self.namespace_selector, {}))
         )
+        return in_namespace and matches(self.label_selector, labels)
+
+    def selects_as_parsed(self, namespace: str, labels: dict[str, str]) -> bool:
+        """AffinityTerm.Matches(pod, nil) on the term as GetAffinityTerms builds it (the queueing hints): a listed
+        namespace, or a namespaceSelector that matches no labels at all; no namespace's labels are looked up."""
+        in_namespace = namespace in self.namespaces or matches(self.namespace_selector, {})
         return in_namespace and matches(self.label_selector, labels)
 
     @property

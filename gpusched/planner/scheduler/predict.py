@@ -328,9 +328,12 @@ def _verdict(pod: KubePod, info: KubeNodeInfo, status: Status, codes: dict[str, 
     )
 
 
-def _pod_filters(pod: KubePod, infos: list[KubeNodeInfo], namespaces: NamespaceLabels | None) -> list[Filter]:
+def _pod_filters(
+    pod: KubePod, infos: list[KubeNodeInfo], namespaces: NamespaceLabels | None, version: Version
+) -> list[Filter]:
     """PodTopologySpread and InterPodAffinity after their PreFilter: absent when it skips them."""
-    spread, affinity = PodTopologySpread.for_pod(pod, infos), InterPodAffinity.for_pod(pod, infos, namespaces)
+    spread = PodTopologySpread.for_pod(pod, infos)
+    affinity = InterPodAffinity.for_pod(pod, infos, namespaces, version)
     return [plugin for plugin in (spread, affinity) if plugin is not None]
 
 
@@ -356,7 +359,7 @@ def _schedule(
     result = _unscheduled(pod, version)
     if not infos:
         return result.model_copy(update={"message": NO_NODES, "event": NO_NODES})
-    filters = (*kubectl_filters(version), *_pod_filters(pod, infos, namespaces), *([dra] if dra else []))
+    filters = (*kubectl_filters(version), *_pod_filters(pod, infos, namespaces, version), *([dra] if dra else []))
     pre = _prefilter(pod, version, dra)
     each = _statuses(pod, infos, pre, filters)
     statuses = {name: status for name, (status, _) in each.items()}
@@ -381,7 +384,7 @@ def _schedule(
             message=Diagnosis(
                 len(infos), statuses, postfilter=defaultpreemption.nominated_message(version, choice)
             ).message,
-            retried=_retried(pod, choice.victims, statuses, version, namespaces),
+            retried=_retried(pod, choice.victims, statuses, version),
         )
         for choice in found
     ]
@@ -394,19 +397,13 @@ def _schedule(
 _DELETION_BLIND = {"", NODE_NAME, NODE_UNSCHEDULABLE, NODE_AFFINITY, TAINT_TOLERATION}
 
 
-def _retried(
-    pod: KubePod,
-    victims: Iterable[KubePod],
-    statuses: dict[str, Status],
-    version: Version,
-    namespaces: NamespaceLabels | None,
-) -> bool:
+def _retried(pod: KubePod, victims: Iterable[KubePod], statuses: dict[str, Status], version: Version) -> bool:
     """Whether deleting the victims retries the pod at once: a queueing hint of a plugin that rejected a node says
     Queue. Modelled for InterPodAffinity; any other plugin that watches deletions is taken to requeue the pod."""
     rejecting = {status.plugin for status in statuses.values() if not status.ok} - _DELETION_BLIND
     if rejecting != {interpodaffinity.NAME}:
         return bool(rejecting)
-    return any(interpodaffinity.requeued_by_deletion(pod, victim, version, namespaces) for victim in victims)
+    return any(interpodaffinity.requeued_by_deletion(pod, victim, version) for victim in victims)
 
 
 def predict(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpusched.errors import InputError
+from gpusched.models.kube import parse_pod
 from gpusched.planner.scheduler.framework import Code
 from gpusched.planner.scheduler.plugins import interpodaffinity as ipa
 from gpusched.planner.scheduler.plugins import podtopologyspread as pts
@@ -326,3 +327,30 @@ def test_the_preemptors_own_anti_affinity_retries_it_in_every_release():
         target = pod("p", labels={"app": "api"}, affinity=affinity("podAntiAffinity"), priority=1000)
         result = predict(listed(ZONES[0]), listed(guard), target, version)
         assert result.nomination is not None and result.nomination.retried is True
+
+
+TEAM_ABSENT = {"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]}
+
+
+@pytest.mark.parametrize(("version", "first"), [("1.34", True), ("1.35", True), ("1.37", False)])
+def test_up_to_1_35_an_incoming_pods_namespace_selector_is_also_tried_on_no_labels(version, first):
+    """mergeAffinityTermNamespacesIfNotEmpty took the term by value up to 1.35: the selector stays beside the namespaces
+    it listed, and AffinityTerm.Matches(pod, nil) accepts any namespace for a DoesNotExist."""
+    target = pod("p", affinity=affinity("podAffinity", namespaceSelector=TEAM_ABSENT), namespace="mine")
+    found = listed(namespace("mine", team="x"))
+    result = predict(listed(*ZONES), None, target, version, namespaces_doc=found)
+    assert result.feasible == (["a1", "a2", "b1"] if first else [])  # the first of its group only if it matches itself
+
+
+@pytest.mark.parametrize("version", [(1, 34), (1, 37)])
+def test_the_queueing_hint_reads_no_namespace_labels(version):
+    """GetAffinityTerms keeps the namespaceSelector and the hint matches it against no labels at all."""
+
+    def kube(selector: dict) -> object:
+        return parse_pod(pod("p", labels={}, affinity=affinity("podAntiAffinity", namespaceSelector=selector)), "pod")
+
+    victim = parse_pod(pod("x", "a1", namespace="other"), "victim")
+    on_team = kube({"matchLabels": {"team": "x"}})
+    assert not ipa.requeued_by_deletion(on_team, victim, version)  # `other` may well carry team=x: not looked up
+    assert ipa.requeued_by_deletion(kube(TEAM_ABSENT), victim, version)
+    assert ipa.requeued_by_deletion(kube({}), victim, version)

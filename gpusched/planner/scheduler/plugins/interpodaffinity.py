@@ -42,22 +42,30 @@ ERR_REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-a
 Pairs = Counter[tuple[str, str]]  # (topology key, value) -> matching pods; zero entries dropped, as the Go maps do
 
 
-def _selects_all(terms: tuple[PodAffinityTerm, ...], pod: KubePod, known: NamespaceLabels | None) -> bool:
-    """podMatchesAllAffinityTerms: false for no terms."""
-    return bool(terms) and all(term.selects(pod.namespace, pod.labels, known) for term in terms)
+# PreFilter merges the namespaces an incoming pod's namespaceSelector lists into the term and then sets the selector to
+# Nothing, but up to 1.35 on a copy of the term (mergeAffinityTermNamespacesIfNotEmpty took it by value): the
+# selector stays, and the later AffinityTerm.Matches(pod, nil) also accepts any namespace when it matches no labels
+# (a DoesNotExist, say). 1.35.4 by value, 1.37.2 by pointer; 1.36 is not checked and taken as 1.37.
+SELECTOR_REPLACED = (1, 37)
 
 
-def requeued_by_deletion(
-    pod: KubePod, deleted: KubePod, version: Version, known: NamespaceLabels | None = None
+def _selects_all(
+    terms: tuple[PodAffinityTerm, ...], pod: KubePod, known: NamespaceLabels | None, unlabelled: bool
 ) -> bool:
+    """podMatchesAllAffinityTerms (of the incoming pod's terms): false for no terms."""
+    return bool(terms) and all(term.selects(pod.namespace, pod.labels, known, unlabelled) for term in terms)
+
+
+def requeued_by_deletion(pod: KubePod, deleted: KubePod, version: Version) -> bool:
     """The plugin's queueing hint when an assigned pod is deleted (a preemption victim, say): whether the pending pod is
     retried at once, or waits in the unschedulable queue (up to podMaxInUnschedulablePodsDuration, 5 min). Up to 1.35
     only a deleted pod that every anti-affinity term of the pending pod selects requeues it; from 1.36 one that any
     term selects, or whose own anti-affinity selects the pending pod (kubernetes#135325)."""
+    anti = pod.pod_anti_affinity
     if version[:2] < (1, 36):
-        return _selects_all(pod.pod_anti_affinity, deleted, known)
-    return any(term.selects(deleted.namespace, deleted.labels, known) for term in pod.pod_anti_affinity) or any(
-        term.selects(pod.namespace, pod.labels, known) for term in deleted.pod_anti_affinity
+        return bool(anti) and all(term.selects_as_parsed(deleted.namespace, deleted.labels) for term in anti)
+    return any(term.selects_as_parsed(deleted.namespace, deleted.labels) for term in anti) or any(
+        term.selects_as_parsed(pod.namespace, pod.labels) for term in deleted.pod_anti_affinity
     )
 
 
@@ -74,9 +82,16 @@ class InterPodAffinity:
 
     name = NAME
 
-    def __init__(self, pod: KubePod, infos: list[KubeNodeInfo], namespaces: NamespaceLabels | None = None) -> None:
+    def __init__(
+        self,
+        pod: KubePod,
+        infos: list[KubeNodeInfo],
+        namespaces: NamespaceLabels | None = None,
+        version: Version = SELECTOR_REPLACED,
+    ) -> None:
         self.pod = pod
         self.namespaces = namespaces
+        self.unlabelled = version[:2] < SELECTOR_REPLACED  # the incoming pod's selectors also tried on no labels
         self.base = {info.name: info for info in infos}
         self.existing: Pairs = Counter()
         self.affinity: Pairs = Counter()
@@ -86,9 +101,13 @@ class InterPodAffinity:
 
     @classmethod
     def for_pod(
-        cls, pod: KubePod, infos: list[KubeNodeInfo], namespaces: NamespaceLabels | None = None
+        cls,
+        pod: KubePod,
+        infos: list[KubeNodeInfo],
+        namespaces: NamespaceLabels | None = None,
+        version: Version = SELECTOR_REPLACED,
     ) -> InterPodAffinity | None:
-        state = cls(pod, infos, namespaces)
+        state = cls(pod, infos, namespaces, version)
         return state if state.existing or pod.pod_affinity or pod.pod_anti_affinity else None
 
     def _update(self, node: KubeNode, pods: Iterable[KubePod], delta: int, maps: tuple[Pairs, Pairs, Pairs]) -> None:
@@ -98,11 +117,11 @@ class InterPodAffinity:
             for term in other.pod_anti_affinity:
                 if term.selects(self.pod.namespace, self.pod.labels, self.namespaces):
                     _bump(existing, node, term.topology_key, delta)
-            if _selects_all(self.pod.pod_affinity, other, self.namespaces):
+            if _selects_all(self.pod.pod_affinity, other, self.namespaces, self.unlabelled):
                 for term in self.pod.pod_affinity:
                     _bump(affinity, node, term.topology_key, delta)
             for term in self.pod.pod_anti_affinity:
-                if term.selects(other.namespace, other.labels, self.namespaces):
+                if term.selects(other.namespace, other.labels, self.namespaces, self.unlabelled):
                     _bump(anti, node, term.topology_key, delta)
 
     def _maps(self, info: KubeNodeInfo) -> tuple[Pairs, Pairs, Pairs]:
@@ -136,4 +155,4 @@ class InterPodAffinity:
             return False
         if all(affinity[(term.topology_key, labels[term.topology_key])] > 0 for term in terms):
             return True
-        return not affinity and _selects_all(terms, self.pod, self.namespaces)
+        return not affinity and _selects_all(terms, self.pod, self.namespaces, self.unlabelled)
