@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,7 +11,8 @@ from hypothesis import strategies as st
 
 from gpusched.errors import InputError
 from gpusched.planner.gpushare import PodTable, ShareState, policy_named, target_workload
-from gpusched.planner.gpushare.policies import POLICIES
+from gpusched.planner.gpushare.policies import POLICIES, STARVED_WEIGHT, STRAND_WEIGHT
+from gpusched.planner.gpushare.state import SharePod
 from gpusched.scenarios.openb import OpenbNode, OpenbPod, load_openb_nodes, load_openb_pods, openb_cluster
 
 NODES = [
@@ -76,6 +79,103 @@ def test_stranded_is_the_gpu_milli_the_free_cpu_cannot_feed():
     cpu = rng.integers(0, 40000, size=50)
     expected = [max(0.0, sum(row) - c / ratio) for row, c in zip(left.tolist(), cpu.tolist(), strict=True)]
     assert target.stranded(left, cpu) == pytest.approx(expected)
+
+
+def _starved_by_definition(left: list[int], cpu: int, model: str, table: PodTable) -> float:
+    """Per GPU class m that fits: the milli of m's fitting GPUs beyond what ⌊cpu / cpu_m⌋ pods of m can take."""
+    counts: dict[int, int] = {}
+    for pod in table.pods:
+        counts[pod.klass] = counts.get(pod.klass, 0) + 1
+    total = 0.0
+    for klass, n in counts.items():
+        cpu_m, gpus_m, milli_m, spec = table.classes[klass]
+        allowed = table.specs[spec]
+        fitting = [g for g in left if g >= milli_m]
+        if gpus_m == 0 or cpu_m == 0 or (allowed and model not in allowed) or len(fitting) < gpus_m or cpu < cpu_m:
+            continue
+        total += n / len(table.pods) * max(0, sum(fitting) - (cpu // cpu_m) * gpus_m * milli_m)
+    return total
+
+
+def test_starved_milli_matches_the_definition():
+    table, state, target = _setup()
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        node = int(rng.integers(state.size))
+        width = int(state.gpus[node])
+        left = np.zeros(state.gpu_left.shape[1], dtype=np.int64)
+        left[:width] = rng.choice([0, 100, 300, 499, 500, 700, 1000], size=width)
+        cpu = int(rng.integers(0, 30000))
+        got = target.frag(left[None, :], np.array([cpu]), np.array([node]), starved=0.5)[0]
+        model = state.models[state.model[node]]
+        plain = _frag_by_definition(left[:width].tolist(), cpu, model, table)
+        assert got == pytest.approx(plain + 0.5 * _starved_by_definition(left[:width].tolist(), cpu, model, table))
+
+
+@pytest.mark.parametrize("factor", [1, 2])
+def test_cpu_is_scarce_when_the_workload_asks_more_cpu_per_gpu_than_the_cluster_has(factor):
+    nodes = [node.model_copy(update={"cpu_milli": node.cpu_milli * factor}) for node in NODES]
+    table = PodTable.of(PODS)
+    state = ShareState(openb_cluster(nodes), table)
+    asked = sum(p.cpu_milli for p in PODS) / sum(p.total_milli for p in PODS)
+    has = sum(n.cpu_milli for n in nodes) / (1000 * sum(n.gpu for n in nodes))
+    assert asked != pytest.approx(has)
+    assert target_workload(table, state, coverage=1.0).cpu_scarce == (asked >= has)
+
+
+def test_cpu_only_pods_are_not_judged_on_starved_milli():
+    """CPU short: a CPU-only pod goes where the mean-ratio stranding grows least (n-a: 375 milli against 500),
+    though taking n-a's CPU leaves room for one 8-core pod instead of two (the starved milli would send it to n-b)."""
+    nodes = [
+        OpenbNode(name="n-a", cpu_milli=17000, memory_mib=65536, gpu=2, model="T4"),
+        OpenbNode(name="n-b", cpu_milli=14000, memory_mib=65536, gpu=2, model="T4"),
+    ]
+    whole = OpenbPod(name="w", cpu_milli=8000, num_gpu=1, gpu_milli=1000)
+    cpu_only = OpenbPod(name="c", cpu_milli=4000, num_gpu=0, gpu_milli=0)
+    table = PodTable.of([whole, whole, cpu_only, cpu_only])
+    state = ShareState(openb_cluster(nodes), table)
+    target = target_workload(table, state, coverage=1.0)
+    assert target.cpu_scarce
+    left, before = state.gpu_left, state.cpu_left
+    after = before - 4000
+    index = np.arange(2)
+    grows = target.stranded(left, after) - target.stranded(left, before)
+    assert (target.frag(left, after, index) == target.frag(left, before, index)).all()
+    starved = [
+        target.frag(left, cpu, index, starved=STARVED_WEIGHT) - target.frag(left, cpu, index) for cpu in (before, after)
+    ]
+    assert grows.tolist() == [375, 500] and (grows + starved[1] - starved[0]).argmin() == 1  # the premise
+    policy = policy_named("gpusched")(state, table, target, np.random.default_rng(0))
+    assert policy.choose(table.pods[2], np.random.default_rng(0)) == (0, ())
+
+
+def _reference_scores(policy, pod: SharePod, table: PodTable, state: ShareState) -> dict[int, tuple[int, int]]:
+    """gpusched's score per feasible node from the documented measure, in plain Python (coverage 1: every pod),
+    as the scores of a growth a hair above and below the one computed."""
+    gpu_pods = [p for p in table.pods if p.gpus]
+    asked = sum(p.total_milli for p in gpu_pods)
+    ratio = sum(p.cpu for p in gpu_pods) / asked if asked else 0.0
+    starved = STARVED_WEIGHT if policy.target.cpu_scarce and pod.gpus else 0.0
+
+    def measure(left: list[int], cpu: int, node: int) -> float:
+        model = state.models[state.model[node]]
+        value = _frag_by_definition(left, cpu, model, table) + starved * _starved_by_definition(left, cpu, model, table)
+        return value + (STRAND_WEIGHT * max(0.0, sum(left) - cpu / ratio) if ratio else 0.0)
+
+    scores = {}
+    for node in np.flatnonzero(state.feasible(pod)).tolist():
+        left = state.gpu_left[node, : state.gpus[node]].tolist()
+        cpu = int(state.cpu_left[node])
+        now = measure(left, cpu, node)
+        if pod.shares:
+            options = [[g - pod.milli if i == j else g for j, g in enumerate(left)] for i in range(len(left))]
+            options = [o for o, g in zip(options, left, strict=True) if g >= pod.milli]
+        else:
+            free = [i for i, g in enumerate(left) if g == 1000][: pod.gpus]
+            options = [[0 if i in free else g for i, g in enumerate(left)]]
+        grows = min(measure(o, cpu - pod.cpu, node) for o in options) - now
+        scores[node] = tuple(math.floor(100 / (1 + math.exp((grows + e) / 1000))) for e in (1e-6, -1e-6))
+    return scores
 
 
 def _decisions(nodes: list[OpenbNode], pods: list[OpenbPod], seed: int) -> list:
@@ -160,6 +260,23 @@ pod_lists = st.lists(
 def test_gpuscheds_policy_places_validly_and_repeats_exactly(nodes, pods, seed):
     first = _decisions(nodes, pods, seed)
     assert _decisions(nodes, pods, seed) == first
+
+
+@settings(max_examples=60, deadline=None)
+@given(nodes=node_lists, pods=pod_lists, seed=st.integers(0, 1000))
+def test_gpuscheds_choice_is_the_best_by_its_documented_measure(nodes, pods, seed):
+    table = PodTable.of(pods)
+    state = ShareState(openb_cluster(nodes), table)
+    rng = np.random.default_rng(seed)
+    policy = policy_named("gpusched")(state, table, target_workload(table, state, coverage=1.0), rng)
+    for pod in table.pods:
+        reference = _reference_scores(policy, pod, table, state)
+        choice = policy.choose(pod, rng)
+        assert (choice is None) == (not reference)
+        if choice is not None:
+            # scores as integers, ⌊100·sigmoid⌋: summed in another order, a growth of 0 may floor one lower
+            assert reference[choice[0]][1] >= max(low for low, _ in reference.values())
+            state.bind(pod, *choice)
 
 
 def test_target_workload_covers_the_popular_classes_first():

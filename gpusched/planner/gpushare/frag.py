@@ -9,8 +9,11 @@ F_n = Σ_m p_m F_n(m), p_m the popularity of m in the target workload: the most 
 together cover ≥ 95% of its pods, renormalised (the simulator's typical pods, CPU-only pods included).
 
 F_n counts CPU only through "m does not fit": a node with eight free GPUs and CPU for one pod counts no fragment.
-`stranded` adds what that misses: the free GPU milli that the node's free CPU cannot feed at the workload's CPU per
-GPU milli. Where CPU is short (many CPU-only pods, CPU-hungry GPU pods) this is where GPUs are lost.
+Two measures add what that misses, for gpusched's policy. `stranded`: the free GPU milli that the node's free CPU
+cannot feed at the workload's CPU per GPU milli. `starved` (per class): Σ_m p_m × the room m's fitting GPUs offer
+beyond what ⌊free cpu / cpu_m⌋ pods of m can take, so a CPU-hungry class sees a GPU-rich, CPU-poor node as
+fragmented even where the mean ratio says it is fed. Where CPU is short (many CPU-only pods, CPU-hungry GPU pods)
+this is where GPUs are lost.
 """
 
 from __future__ import annotations
@@ -40,9 +43,11 @@ class TargetWorkload:
     levels: np.ndarray  # distinct milli values
     level_of: np.ndarray  # (M,) index into levels
     cpu_per_milli: float  # CPU milli the expected GPU pods ask per GPU milli (popularity-weighted)
+    cpu_scarce: bool  # the expected pods, CPU-only ones included, ask more CPU per GPU milli than the cluster has
 
-    def frag(self, left: np.ndarray, cpu: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-        """F_n for S hypothetical node states: free milli per GPU (S, G), free cpu (S,), which node each is (S,)."""
+    def frag(self, left: np.ndarray, cpu: np.ndarray, nodes: np.ndarray, starved: float = 0.0) -> np.ndarray:
+        """F_n for S hypothetical node states: free milli per GPU (S, G), free cpu (S,), which node each is (S,);
+        plus `starved` × the per-class CPU-starved milli (see the module's docstring), from the same pass."""
         total = left.sum(axis=1)
         if not self.milli.size:
             return self.cpu_only * total
@@ -51,6 +56,9 @@ class TargetWorkload:
         room = (fits * left[:, None, :]).sum(axis=2)[:, self.level_of]
         ok = (count >= self.gpus) & (cpu[:, None] >= self.cpu) & self.access[:, nodes].T
         per_class = np.where(ok, total[:, None] - room, total[:, None])
+        if starved:
+            fed = cpu[:, None] // np.maximum(self.cpu, 1) * self.gpus * self.milli  # milli the class's pods can take
+            per_class = per_class + starved * np.where(ok & (self.cpu > 0), np.maximum(0, room - fed), 0)
         return per_class @ self.popularity + self.cpu_only * total
 
     def stranded(self, left: np.ndarray, cpu: np.ndarray) -> np.ndarray:
@@ -80,6 +88,8 @@ def target_workload(table: PodTable, state: ShareState, coverage: float = DEFAUL
     levels, level_of = np.unique(milli, return_inverse=True)
     popularity = np.array([weights[k] for k in gpu_classes], dtype=np.float64)
     asked = float(popularity @ (milli * gpus)) if gpu_classes else 0.0
+    cpu_asked = sum(weights[k] * table.classes[k][0] for k in chosen)
+    cluster_ratio = float(state.cpu_capacity.sum()) / state.capacity_milli if state.capacity_milli else 0.0
     return TargetWorkload(
         cpu=cpu,
         gpus=gpus,
@@ -90,4 +100,5 @@ def target_workload(table: PodTable, state: ShareState, coverage: float = DEFAUL
         levels=levels.astype(np.int64),
         level_of=level_of.reshape(-1),
         cpu_per_milli=float(popularity @ cpu) / asked if asked else 0.0,
+        cpu_scarce=bool(asked) and cpu_asked / asked >= cluster_ratio,
     )
