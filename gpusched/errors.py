@@ -19,6 +19,10 @@ class InputError(Exception):
         where = f"{source}: {field}" if field else source
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, str, str]]:
+        """Picklable as it was made, so that an error in a worker process reaches the CLI as itself."""
+        return type(self), (self.source, self.message, self.field)
+
 
 class Infeasible(Exception):
     """A well-formed request with no answer, or none found in the time limit: the CLI prints it and exits 1."""
