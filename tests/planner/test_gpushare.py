@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -36,13 +37,15 @@ def _setup():
     return table, state, target_workload(table, state, coverage=1.0)
 
 
+def _popularity(table: PodTable) -> dict[int, float]:
+    """Each class's share of the pods (coverage 1: every class)."""
+    return {klass: n / len(table.pods) for klass, n in Counter(pod.klass for pod in table.pods).items()}
+
+
 def _frag_by_definition(left: list[int], cpu: int, model: str, table: PodTable) -> float:
     """fgd.md, literally: per task class m with popularity p_m, the free milli no task of m can use."""
-    counts: dict[int, int] = {}
-    for pod in table.pods:
-        counts[pod.klass] = counts.get(pod.klass, 0) + 1
     total = 0.0
-    for klass, n in counts.items():
+    for klass, share in _popularity(table).items():
         cpu_m, gpus_m, milli_m, spec = table.classes[klass]
         allowed = table.specs[spec]
         if gpus_m == 0 or (allowed and model not in allowed):
@@ -51,22 +54,8 @@ def _frag_by_definition(left: list[int], cpu: int, model: str, table: PodTable) 
             frag = sum(g for g in left if g < milli_m)
         else:
             frag = sum(left)
-        total += n / len(table.pods) * frag
+        total += share * frag
     return total
-
-
-def test_fragmentation_matches_the_definition():
-    table, state, target = _setup()
-    rng = np.random.default_rng(7)
-    for _ in range(200):
-        node = int(rng.integers(state.size))
-        width = int(state.gpus[node])
-        left = np.zeros(state.gpu_left.shape[1], dtype=np.int64)
-        left[:width] = rng.choice([0, 100, 300, 499, 500, 700, 1000], size=width)
-        cpu = int(rng.integers(0, 20000))
-        got = target.frag(left[None, :], np.array([cpu]), np.array([node]))[0]
-        model = state.models[state.model[node]]
-        assert got == pytest.approx(_frag_by_definition(left[:width].tolist(), cpu, model, table))
 
 
 def test_stranded_is_the_gpu_milli_the_free_cpu_cannot_feed():
@@ -83,33 +72,33 @@ def test_stranded_is_the_gpu_milli_the_free_cpu_cannot_feed():
 
 def _starved_by_definition(left: list[int], cpu: int, model: str, table: PodTable) -> float:
     """Per GPU class m that fits: the milli of m's fitting GPUs beyond what ⌊cpu / cpu_m⌋ pods of m can take."""
-    counts: dict[int, int] = {}
-    for pod in table.pods:
-        counts[pod.klass] = counts.get(pod.klass, 0) + 1
     total = 0.0
-    for klass, n in counts.items():
+    for klass, share in _popularity(table).items():
         cpu_m, gpus_m, milli_m, spec = table.classes[klass]
         allowed = table.specs[spec]
         fitting = [g for g in left if g >= milli_m]
         if gpus_m == 0 or cpu_m == 0 or (allowed and model not in allowed) or len(fitting) < gpus_m or cpu < cpu_m:
             continue
-        total += n / len(table.pods) * max(0, sum(fitting) - (cpu // cpu_m) * gpus_m * milli_m)
+        total += share * max(0, sum(fitting) - (cpu // cpu_m) * gpus_m * milli_m)
     return total
 
 
-def test_starved_milli_matches_the_definition():
+@pytest.mark.parametrize("starved", [0.0, 0.5])
+def test_fragmentation_matches_the_definition(starved):
+    """FGD's F_n, and with a weight the per-class starved milli on top, against the definitions in plain Python."""
     table, state, target = _setup()
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(7)
     for _ in range(200):
         node = int(rng.integers(state.size))
         width = int(state.gpus[node])
         left = np.zeros(state.gpu_left.shape[1], dtype=np.int64)
         left[:width] = rng.choice([0, 100, 300, 499, 500, 700, 1000], size=width)
         cpu = int(rng.integers(0, 30000))
-        got = target.frag(left[None, :], np.array([cpu]), np.array([node]), starved=0.5)[0]
+        got = target.frag(left[None, :], np.array([cpu]), np.array([node]), starved=starved)[0]
         model = state.models[state.model[node]]
         plain = _frag_by_definition(left[:width].tolist(), cpu, model, table)
-        assert got == pytest.approx(plain + 0.5 * _starved_by_definition(left[:width].tolist(), cpu, model, table))
+        extra = _starved_by_definition(left[:width].tolist(), cpu, model, table)
+        assert got == pytest.approx(plain + starved * extra)
 
 
 @pytest.mark.parametrize("factor", [1, 2])
