@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from gpusched.errors import InputError
 from gpusched.planner.gpushare import PodTable, ShareState, policy_named, target_workload
-from gpusched.planner.gpushare.policies import POLICIES, STARVED_WEIGHT, STRAND_WEIGHT
+from gpusched.planner.gpushare.policies import POLICIES, STRAND_WEIGHT
 from gpusched.planner.gpushare.state import SharePod
 from gpusched.scenarios.openb import OpenbNode, OpenbPod, load_openb_nodes, load_openb_pods, openb_cluster
 
@@ -70,22 +70,7 @@ def test_stranded_is_the_gpu_milli_the_free_cpu_cannot_feed():
     assert target.stranded(left, cpu) == pytest.approx(expected)
 
 
-def _starved_by_definition(left: list[int], cpu: int, model: str, table: PodTable) -> float:
-    """Per GPU class m that fits: the milli of m's fitting GPUs beyond what ⌊cpu / cpu_m⌋ pods of m can take."""
-    total = 0.0
-    for klass, share in _popularity(table).items():
-        cpu_m, gpus_m, milli_m, spec = table.classes[klass]
-        allowed = table.specs[spec]
-        fitting = [g for g in left if g >= milli_m]
-        if gpus_m == 0 or cpu_m == 0 or (allowed and model not in allowed) or len(fitting) < gpus_m or cpu < cpu_m:
-            continue
-        total += share * max(0, sum(fitting) - (cpu // cpu_m) * gpus_m * milli_m)
-    return total
-
-
-@pytest.mark.parametrize("starved", [0.0, 0.5])
-def test_fragmentation_matches_the_definition(starved):
-    """FGD's F_n, and with a weight the per-class starved milli on top, against the definitions in plain Python."""
+def test_fragmentation_matches_the_definition():
     table, state, target = _setup()
     rng = np.random.default_rng(7)
     for _ in range(200):
@@ -93,12 +78,10 @@ def test_fragmentation_matches_the_definition(starved):
         width = int(state.gpus[node])
         left = np.zeros(state.gpu_left.shape[1], dtype=np.int64)
         left[:width] = rng.choice([0, 100, 300, 499, 500, 700, 1000], size=width)
-        cpu = int(rng.integers(0, 30000))
-        got = target.frag(left[None, :], np.array([cpu]), np.array([node]), starved=starved)[0]
+        cpu = int(rng.integers(0, 20000))
+        got = target.frag(left[None, :], np.array([cpu]), np.array([node]))[0]
         model = state.models[state.model[node]]
-        plain = _frag_by_definition(left[:width].tolist(), cpu, model, table)
-        extra = _starved_by_definition(left[:width].tolist(), cpu, model, table)
-        assert got == pytest.approx(plain + starved * extra)
+        assert got == pytest.approx(_frag_by_definition(left[:width].tolist(), cpu, model, table))
 
 
 @pytest.mark.parametrize("factor", [1, 2])
@@ -112,28 +95,26 @@ def test_cpu_is_scarce_when_the_workload_asks_more_cpu_per_gpu_than_the_cluster_
     assert target_workload(table, state, coverage=1.0).cpu_scarce == (asked >= has)
 
 
-def test_cpu_only_pods_are_not_judged_on_starved_milli():
-    """CPU short: a CPU-only pod goes where the mean-ratio stranding grows least (n-a: 375 milli against 500),
-    though taking n-a's CPU leaves room for one 8-core pod instead of two (the starved milli would send it to n-b)."""
+def test_cpu_only_pods_follow_fgds_measure_where_cpu_is_scarce():
+    """CPU short: a CPU-only pod goes where FGD's fragmentation does not grow (n-a), though the stranded milli grow
+    there (n-b's last half GPU would no longer take the half-GPU class, but its CPU feeds what is left)."""
     nodes = [
-        OpenbNode(name="n-a", cpu_milli=17000, memory_mib=65536, gpu=2, model="T4"),
-        OpenbNode(name="n-b", cpu_milli=14000, memory_mib=65536, gpu=2, model="T4"),
+        OpenbNode(name="n-a", cpu_milli=20000, memory_mib=65536, gpu=2, model="T4"),
+        OpenbNode(name="n-b", cpu_milli=18000, memory_mib=65536, gpu=1, model="T4"),
     ]
     whole = OpenbPod(name="w", cpu_milli=8000, num_gpu=1, gpu_milli=1000)
+    half = OpenbPod(name="s", cpu_milli=8000, num_gpu=1, gpu_milli=500)
     cpu_only = OpenbPod(name="c", cpu_milli=4000, num_gpu=0, gpu_milli=0)
-    table = PodTable.of([whole, whole, cpu_only, cpu_only])
+    table = PodTable.of([whole, half, cpu_only, cpu_only])
     state = ShareState(openb_cluster(nodes), table)
     target = target_workload(table, state, coverage=1.0)
     assert target.cpu_scarce
-    left, before = state.gpu_left, state.cpu_left
-    after = before - 4000
-    index = np.arange(2)
-    grows = target.stranded(left, after) - target.stranded(left, before)
-    assert (target.frag(left, after, index) == target.frag(left, before, index)).all()
-    starved = [
-        target.frag(left, cpu, index, starved=STARVED_WEIGHT) - target.frag(left, cpu, index) for cpu in (before, after)
-    ]
-    assert grows.tolist() == [375, 500] and (grows + starved[1] - starved[0]).argmin() == 1  # the premise
+    state.bind(table.pods[1], 1, (0,))
+    left, before, index = state.gpu_left, state.cpu_left.copy(), np.arange(2)
+    after = before - cpu_only.cpu_milli
+    fgd = target.frag(left, after, index) - target.frag(left, before, index)
+    stranded = target.stranded(left, after) - target.stranded(left, before)
+    assert fgd[0] == 0 < fgd[1] and (fgd + STRAND_WEIGHT * stranded).argmin() == 1  # the premise
     policy = policy_named("gpusched")(state, table, target, np.random.default_rng(0))
     assert policy.choose(table.pods[2], np.random.default_rng(0)) == (0, ())
 
@@ -144,12 +125,11 @@ def _reference_scores(policy, pod: SharePod, table: PodTable, state: ShareState)
     gpu_pods = [p for p in table.pods if p.gpus]
     asked = sum(p.total_milli for p in gpu_pods)
     ratio = sum(p.cpu for p in gpu_pods) / asked if asked else 0.0
-    starved = STARVED_WEIGHT if policy.target.cpu_scarce and pod.gpus else 0.0
+    fgd_only = policy.target.cpu_scarce and not pod.gpus
 
     def measure(left: list[int], cpu: int, node: int) -> float:
-        model = state.models[state.model[node]]
-        value = _frag_by_definition(left, cpu, model, table) + starved * _starved_by_definition(left, cpu, model, table)
-        return value + (STRAND_WEIGHT * max(0.0, sum(left) - cpu / ratio) if ratio else 0.0)
+        value = _frag_by_definition(left, cpu, state.models[state.model[node]], table)
+        return value + (STRAND_WEIGHT * max(0.0, sum(left) - cpu / ratio) if ratio and not fgd_only else 0.0)
 
     scores = {}
     for node in np.flatnonzero(state.feasible(pod)).tolist():

@@ -9,11 +9,8 @@ F_n = Σ_m p_m F_n(m), p_m the popularity of m in the target workload: the most 
 together cover ≥ 95% of its pods, renormalised (the simulator's typical pods, CPU-only pods included).
 
 F_n counts CPU only through "m does not fit": a node with eight free GPUs and CPU for one pod counts no fragment.
-Two measures add what that misses, for gpusched's policy. `stranded`: the free GPU milli that the node's free CPU
-cannot feed at the workload's CPU per GPU milli. `starved` (per class): Σ_m p_m × the room m's fitting GPUs offer
-beyond what ⌊free cpu / cpu_m⌋ pods of m can take, so a CPU-hungry class sees a GPU-rich, CPU-poor node as
-fragmented even where the mean ratio says it is fed. Where CPU is short (many CPU-only pods, CPU-hungry GPU pods)
-this is where GPUs are lost.
+`stranded` adds what that misses: the free GPU milli that the node's free CPU cannot feed at the workload's CPU per
+GPU milli. Where CPU is short (many CPU-only pods, CPU-hungry GPU pods) this is where GPUs are lost.
 """
 
 from __future__ import annotations
@@ -45,9 +42,8 @@ class TargetWorkload:
     cpu_per_milli: float  # CPU milli the expected GPU pods ask per GPU milli (popularity-weighted)
     cpu_scarce: bool  # the expected pods, CPU-only ones included, ask more CPU per GPU milli than the cluster has
 
-    def frag(self, left: np.ndarray, cpu: np.ndarray, nodes: np.ndarray, starved: float = 0.0) -> np.ndarray:
-        """F_n for S hypothetical node states: free milli per GPU (S, G), free cpu (S,), which node each is (S,);
-        plus `starved` × the per-class CPU-starved milli (see the module's docstring), from the same pass."""
+    def frag(self, left: np.ndarray, cpu: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        """F_n for S hypothetical node states: free milli per GPU (S, G), free cpu (S,), which node each is (S,)."""
         total = left.sum(axis=1)
         if not self.milli.size:
             return self.cpu_only * total
@@ -56,9 +52,6 @@ class TargetWorkload:
         room = (fits * left[:, None, :]).sum(axis=2)[:, self.level_of]
         ok = (count >= self.gpus) & (cpu[:, None] >= self.cpu) & self.access[:, nodes].T
         per_class = np.where(ok, total[:, None] - room, total[:, None])
-        if starved:
-            fed = cpu[:, None] // np.maximum(self.cpu, 1) * self.gpus * self.milli  # milli the class's pods can take
-            per_class = per_class + starved * np.where(ok & (self.cpu > 0), np.maximum(0, room - fed), 0)
         return per_class @ self.popularity + self.cpu_only * total
 
     def stranded(self, left: np.ndarray, cpu: np.ndarray) -> np.ndarray:

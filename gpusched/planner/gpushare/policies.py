@@ -24,11 +24,9 @@ __all__ = ["FGD_POLICIES", "GPUSCHED_POLICIES", "POLICIES", "Choice", "SharePoli
 MAX_SPEC_CPU = 128000  # the simulator's normalisers: the largest node's cpu and GPU milli
 MAX_SPEC_GPU = 8 * MILLI
 MAX_SCORE = 100
-# gpusched's policy, the same on every trace: fragment milli per GPU milli stranded by CPU at the workload's mean
-# ratio (chosen on the five shipped traces), and per GPU milli a class's free CPU cannot feed, which counts for GPU
-# pods' decisions where CPU is scarce (chosen on generated CPU-heavy variants of them)
-STRAND_WEIGHT = 1.0
-STARVED_WEIGHT = 0.5
+STRAND_WEIGHT = (
+    1.0  # gpusched's policy: fragment milli per GPU milli stranded by CPU (chosen on the five shipped traces)
+)
 
 Choice = tuple[int, tuple[int, ...]]  # node, GPUs
 
@@ -266,32 +264,27 @@ class Gpusched(Fgd):
     The measure is FGD's F_n plus STRAND_WEIGHT × the free GPU milli that the node's free CPU cannot feed at the
     workload's CPU per GPU milli (`TargetWorkload.stranded`). FGD alone sees a node with eight free GPUs and CPU for
     one pod as unfragmented for every class that still fits once, so it lets CPU-only and CPU-hungry pods eat the
-    CPU of GPU-rich nodes; this measure makes that cost visible. Where the workload asks more CPU per GPU than the
-    cluster has (`TargetWorkload.cpu_scarce`), GPU pods are also judged on STARVED_WEIGHT × the per-class
-    CPU-starved milli: a mean ratio hides that CPU-hungry classes cannot fill a CPU-poor node, and with CPU short
-    the CPU-light pods that could are too few. CPU-only pods keep the first measure (the per-class one sends them
-    away from every GPU-rich node, which costs where CPU is very short). Score, GPU choice and ties are FGD's.
-    Everything comes from the target workload and the cluster, nothing from the arrival order, and no constant
-    depends on the trace.
+    CPU of GPU-rich nodes; this measure makes that cost visible. Where the workload, CPU-only pods included, asks
+    more CPU per GPU than the cluster has (`TargetWorkload.cpu_scarce`), CPU-only pods are placed on FGD's own
+    measure instead: CPU runs out everywhere then, and steering them to the nodes whose CPU looks spare at the
+    mean ratio only moves the shortage there (those nodes' GPUs are the ones stranded later), while FGD spreads
+    them over the nodes where no class stops fitting. Score, GPU choice and ties are FGD's. Everything comes from
+    the target workload and the cluster, nothing from the arrival order, and no constant depends on the trace.
     """
 
     name = "gpusched"
 
     def __init__(self, state: ShareState, table: PodTable, target: TargetWorkload, rng: np.random.Generator) -> None:
         super().__init__(state, table, target, rng)
-        self.gpu_cache = (
-            FragmentationCache(state, table, target, fgd_score, self.starved_measure) if target.cpu_scarce else None
+        self.cpu_only_cache = (
+            FragmentationCache(state, table, target, fgd_score, target.frag) if target.cpu_scarce else None
         )
 
     def measure(self, left: np.ndarray, cpu: np.ndarray, nodes: np.ndarray) -> np.ndarray:
         return self.target.frag(left, cpu, nodes) + STRAND_WEIGHT * self.target.stranded(left, cpu)
 
-    def starved_measure(self, left: np.ndarray, cpu: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-        frag = self.target.frag(left, cpu, nodes, starved=STARVED_WEIGHT)
-        return frag + STRAND_WEIGHT * self.target.stranded(left, cpu)
-
     def cache_for(self, pod: SharePod) -> FragmentationCache:
-        return self.gpu_cache if self.gpu_cache is not None and pod.gpus else self.cache
+        return self.cpu_only_cache if self.cpu_only_cache is not None and not pod.gpus else self.cache
 
 
 class Binpack(SharePolicy):
