@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 import numpy as np
 import pytest
@@ -37,15 +36,13 @@ def _setup():
     return table, state, target_workload(table, state, coverage=1.0)
 
 
-def _popularity(table: PodTable) -> dict[int, float]:
-    """Each class's share of the pods (coverage 1: every class)."""
-    return {klass: n / len(table.pods) for klass, n in Counter(pod.klass for pod in table.pods).items()}
-
-
 def _frag_by_definition(left: list[int], cpu: int, model: str, table: PodTable) -> float:
     """fgd.md, literally: per task class m with popularity p_m, the free milli no task of m can use."""
+    counts: dict[int, int] = {}
+    for pod in table.pods:
+        counts[pod.klass] = counts.get(pod.klass, 0) + 1
     total = 0.0
-    for klass, share in _popularity(table).items():
+    for klass, n in counts.items():
         cpu_m, gpus_m, milli_m, spec = table.classes[klass]
         allowed = table.specs[spec]
         if gpus_m == 0 or (allowed and model not in allowed):
@@ -54,7 +51,7 @@ def _frag_by_definition(left: list[int], cpu: int, model: str, table: PodTable) 
             frag = sum(g for g in left if g < milli_m)
         else:
             frag = sum(left)
-        total += share * frag
+        total += n / len(table.pods) * frag
     return total
 
 
@@ -96,8 +93,8 @@ def test_cpu_is_scarce_when_the_workload_asks_more_cpu_per_gpu_than_the_cluster_
 
 
 def test_cpu_only_pods_follow_fgds_measure_where_cpu_is_scarce():
-    """CPU short: a CPU-only pod goes where FGD's fragmentation does not grow (n-a), though the stranded milli grow
-    there (n-b's last half GPU would no longer take the half-GPU class, but its CPU feeds what is left)."""
+    """CPU short: a CPU-only pod goes to n-a, where FGD's fragmentation does not grow, though the stranded milli grow
+    there; the stranded measure would pick n-b, whose half-free GPU loses the half-GPU class but stays fed."""
     nodes = [
         OpenbNode(name="n-a", cpu_milli=20000, memory_mib=65536, gpu=2, model="T4"),
         OpenbNode(name="n-b", cpu_milli=18000, memory_mib=65536, gpu=1, model="T4"),
