@@ -52,6 +52,7 @@ __all__ = [
     "Selector",
     "compile_selector",
     "check_cost",
+    "extensions_config",
     "DeviceView",
     "device_view",
     "QUANTITY",
@@ -127,6 +128,14 @@ NEWEST_EXTENSIONS = _extensions(NEWEST)  # the runtime's, and the API server che
 
 
 @cache
+def extensions_config(extensions: tuple[tuple[str, str], ...] = NEWEST_EXTENSIONS) -> Any:
+    """The environment config that names these extensions (cel-go's YAML form), for the runtime and the checks."""
+    from cel_expr_python import cel
+
+    listed = "".join(f'  - name: "{n}"\n' + (f"    version: {v}\n" if v else "") for n, v in extensions)
+    return cel.NewEnvConfigFromYaml("extensions:\n" + listed)
+
+
 def _env(extensions: tuple[tuple[str, str], ...] = NEWEST_EXTENSIONS) -> Any:
     """The CEL environment with these extensions, built on first use (importing the library at CLI start would cost
     every command). Devices are evaluated in the newest one: a release's own only decides what compiles."""
@@ -155,10 +164,8 @@ def _env(extensions: tuple[tuple[str, str], ...] = NEWEST_EXTENSIONS) -> Any:
             overloads.setdefault(name, []).append(
                 cel.Overload(overload_id + suffix, kinds[result], types, is_member=member, impl=_guarded(function))
             )
-    listed = "".join(f'  - name: "{n}"\n' + (f"    version: {v}\n" if v else "") for n, v in extensions)
-    config = cel.NewEnvConfigFromYaml("extensions:\n" + listed)
     return cel.NewEnv(
-        config=config,
+        config=extensions_config(extensions),
         functions=[cel.FunctionDecl(name, group) for name, group in overloads.items()],
         variables={"device": cel.Type.Map(cel.Type.STRING, cel.Type.DYN)},
     )
@@ -299,8 +306,9 @@ def compile_selector(expression: str, version: Version = NEWEST) -> Selector:
     selector; CelError says why it does not compile, in cel-go's form: `ERROR: <input>:line:col: message`, then the
     line and a caret. `device.allowMultipleAllocations` exists only with DRAConsumableCapacity."""
     fields = _DEVICE_FIELDS if features.enabled("DRAConsumableCapacity", version) else _DEVICE_FIELDS[:-1]
-    if (fields, _extensions(version)) != (_DEVICE_FIELDS, NEWEST_EXTENSIONS):
-        _compile(expression, fields, _extensions(version))  # what this release refuses
+    extensions = _extensions(version)
+    if (fields, extensions) != (_DEVICE_FIELDS, NEWEST_EXTENSIONS):
+        _compile(expression, fields, extensions)  # what this release refuses
     return _compile(expression, _DEVICE_FIELDS, NEWEST_EXTENSIONS)
 
 

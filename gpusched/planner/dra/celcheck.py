@@ -121,7 +121,7 @@ def _unused(*_: Any) -> Any:
 def _check_env() -> Any:
     from cel_expr_python import cel
 
-    from .cel import NEWEST_EXTENSIONS
+    from .cel import extensions_config
 
     def kind(code: str) -> Any:
         simple = {"string": cel.Type.STRING, "int": cel.Type.INT, "uint": cel.Type.UINT, "bool": cel.Type.BOOL,
@@ -148,7 +148,6 @@ def _check_env() -> Any:
         if not member:  # a twin, so that `q.sign()` checks and is refused in cel-go's words (_global_as_member)
             twin = overload_id + _AS_MEMBER
             overloads[name].append(cel.Overload(twin, kind(result), types, is_member=True, impl=_unused))
-    listed = "".join(f'  - name: "{n}"\n' + (f"    version: {v}\n" if v else "") for n, v in NEWEST_EXTENSIONS)
     attribute = cel.Type("google.protobuf.Any")
     variables = {
         "device": cel.Type.Map(cel.Type.STRING, cel.Type.DYN),  # `device` alone; its fields resolve below
@@ -158,7 +157,7 @@ def _check_env() -> Any:
         "device.capacity": cel.Type.Map(cel.Type.STRING, cel.Type.Map(cel.Type.STRING, kind("Q"))),
     }
     return cel.NewEnv(
-        config=cel.NewEnvConfigFromYaml("extensions:\n" + listed),
+        config=extensions_config(),
         functions=[cel.FunctionDecl(name, group) for name, group in overloads.items()],
         variables=variables,
     )
