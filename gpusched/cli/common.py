@@ -16,7 +16,7 @@ from pydantic_core import to_jsonable_python
 from rich.console import Console
 from rich.table import Table
 
-from ..errors import Infeasible, InputError, MissingExtra
+from ..errors import GpuschedError, Infeasible
 from ..files import write_files
 from ..planner.frag import DEFAULT_SIZES
 
@@ -65,15 +65,15 @@ def run(body: Callable[[], int]) -> None:
     """Run a command body; bad input becomes one clear message on stderr and exit code 2."""
     try:
         code = body()
-    except InputError as error:
-        err.print(f"error: {error}", markup=False)
-        raise typer.Exit(2) from None
-    except (ValueError, MissingExtra) as error:
-        err.print(f"error: {error}", markup=False)
-        raise typer.Exit(2) from None
     except Infeasible as error:  # a well-formed request with no answer (or none found in time): exit 1
         err.print(f"no solution: {error}", markup=False)
-        raise typer.Exit(1) from None
+        raise typer.Exit(error.exit_code) from None
+    except GpuschedError as error:  # each error's exit code comes from gpusched.errors, the one place
+        err.print(f"error: {error}", markup=False)
+        raise typer.Exit(error.exit_code) from None
+    except ValueError as error:  # legacy: library ValueErrors still read as bad input until they become InputError
+        err.print(f"error: {error}", markup=False)
+        raise typer.Exit(2) from None
     raise typer.Exit(code)
 
 
