@@ -48,3 +48,17 @@ def test_readme_opens_with_the_two_setup_commands_and_ci_runs_the_second():
     assert "gpusched place monday" in first_block[0]
     ci = (ROOT / ".ci" / "run").read_text()
     assert first_block[1] in ci
+
+
+def test_the_readme_test_command_is_the_fast_suite_and_ci_adds_conformance():
+    """`pytest -q` leaves the conformance suite out by the marker default in pyproject; `.ci/run` runs the
+    README's command, then `pytest -m conformance`; the README says both right under the commands."""
+    import tomllib
+
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert options["addopts"] == "-m 'not conformance'"
+    ci = (ROOT / ".ci" / "run").read_text()
+    test_command = re.search(r"```sh\n(.*?)```", README, re.S).group(1).strip().splitlines()[1]
+    assert ci.index(test_command) < ci.index("python3 -m pytest -q -m conformance")
+    said = README.split("```", 3)[2].strip().split("\n\n")[0]
+    assert len(said.splitlines()) == 2 and "fast suite" in said and "-m conformance" in said and ".ci/run" in said

@@ -22,27 +22,35 @@ from ..planner.planfile import PlanValidation, check_plan_file, load_plan
 from ..scenarios import load_cluster, load_pending, load_scenario
 from .apply import (
     ApplyFlag,
-    ContextOpt,
     JournalOpt,
-    KubeconfigOpt,
     WaitTimeoutOpt,
     YesFlag,
     check_apply,
     finish,
-    live_cluster,
     options,
     progress,
     replan_command,
 )
 from .common import (
+    DEFAULT_WORKERS,
+    AllNamespacesFlag,
     ClusterArg,
+    ContextOpt,
     JsonFlag,
+    KubeconfigOpt,
+    NamespaceOpt,
     Seed,
     SizesOpt,
     SolverWorkers,
     TimeLimit,
     app,
+    check_namespaces,
+    cluster_source,
+    in_namespace,
+    live,
+    names,
     new_table,
+    object_name,
     out,
     run,
     show,
@@ -51,23 +59,30 @@ from .common import (
 from .common import sizes as parse_sizes
 
 
+@names(lambda report: [object_name("pod", assignment["pod"]) for assignment in report["assignments"]])
 @app.command("plan")
 def plan_command(
-    cluster: Annotated[
-        str | None, typer.Argument(help="cluster file, scenario, built-in scenario or kubeconfig (or --kubeconfig)")
-    ] = None,
+    cluster: ClusterArg = None,
     pending: Annotated[
-        str | None, typer.Argument(help="pending pods and/or jobs (file or scenario; default: the scenario's own)")
+        str | None,
+        typer.Option(
+            "--pending", metavar="FILE", help="pending pods and/or jobs (file or scenario; default: the cluster's own)"
+        ),
     ] = None,
     time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 2,
+    workers: SolverWorkers = DEFAULT_WORKERS,
     seed: Seed = 0,
     sizes: SizesOpt = "",
+    namespace: NamespaceOpt = None,
+    all_namespaces: AllNamespacesFlag = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     apply: ApplyFlag = False,
     scheduler_name: Annotated[
-        str, typer.Option("--scheduler-name", help="--apply: bind only the pending pods of this schedulerName")
+        str,
+        typer.Option(
+            "--scheduler-name", metavar="NAME", help="--apply: bind only the pending pods of this schedulerName"
+        ),
     ] = "gpusched",
     rollback: Annotated[
         bool, typer.Option("--rollback", help="--apply: delete the bound pods of a gang that could not be completed")
@@ -83,16 +98,21 @@ def plan_command(
     began = time.perf_counter()  # the time limit covers the whole command, reading its input included
 
     def body() -> int:
-        check_apply(apply, kubeconfig, context, yes, journal)
+        server = live(kubeconfig, cluster)
+        check_apply(apply, server, context, yes, journal)
+        check_namespaces(namespace, all_namespaces)
         if rollback and not apply:
             raise ValueError("--rollback: only with --apply")
         config = solver_config(time_limit, workers, seed)
-        source = live_cluster(cluster, kubeconfig, context, "PENDING")
+        source = cluster_source(cluster, server, context)
         if not apply:
             with collector_paused():  # a large cluster's model: see collector_paused
                 pods, jobs = load_pending(pending or source)
                 try:
-                    backlog = pending_jobs(pods.pods, jobs.jobs)
+                    backlog = pending_jobs(
+                        [pod for pod in pods.pods if in_namespace(pod.name, namespace)],
+                        [job for job in jobs.jobs if in_namespace(job.name, namespace)],
+                    )
                 except ValueError as error:  # names, GPU counts, priorities of the pending file: say which file
                     raise InputError(pending or source, str(error)) from None
                 model = load_cluster(source)
@@ -100,17 +120,18 @@ def plan_command(
             show(report, as_json, render_plan)
             return 1 if report.unplaced else 0
         if pending:
-            raise ValueError("--apply binds the cluster's own pending pods: drop PENDING")
-        assert kubeconfig is not None
+            raise ValueError("--apply binds the cluster's own pending pods: drop --pending")
+        assert server is not None
         scenario = load_scenario(source)
-        with open_cluster(kubeconfig, context) as kube:
-            found, members = gpusched_jobs(kube, scenario.pods.pods if scenario.pods else [], scheduler_name)
+        with open_cluster(server, context) as kube:
+            listed = scenario.pods.pods if scenario.pods else []
+            found, members = gpusched_jobs(kube, [p for p in listed if in_namespace(p.name, namespace)], scheduler_name)
             if not found:
                 raise ValueError(f"no pending GPU pod has schedulerName {scheduler_name!r}: nothing to bind")
             report = plan(scenario.cluster, found, config, parse_sizes(sizes), began=began)
             if not as_json:
                 render_plan(out, report)
-            target = (str(Path(kubeconfig).resolve()), context, "plan", replan_command())
+            target = (str(Path(server).resolve()), context, "plan", replan_command())
             planned = bind_journal(kube, report, members, target, options(0.0, wait_timeout, rollback=rollback))
             code = finish(carry_out(kube, planned, yes, journal, progress(as_json)), as_json)
             return code or (1 if report.unplaced else 0)
@@ -120,8 +141,15 @@ def plan_command(
 
 @app.command("validate")
 def validate_command(
-    cluster: ClusterArg,
-    plan_file: Annotated[str, typer.Argument(metavar="PLAN", help="a plan, as `gpusched plan --json` writes it")],
+    cluster: Annotated[
+        str,
+        typer.Argument(
+            metavar="CLUSTER", help="cluster or scenario file, built-in scenario, kubectl dump folder or kubeconfig"
+        ),
+    ],
+    plan_file: Annotated[
+        str, typer.Argument(metavar="PLAN", help="a plan, as `gpusched plan -o json` writes it (- for stdin)")
+    ],
     as_json: JsonFlag = False,
 ) -> None:
     """Check a plan against the cluster: capacity, islands, MIG geometry, constraints, gangs complete."""

@@ -29,20 +29,20 @@ from ...errors import require
 from ...limits import MAX_NODES, MAX_POD_GPUS, MAX_PODS
 from ...planner.gpushare import POLICIES, policy_named
 from ...planner.optimize.defrag import parse_shape
+from ...planner.scheduler.views import View
 from ...scenarios.openb import OPENB_TRACES, OPENB_URL, download_openb, openb_dir
 from ...scenarios.openb_variants import VARIANT_KINDS, parse_variant
 from ..common import (
-    POLICY_CHOICES,
+    DEFAULT_WORKERS,
     SECONDS_MAX,
     SEED_MAX,
-    VIEW_CHOICES,
     WORKERS_MAX,
     JsonFlag,
+    PolicyOpt,
     Seed,
     SolverWorkers,
     TimeLimit,
     app,
-    choice,
     counts,
     finite,
     run,
@@ -80,7 +80,9 @@ Workers = Annotated[
 CPUS = os.cpu_count() or 1
 Ray = Annotated[bool, typer.Option("--ray", help="run on a Ray instance started here (needs the ray extra)")]
 RayAddress = Annotated[str | None, typer.Option("--ray-address", help="run on the Ray cluster at this address")]
-Out = Annotated[Path | None, typer.Option("--out", help="write CSV, JSON and a PNG plot into this folder")]
+Out = Annotated[
+    Path | None, typer.Option("--output-dir", metavar="DIR", help="write CSV, JSON and a PNG plot into this folder")
+]
 Timing = Annotated[bool, typer.Option("--timing/--no-timing", help="show times (off: output that repeats exactly)")]
 BusyNodes = Annotated[
     int, typer.Option(min=1, max=MAX_NODES, help="generated nodes, made busy by placing generated pods")
@@ -164,17 +166,15 @@ def bench_place_command(
         int, typer.Option(min=1, max=MAX_NODES, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")
     ] = 1000,
     pods: Annotated[int, typer.Option(min=1, max=MAX_PODS, help="generated pods")] = 10000,
-    sizes: Annotated[str, typer.Option(help="GPU counts to draw pods from, comma-separated")] = "1",
-    view: Annotated[str, typer.Option(help="gpu | extended")] = "gpu",
-    policy: Annotated[str, typer.Option(help="binpack | spread | topology")] = "binpack",
+    sizes: Annotated[str, typer.Option(metavar="N,N", help="GPU counts to draw pods from, comma-separated")] = "1",
+    view: Annotated[View, typer.Option(help="gpu | extended")] = "gpu",
+    policy: PolicyOpt = "binpack",
     seed: Annotated[int, typer.Option(min=0, max=SEED_MAX, help="generator seed")] = 42,
     as_json: JsonFlag = False,
 ) -> None:
     """Time `place` on a generated cluster: how fast the greedy placer is at scale."""
 
     def body() -> int:
-        choice("--view", view, VIEW_CHOICES)
-        choice("--policy", policy, POLICY_CHOICES)
         result = bench_place(nodes, pods, view, policy, seed, counts("--sizes", sizes) or (1,))
         show(result, as_json, render_place_bench)
         return 0
@@ -400,7 +400,7 @@ def bench_mig_command(
         ),
     ] = False,
     time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 2,
+    workers: SolverWorkers = DEFAULT_WORKERS,
     as_json: JsonFlag = False,
 ) -> None:
     """Time `mig plan` on a generated cluster of MIG GPUs (half their instances busy) against a demand."""
@@ -459,7 +459,7 @@ def bench_preempt_command(
     seed: GeneratorSeed = 42,
     fill: Fill = FILL,
     time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 2,
+    workers: SolverWorkers = DEFAULT_WORKERS,
     as_json: JsonFlag = False,
 ) -> None:
     """Time `preempt` on a busy generated cluster."""
@@ -479,7 +479,7 @@ def bench_defrag_command(
     seed: GeneratorSeed = 42,
     fill: Fill = FILL,
     time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 2,
+    workers: SolverWorkers = DEFAULT_WORKERS,
     as_json: JsonFlag = False,
 ) -> None:
     """Time `defrag` on a busy generated cluster."""
@@ -500,7 +500,7 @@ def bench_explain_command(
     seed: GeneratorSeed = 42,
     fill: Fill = FILL,
     time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 2,
+    workers: SolverWorkers = DEFAULT_WORKERS,
     as_json: JsonFlag = False,
 ) -> None:
     """Time `explain` on a busy generated cluster: the diagnosis and every planner behind its changes."""

@@ -170,7 +170,7 @@ def test_scheduler_config_json_adds_the_emitted_profile(gpusched, tmp_path):
         (["--policy", "topology"], "kube-scheduler cannot score NVLink islands"),
         (["--view", "extended", "--gpu-weight", "101"], "resource weights 1 to 100, got --gpu-weight 101"),
         (["--gpu-weight", "10"], "--gpu-weight scores the scheduler's integers"),  # place refuses it: no file either
-        (["--json", "--emit-scheduler-config", "-"], "--json and --emit-scheduler-config - both want stdout"),
+        (["--json", "--emit-scheduler-config", "-"], "-o json and --emit-scheduler-config - both want stdout"),
         (["--emit-scheduler-config", " "], "expected a file name or - for stdout"),
     ],
 )
@@ -371,8 +371,8 @@ def test_kueue_says_a_job_asking_for_what_the_queue_does_not_cover_is_never_admi
     [
         (["--namespace", "Research"], "--namespace: 'Research' is not a valid name"),
         (["--queue", "gpu_jobs"], "--queue: 'gpu_jobs' is not a valid name"),
-        (["--json", "--emit-kueue", "-"], "--json and --emit-kueue - both want stdout"),
-        (["--mode", "fifo"], "--mode: expected pod or gang"),
+        (["--json", "--emit-kueue", "-"], "-o json and --emit-kueue - both want stdout"),
+        (["--mode", "fifo"], "Invalid value for '--mode': 'fifo' is not one of 'pod', 'gang'"),
     ],
 )
 def test_kueue_bad_input_writes_nothing(gpusched, tmp_path, args, message):
@@ -440,7 +440,7 @@ def labels_from(path) -> dict[str, str]:
                                                  (ONE_GPU, "3g.40gb=1,2g.20gb=2")])  # fmt: skip
 def test_mig_parted_file_is_a_valid_config_and_every_gpu_layout_is_placeable(gpusched, tmp_path, cluster, demand):
     out = tmp_path / "mig.yaml"
-    result = gpusched("mig", "plan", cluster, "--demand", demand, "--emit", "mig-parted", out)
+    result = gpusched("mig", "plan", cluster, "--demand", demand, "--emit-mig-parted", out)
     assert result.exit_code in (0, 1), result.stderr
     assert f"mig-parted config -> {out}" in result.stdout
     (doc,) = documents(out)
@@ -470,11 +470,11 @@ def test_placement_search_refuses_what_no_gpu_holds():
 
 
 def test_mig_parted_to_stdout_and_nothing_when_nothing_changes(gpusched, tmp_path):
-    result = gpusched("mig", "plan", ONE_GPU, "--demand", "2g.20gb=1", "--emit", "mig-parted", "-")
+    result = gpusched("mig", "plan", ONE_GPU, "--demand", "2g.20gb=1", "--emit-mig-parted", "-")
     check_mig_parted_spec(yaml.safe_load(result.stdout))
     assert "mig-parted config -> stdout" in result.stderr
     out = tmp_path / "none.yaml"
-    result = gpusched("mig", "plan", INFERENCE, "--demand", "1g.10gb=1", "--emit", "mig-parted", out)
+    result = gpusched("mig", "plan", INFERENCE, "--demand", "1g.10gb=1", "--emit-mig-parted", out)
     assert result.exit_code == 0 and not out.exists()
     assert f"mig-parted config not written ({out}): no GPU to reconfigure" in result.stdout
 
@@ -482,9 +482,9 @@ def test_mig_parted_to_stdout_and_nothing_when_nothing_changes(gpusched, tmp_pat
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--emit", "kueue", "x.yaml"], "--emit: expected mig-parted FILE|-, got format 'kueue'"),
-        (["--emit", "mig-parted", "-", "--json"], "--json and --emit mig-parted - both want stdout"),
-        (["--demand", "5g.50gb=1", "--emit", "mig-parted", "x.yaml"], "5g.50gb"),
+        (["--emit", "kueue", "x.yaml"], "No such option: --emit"),
+        (["--emit-mig-parted", "-", "--json"], "-o json and --emit-mig-parted - both want stdout"),
+        (["--demand", "5g.50gb=1", "--emit-mig-parted", "x.yaml"], "5g.50gb"),
     ],
 )
 def test_mig_parted_bad_input_writes_nothing(gpusched, tmp_path, monkeypatch, args, message):
