@@ -113,17 +113,20 @@ def _argument_shown(self: typer.core.TyperArgument, ctx: Any) -> str | None:
 
 
 def _plain_usage_error(error: Any) -> None:
-    """A usage error as click writes it (`Error: Invalid value for '--policy': ...`), whole on one line: typer
-    draws it in a box as wide as the terminal, cut short off one."""
+    """A usage error as click writes it (`Error: Invalid value for '--policy': ...`), whole on one line (typer
+    draws it in a box as wide as the terminal, cut short off one); what was typed is shown, never interpreted."""
     if error.__class__.__name__ == "NoArgsIsHelpError":
         _rich_usage_error(error)
-    else:
-        error.message = error.message.replace("Value error, ", "")  # typer's Literal check words it as pydantic
-        error.show()
+        return
+    ctx = getattr(error, "ctx", None)
+    lines = [ctx.get_usage(), f"Try '{ctx.command_path} -h' for help.", ""] if ctx is not None else []
+    message = error.format_message().replace("Value error, ", "")  # typer's Literal check words it as pydantic
+    lines.append(f"Error: {message}")
+    sys.stderr.write("\n".join(lines).translate(_CONTROL) + "\n")
 
 
 _rich_usage_error = typer.rich_utils.rich_format_error
-typer.rich_utils.rich_format_error = _plain_usage_error
+typer.rich_utils.rich_format_error = _plain_usage_error  # type: ignore[assignment]
 typer.core.TyperOption.display_type_rich = _option_shown  # type: ignore[method-assign]
 typer.core.TyperArgument.display_type_rich = _argument_shown  # type: ignore[method-assign,assignment]
 

@@ -1,8 +1,10 @@
-"""`gpusched import`: the cluster file built from kubectl dumps (or a live cluster), with where each fact came from."""
+"""`gpusched import`: the cluster file built from kubectl dumps (or a live cluster), with where each fact came from;
+`gpusched init`: a commented template to write one by hand."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -10,6 +12,8 @@ import yaml
 from pydantic import BaseModel
 from rich.console import Console
 
+from ..errors import InputError
+from ..models.reference import template
 from ..scenarios.importer import ImportReport, build_cluster, read_inputs
 from ..scenarios.importer.live import read_live
 from .common import (
@@ -19,6 +23,7 @@ from .common import (
     console,
     emit_json,
     emit_target,
+    err,
     live,
     names,
     new_table,
@@ -144,3 +149,24 @@ def _islands(islands: list[list[int]]) -> str:
 def _short(source: str) -> str:
     """The kind of source without its details: `catalogue: AWS p4d.24xlarge`, `nvidia-smi topo -m`."""
     return source.split(" (")[0]
+
+
+@app.command("init")
+def init_command(
+    target: Annotated[
+        str, typer.Argument(metavar="FILE", help="where to write the template (- for stdout)", show_default=False)
+    ] = "-",
+    force: Annotated[bool, typer.Option("--force", help="replace FILE if it exists")] = False,
+) -> None:
+    """Write a commented scenario to start from (a cluster, its running pods, a budget, pending pods and jobs),
+    to describe a cluster by hand; `gpusched import` builds one from kubectl instead."""
+
+    def body() -> int:
+        if target != "-" and Path(target).exists() and not force:
+            raise InputError(target, "exists: give another FILE, or --force to replace it")
+        write_output(target, template())
+        if target != "-":
+            err.print(f"wrote {target}: edit it, then `gpusched frag {target}` or `gpusched plan {target}`", markup=False)
+        return 0
+
+    run(body)

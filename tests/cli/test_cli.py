@@ -164,10 +164,10 @@ def test_gang_refuses_timeout_in_pod_mode(gpusched):
 
 def test_gang_with_jobs_file(gpusched, write):
     jobs = write("jobs.json", {"jobs": [{"name": "big", "pods": 3, "gpus_per_pod": 8, "duration": 10}]})
-    result = gpusched("gang", "training", jobs, "--json")
+    result = gpusched("gang", "training", "--jobs", jobs, "--json")
     assert result.exit_code == 1  # 24 GPUs never fit on 16
     assert result.json()["jobs"][0]["never_fits"] is True
-    assert json.loads(gpusched("gang", "training", jobs, "--json").stdout)["makespan"] is None
+    assert json.loads(gpusched("gang", "training", "--jobs", jobs, "--json").stdout)["makespan"] is None
 
 
 def test_bench_place_runs_and_reports(gpusched):

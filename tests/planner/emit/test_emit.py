@@ -298,7 +298,7 @@ def quotas(queue: ClusterQueue) -> dict[str, dict[str, Decimal]]:
 
 def test_kueue_flavor_per_gpu_product_with_the_nodes_whole_allocatable(gpusched, tmp_path):
     out = tmp_path / "kueue.yaml"
-    result = gpusched("gang", "monday", "training", "--emit-kueue", out)
+    result = gpusched("gang", "monday", "--jobs", "training", "--emit-kueue", out)
     assert result.exit_code == 0, result.stderr
     flavors, queue, local = kueue_objects(out)
     cluster = load_cluster("monday")
@@ -323,7 +323,7 @@ def test_kueue_flavor_per_gpu_product_with_the_nodes_whole_allocatable(gpusched,
 
 def test_kueue_queue_and_namespace_options_and_the_json_label(gpusched, tmp_path):
     out = tmp_path / "kueue.yaml"
-    report = gpusched("gang", "monday", "training", "--emit-kueue", out, "--queue", "gpu-jobs",
+    report = gpusched("gang", "monday", "--jobs", "training", "--emit-kueue", out, "--queue", "gpu-jobs",
                       "--namespace", "research", "--json").json()  # fmt: skip
     _, queue, local = kueue_objects(out)
     assert (queue.metadata.name, local.metadata.name, local.metadata.namespace) == ("gpu-jobs", "gpu-jobs", "research")
@@ -349,19 +349,19 @@ def test_kueue_names_a_job_no_flavor_can_ever_admit(gpusched, write, tmp_path):
         {"name": "too-big", "pods": 3, "gpus_per_pod": 8, "duration": 60},
         {"name": "wrong-model", "pods": 1, "gpus_per_pod": 2, "duration": 60, "model": "H100-SXM5-80GB"},
     ]})  # fmt: skip
-    report = gpusched("gang", "monday", jobs, "--emit-kueue", tmp_path / "k.yaml", "--json").json()
+    report = gpusched("gang", "monday", "--jobs", jobs, "--emit-kueue", tmp_path / "k.yaml", "--json").json()
     admission = {job["job"]: job for job in report["kueue"]["jobs"]}
     assert admission["fits"]["flavors"] == ["nvidia-a100-sxm4-80gb"]
     assert admission["fits"]["requests"] == {"cpu": "128", "memory": "1Ti", "nvidia.com/gpu": "16"}
     assert admission["too-big"]["flavors"] == [] and "never admits it" in admission["too-big"]["reason"]
     assert admission["wrong-model"]["reason"] == "no flavor has GPU model H100-SXM5-80GB: Kueue never admits it"
-    text = gpusched("gang", "monday", jobs, "--emit-kueue", tmp_path / "k.yaml")
+    text = gpusched("gang", "monday", "--jobs", jobs, "--emit-kueue", tmp_path / "k.yaml")
     assert "! too-big: no flavor's quota holds all of it (nvidia.com/gpu 24): Kueue never admits it" in text.lines
 
 
 def test_kueue_says_a_job_asking_for_what_the_queue_does_not_cover_is_never_admitted(gpusched, write, tmp_path):
     jobs = write("jobs.yaml", {"jobs": [{"name": "j", "pods": 1, "gpus_per_pod": 1, "duration": 60, "cpu": 4}]})
-    report = gpusched("gang", "training", jobs, "--emit-kueue", tmp_path / "k.yaml", "--json").json()
+    report = gpusched("gang", "training", "--jobs", jobs, "--emit-kueue", tmp_path / "k.yaml", "--json").json()
     (job,) = report["kueue"]["jobs"]
     assert job["flavors"] == [] and job["reason"].startswith("the ClusterQueue does not cover cpu")
 
@@ -376,7 +376,7 @@ def test_kueue_says_a_job_asking_for_what_the_queue_does_not_cover_is_never_admi
     ],
 )
 def test_kueue_bad_input_writes_nothing(gpusched, tmp_path, args, message):
-    result = gpusched("gang", "monday", "training", "--emit-kueue", tmp_path / "k.yaml", *args)
+    result = gpusched("gang", "monday", "--jobs", "training", "--emit-kueue", tmp_path / "k.yaml", *args)
     assert result.exit_code == 2 and message in result.stderr
     assert result.stdout == "" and list(tmp_path.iterdir()) == []
 
@@ -384,7 +384,7 @@ def test_kueue_bad_input_writes_nothing(gpusched, tmp_path, args, message):
 def test_kueue_needs_gpu_nodes(gpusched, write, tmp_path):
     cluster = write("c.json", {"nodes": [{"name": "cpu-only", "cpu": 8, "memory": "32Gi"}]})
     jobs = write("j.json", {"jobs": [{"name": "j", "pods": 1, "gpus_per_pod": 1, "duration": 1}]})
-    result = gpusched("gang", cluster, jobs, "--emit-kueue", tmp_path / "k.yaml")
+    result = gpusched("gang", cluster, "--jobs", jobs, "--emit-kueue", tmp_path / "k.yaml")
     assert result.exit_code == 2 and "no GPU nodes" in result.stderr and not (tmp_path / "k.yaml").exists()
 
 

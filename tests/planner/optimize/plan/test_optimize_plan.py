@@ -127,6 +127,7 @@ class TestCli:
         result = gpusched(
             "plan",
             "backlog",
+            "--pending",
             write("both.yaml", "pods: [{name: a}]\njobs: [{name: a, pods: 1, gpus_per_pod: 1, duration: 1}]"),
         )
         assert result.exit_code == 2 and "distinct names: a" in result.stderr
