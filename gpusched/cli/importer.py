@@ -166,7 +166,9 @@ def init_command(
             raise InputError(target, "exists: give another FILE, or --force to replace it")
         write_output(target, template())
         if target != "-":
-            err.print(f"wrote {target}: edit it, then `gpusched frag {target}` or `gpusched plan {target}`", markup=False)
+            err.print(
+                f"wrote {target}: edit it, then `gpusched frag {target}` or `gpusched plan {target}`", markup=False
+            )
         return 0
 
     run(body)

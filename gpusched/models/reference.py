@@ -44,11 +44,17 @@ _INHERITED = {Pod: GpuNeeds, Job: GpuNeeds}  # fields shown once, under running.
 # what each command reads; the loader refuses nothing else, and ignores nothing
 COMMANDS: list[tuple[str, str]] = [
     ("`frag`, `map`, `advertised`, `slices`", "`nodes` (their `busy` and `mig` for what is held)"),
-    ("`place`", "`nodes`, and the pods to place (the scenario's `pods`, or `--pods`); none: the fragmentation as it is"),
+    (
+        "`place`",
+        "`nodes`, and the pods to place (the scenario's `pods`, or `--pods`); none: the fragmentation as it is",
+    ),
     ("`plan`", "`nodes`, and pending `pods` and/or `jobs` (no `duration`: no clock runs)"),
     ("`gang`", "`nodes` and `jobs` with `duration` (and `arrival`): it runs a virtual clock"),
     ("`explain`", "`nodes` and the pending pod or job (a job's `duration` only for the gang simulation)"),
-    ("`preempt`", "`nodes` with `busy`/`mig` holders, `running` (priorities, labels), `disruption_budgets`, the pod or job"),
+    (
+        "`preempt`",
+        "`nodes` with `busy`/`mig` holders, `running` (priorities, labels), `disruption_budgets`, the pod or job",
+    ),
     ("`defrag`", "`nodes` with `busy`/`mig` holders, `running`, `disruption_budgets`"),
     ("`mig plan`", "`nodes` with MIG-capable GPUs and their `mig` instances; `--demand`, or pods with `mig_profile`"),
 ]
@@ -157,7 +163,7 @@ _EXAMPLE: dict[str, Any] = {
     ],
     "jobs": [{"name": "ml/llm", "pods": 2, "gpus_per_pod": 4, "duration": 3600}],
 }
-_ROOTS = {"cluster": Cluster, "pods": Pod, "jobs": Job}
+_ROOTS: dict[str, type[BaseModel]] = {"cluster": Cluster, "pods": Pod, "jobs": Job}
 
 
 def _field(model: type[BaseModel] | None, key: str) -> FieldInfo | None:
