@@ -21,7 +21,7 @@ from ..actions.journal import Journal, Step, state_dir
 from ..actions.kube import Kube
 from ..actions.run import carry_out, journal_status, open_cluster, resume
 from ..actions.runner import RunOutcome
-from .common import JsonFlag, app, err, out, run, show
+from .common import JsonFlag, app, err, out, run, shape, show
 
 __all__ = [
     "ApplyFlag", "JournalOpt", "PdbTimeoutOpt", "WaitTimeoutOpt", "YesFlag",
@@ -156,6 +156,7 @@ def render_status(console: Console, outcome: RunOutcome) -> None:
     render_outcome(console, outcome)
 
 
+@shape(RunOutcome)
 @app.command("apply")
 def apply_command(
     resume_path: Annotated[

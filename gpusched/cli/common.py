@@ -26,6 +26,7 @@ import json
 import math
 import re
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -41,7 +42,7 @@ from pydantic_core import to_jsonable_python
 from rich.console import Console, ConsoleDimensions
 from rich.table import Table
 
-from ..errors import GpuschedError, Infeasible, InputError
+from ..errors import GpuschedError, GpuschedWarning, Infeasible, InputError
 from ..files import write_files
 from ..planner.frag import DEFAULT_SIZES
 
@@ -232,6 +233,43 @@ def names(listed: Callable[[Any], Iterable[str]]) -> Callable[[Callable[..., Any
     return mark
 
 
+def shape(of: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare the type a command's -o json|yaml prints (a model, a union, list[...]): `gpusched schema --output
+    COMMAND` publishes its JSON Schema, and a test checks each command has one and prints what it says."""
+
+    def mark(command: Callable[..., Any]) -> Callable[..., Any]:
+        command.__gpusched_shape__ = of  # type: ignore[attr-defined]
+        return command
+
+    return mark
+
+
+def command_named(path: str, typer_app: typer.Typer = app) -> Callable[..., Any] | None:
+    """The function of a command by its path (`plan`, `mig plan`, `bench openb`), or None."""
+    first, _, rest = path.strip().partition(" ")
+    for info in typer_app.registered_commands:
+        name = info.name or (info.callback.__name__.replace("_", "-") if info.callback else "")
+        if name == first and not rest:
+            return info.callback
+    for group in typer_app.registered_groups:
+        if group.name == first and group.typer_instance is not None and rest:
+            return command_named(rest, group.typer_instance)
+    return None
+
+
+def command_paths(typer_app: typer.Typer = app, prefix: str = "") -> list[str]:
+    """Every command's path, groups' commands included."""
+    paths = [
+        f"{prefix}{info.name or info.callback.__name__.replace('_', '-')}"
+        for info in typer_app.registered_commands
+        if info.callback
+    ]
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            paths += command_paths(group.typer_instance, f"{prefix}{group.name} ")
+    return paths
+
+
 def _with_output(command: Callable[..., Any], path: str) -> Callable[..., Any]:
     """The command with -o/--output beside its --json: both set the output form for show/emit_json, and the
     command's `as_json` is true for every form printed instead of the text (json, yaml, name)."""
@@ -286,9 +324,16 @@ def conventions(typer_app: typer.Typer = app, prefix: str = "") -> typer.Typer:
 
 
 def run(body: Callable[[], int]) -> None:
-    """Run a command body; bad input becomes one clear message on stderr and exit code 2."""
+    """Run a command body; bad input becomes one clear message on stderr and exit code 2, a doubt (GpuschedWarning)
+    a `warning:` line."""
     try:
-        code = body()
+        with warnings.catch_warnings(record=True) as doubts:
+            warnings.simplefilter("always", GpuschedWarning)
+            try:
+                code = body()
+            finally:
+                for doubt in dict.fromkeys(str(item.message) for item in doubts if item.category is GpuschedWarning):
+                    err.print(f"warning: {doubt}", markup=False)
     except Infeasible as error:  # a well-formed request with no answer (or none found in time): exit 1
         err.print(f"no solution: {error}", markup=False)
         raise typer.Exit(error.exit_code) from None

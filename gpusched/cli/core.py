@@ -6,20 +6,20 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from ..models.cluster import Cluster
 from ..models.dra import ClaimList
 from ..models.graph import build_graph
 from ..models.workload import JobList, PodList
-from ..planner.allreduce import ring_allreduce
+from ..planner.allreduce import AllReduce, ring_allreduce
 from ..planner.emit import DEFAULT_GPU_WEIGHT, kueue_setup, scheduler_config
-from ..planner.frag import fragmentation
-from ..planner.gang import Mode, simulate
-from ..planner.place import DEFAULT_GRADIENT_GB, place
+from ..planner.frag import FragReport, fragmentation
+from ..planner.gang import GangReport, Mode, simulate
+from ..planner.place import DEFAULT_GRADIENT_GB, PlaceReport, place
 from ..planner.scheduler.framework import NEWEST as NEWEST_RELEASE
 from ..planner.scheduler.live import predict_live
-from ..planner.scheduler.predict import predict_files
+from ..planner.scheduler.predict import K8sPrediction, predict_files
 from ..planner.scheduler.views import View
 from ..planner.state import ClusterState, advertised
 from ..scenarios import (
@@ -42,6 +42,8 @@ from .common import (
     app,
     check_namespaces,
     cluster_source,
+    command_named,
+    command_paths,
     emit_json,
     emit_target,
     finite,
@@ -52,6 +54,7 @@ from .common import (
     object_name,
     qualified,
     run,
+    shape,
     show,
     show_emitted,
 )
@@ -61,7 +64,18 @@ from .common import (
 from .figures import figure_target, save_figure, wrote
 
 
+class ScenarioRow(BaseModel):
+    """A built-in scenario, as `gpusched scenarios` lists it."""
+
+    name: str
+    description: str
+    nodes: int
+    pods: int
+    jobs: int
+
+
 @names(lambda rows: [object_name("scenario", row["name"]) for row in rows])
+@shape(list[ScenarioRow])
 @app.command()
 def scenarios(as_json: JsonFlag = False) -> None:
     """List the built-in scenarios (every command takes one by name in place of a file)."""
@@ -69,13 +83,13 @@ def scenarios(as_json: JsonFlag = False) -> None:
     def body() -> int:
         found = {name: load_scenario(name) for name in scenario_names()}
         rows = [
-            {
-                "name": name,
-                "description": s.description,
-                "nodes": len(s.cluster.nodes),
-                "pods": len(s.pods.pods) if s.pods else 0,
-                "jobs": len(s.jobs.jobs) if s.jobs else 0,
-            }
+            ScenarioRow(
+                name=name,
+                description=s.description,
+                nodes=len(s.cluster.nodes),
+                pods=len(s.pods.pods) if s.pods else 0,
+                jobs=len(s.jobs.jobs) if s.jobs else 0,
+            )
             for name, s in found.items()
         ]
         show(rows, as_json, render.scenarios)
@@ -90,19 +104,44 @@ SCHEMAS: dict[str, type[BaseModel]] = {"cluster": Cluster, "pods": PodList, "job
 @app.command()
 def schema(
     kind: Annotated[
-        Literal["cluster", "pods", "jobs", "claims"], typer.Argument(metavar="KIND", help="the input file")
-    ],
+        Literal["cluster", "pods", "jobs", "claims"] | None, typer.Argument(metavar="KIND", help="an input file")
+    ] = None,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            metavar="COMMAND",
+            help="the shape COMMAND prints with -o json|yaml: plan, mig plan, bench openb",
+        ),
+    ] = None,
 ) -> None:
-    """Print the JSON Schema of an input file."""
+    """Print the JSON Schema of an input file (KIND), or of what a command prints with -o json (--output)."""
 
     def body() -> int:
-        emit_json(SCHEMAS[kind].model_json_schema(by_alias=True))
+        if (kind is None) == (output is None):
+            raise ValueError("give KIND (cluster, pods, jobs, claims) or --output COMMAND")
+        if kind is not None:
+            emit_json(SCHEMAS[kind].model_json_schema(by_alias=True))
+            return 0
+        assert output is not None
+        from . import load  # every command's module, to find the one named
+
+        load()
+        command = command_named(output)
+        printed = getattr(command, "__gpusched_shape__", None)
+        if printed is None:
+            listed = ", ".join(
+                path for path in command_paths() if getattr(command_named(path), "__gpusched_shape__", None)
+            )
+            raise ValueError(f"--output: {output!r} is no command that prints JSON; one of: {listed}")
+        emit_json(TypeAdapter(printed).json_schema(mode="serialization", by_alias=True))
         return 0
 
     run(body)
 
 
 @names(lambda counts: [object_name("node", node) for node in counts])
+@shape(dict[str, dict[str, int]])
 @app.command("advertised")
 def advertised_command(
     cluster: ClusterArg = None, kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, as_json: JsonFlag = False
@@ -119,6 +158,7 @@ def advertised_command(
 
 
 @names(lambda report: [object_name("pod", pod["pod"]) for pod in report["results"] if pod["node"]])
+@shape(PlaceReport)
 @app.command("place")
 def place_command(
     cluster: ClusterArg = None,
@@ -187,6 +227,7 @@ def place_command(
     run(body)
 
 
+@shape(FragReport)
 @app.command("frag")
 def frag_command(
     cluster: ClusterArg = None,
@@ -217,6 +258,7 @@ def frag_command(
     run(body)
 
 
+@shape(list[AllReduce])
 @app.command("allreduce")
 def allreduce_command(
     cluster: Annotated[
@@ -245,6 +287,7 @@ def allreduce_command(
 
 
 @names(lambda report: [object_name("job", job["name"]) for job in report["jobs"]])
+@shape(GangReport)
 @app.command("gang")
 def gang_command(
     cluster: ClusterArg = None,
@@ -305,6 +348,7 @@ def gang_command(
 
 
 @names(lambda result: [object_name("node", node) for node in result["feasible"]])
+@shape(K8sPrediction)
 @app.command("k8s")
 def k8s_command(
     pod: Annotated[

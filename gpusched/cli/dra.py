@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 
 from ..actions.apply import ApplyReport, apply_objects
@@ -31,11 +32,21 @@ from .common import (
     names,
     object_name,
     run,
+    shape,
     show,
 )
 
 
+class KubeList(BaseModel):
+    """A Kubernetes List (`kubectl apply -f` takes it): the objects as the API server stores them."""
+
+    apiVersion: str = "v1"
+    kind: str = "List"
+    items: list[dict[str, Any]]
+
+
 @names(lambda listed: [object_name(item["kind"].lower(), item["metadata"]["name"]) for item in listed["items"]])
+@shape(KubeList | ApplyReport)
 @app.command("slices")
 def slices_command(
     cluster: ClusterArg = None,
@@ -73,7 +84,7 @@ def slices_command(
         if apply:
             show(apply_objects(str(server), context, wire, write=yes), as_json, render_apply)
         else:
-            emit_json({"apiVersion": "v1", "kind": "List", "items": wire})
+            emit_json(KubeList(items=wire))
         return 0
 
     run(body)
@@ -107,6 +118,7 @@ def render_apply(console: Console, report: ApplyReport) -> None:
 @names(
     lambda report: [object_name("resourceclaim", claim["claim"]) for claim in report["claims"] if claim["allocated"]]
 )
+@shape(DraReport)
 @app.command("dra")
 def dra_command(
     objects: Annotated[

@@ -42,6 +42,7 @@ from .common import (
     object_name,
     out,
     run,
+    shape,
     show,
     solver_config,
     write_output,
@@ -54,6 +55,7 @@ def _write_claim(claim: dict, target: str) -> None:
 
 
 @names(lambda result: [object_name("node", result["node"])] if result["fits"] and result["node"] else [])
+@shape(Explanation)
 @app.command("explain")
 def explain_command(
     target: Annotated[

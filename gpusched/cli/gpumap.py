@@ -24,6 +24,7 @@ from .common import (
     new_table,
     object_name,
     run,
+    shape,
     show,
 )
 from .figures import figure_target, save_figure, wrote
@@ -32,6 +33,7 @@ SYMBOLS = {"free": ".", "stranded": "s", "busy": "#", "mig": "m", "time-sliced":
 
 
 @names(lambda drawn: [object_name("node", node) for node in dict.fromkeys(gpu["node"] for gpu in drawn["gpus"])])
+@shape(ClusterMap)
 @app.command("map")
 def map_command(
     cluster: ClusterArg = None,

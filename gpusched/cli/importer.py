@@ -29,11 +29,13 @@ from .common import (
     new_table,
     object_name,
     run,
+    shape,
     write_output,
 )
 
 
 @names(lambda report: [object_name("node", node["node"]) for node in report["nodes"]])
+@shape(ImportReport)
 @app.command("import")
 def import_command(
     nodes: Annotated[

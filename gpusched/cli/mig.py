@@ -11,6 +11,7 @@ from rich.console import Console
 from ..actions.journal import Journal
 from ..actions.kube import Kube
 from ..actions.plans import mig_journal
+from ..actions.runner import RunOutcome
 from ..planner.optimize.mig import InstanceOut, MigPlan, plan_mig
 from ..planner.optimize.mig.layouts import (
     MigGpu,
@@ -52,6 +53,7 @@ from .common import (
     new_table,
     object_name,
     run,
+    shape,
     solver_config,
     write_output,
 )
@@ -61,6 +63,7 @@ app.add_typer(mig_app, name="mig")
 
 
 @names(lambda plan: [object_name("node", node) for node in plan["labels"]])
+@shape(MigPlan | RunOutcome)
 @mig_app.command("plan")
 def plan_command(
     cluster: ClusterArg = None,

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from ..actions.plans import bind_journal, gpusched_jobs
 from ..actions.run import carry_out, open_cluster
+from ..actions.runner import RunOutcome
 from ..errors import InputError
 from ..planner.optimize.plan import (
     PlanReport,
@@ -53,6 +54,7 @@ from .common import (
     object_name,
     out,
     run,
+    shape,
     show,
     solver_config,
 )
@@ -60,6 +62,7 @@ from .common import sizes as parse_sizes
 
 
 @names(lambda report: [object_name("pod", assignment["pod"]) for assignment in report["assignments"]])
+@shape(PlanReport | RunOutcome)
 @app.command("plan")
 def plan_command(
     cluster: ClusterArg = None,
@@ -139,6 +142,7 @@ def plan_command(
     run(body)
 
 
+@shape(PlanValidation)
 @app.command("validate")
 def validate_command(
     cluster: Annotated[

@@ -14,6 +14,7 @@ from rich.console import Console
 from ..actions.journal import Journal
 from ..actions.kube import Kube
 from ..actions.plans import defrag_journal, preempt_journal
+from ..actions.runner import RunOutcome
 from ..limits import MAX_PODS
 from ..planner.explain.target import pick_pending, pod_named
 from ..planner.optimize.defrag import DefragReport, defrag, parse_shape
@@ -51,6 +52,7 @@ from .common import (
     object_name,
     out,
     run,
+    shape,
     show,
     solver_config,
 )
@@ -191,6 +193,7 @@ def render_defrag(console: Console, report: DefragReport) -> None:
 
 
 @names(lambda report: [object_name("pod", victim["pod"]) for victim in report["victims"]])
+@shape(PreemptReport | RunOutcome)
 @app.command("preempt")
 def preempt_command(
     name: Annotated[str, typer.Argument(metavar="POD", help="the pending pod or job, by name ([NAMESPACE/]NAME)")],
@@ -245,6 +248,7 @@ def preempt_command(
 
 
 @names(lambda report: [object_name("pod", move["pod"]) for move in report["moves"]])
+@shape(DefragReport | RunOutcome)
 @app.command("defrag")
 def defrag_command(
     shape: Annotated[

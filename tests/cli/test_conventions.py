@@ -285,3 +285,55 @@ def test_printed_kubectl_lines_are_valid_kubectl(gpusched, write):
     deletes = [line for line in result.lines if line.startswith("kubectl delete pod")]
     assert deletes and all(re.match(r"kubectl delete pod p\d -n lab ", line) for line in deletes), deletes
     assert not any("lab/" in line for line in result.lines if line.startswith("kubectl "))
+
+
+# --- schema --output COMMAND -------------------------------------------------------------------------------------
+
+
+def test_every_command_that_prints_json_publishes_its_shape(gpusched):
+    from gpusched.cli.common import command_named, command_paths
+
+    printing = [path for path in command_paths() if getattr(command_named(path), "__gpusched_output__", False)]
+    assert len(printing) > 25
+    for path in printing:
+        result = gpusched("schema", "--output", path)
+        assert result.exit_code == 0 and ("type" in result.json() or "anyOf" in result.json()), path
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["scenarios"],
+        ["advertised", "monday"],
+        ["place", "monday"],
+        ["frag", "monday"],
+        ["map", "monday"],
+        ["gang", "training"],
+        ["allreduce", "monday", "dgx-a:0-7"],
+        ["explain", "train-8", "-f", "monday"],
+        ["preempt", "train-8", "-f", "preemption"],
+        ["defrag", "fragmented", "--for", "8"],
+        ["plan", "backlog"],
+        ["mig", "plan", "fragmented", "--demand", "3g.40gb=2"],
+        ["slices", "monday"],
+        ["dra", "--objects", "seed-claims", "-f", "fragmented"],
+        ["k8s", "examples/kind/gpu-c.json", "--nodes", "examples/kind/nodes.json"],
+        ["import", "--nodes", "tests/data/import/nodes.json"],
+    ],
+)
+def test_what_a_command_prints_is_its_published_shape(gpusched, args, monkeypatch):
+    from pydantic import TypeAdapter
+
+    from gpusched.cli.common import command_named
+
+    monkeypatch.chdir(ROOT)
+    path = " ".join(args[:2]) if args[0] == "mig" else args[0]
+    printed = gpusched(*args, "-o", "json").stdout
+    TypeAdapter(command_named(path).__gpusched_shape__).validate_json(printed)  # type: ignore[union-attr]
+
+
+def test_schema_needs_one_of_kind_and_output(gpusched):
+    assert gpusched("schema").exit_code == 2
+    wrong = gpusched("schema", "--output", "nope")
+    assert wrong.exit_code == 2 and "is no command that prints JSON; one of: " in wrong.stderr
+    assert "mig plan" in wrong.stderr and "bench openb" in wrong.stderr

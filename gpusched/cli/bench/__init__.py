@@ -14,17 +14,17 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from ...bench import bench_place
-from ...bench.cel_bench import bench_cel
-from ...bench.dra_bench import bench_dra
+from ...bench import PlaceBench, bench_place
+from ...bench.cel_bench import CelBench, bench_cel
+from ...bench.dra_bench import DraBench, bench_dra
 from ...bench.fanout import LOCAL_RAY
-from ...bench.mig_bench import bench_mig
+from ...bench.mig_bench import MigBench, bench_mig
 from ...bench.openb import DEFAULT_RATIO, MAX_TASKS, require_at_most
-from ...bench.openb_bench import bench_openb, write_outputs
-from ...bench.plan_bench import bench_plan
-from ...bench.repair import FILL, bench_defrag, bench_explain, bench_preempt
-from ...bench.replay import bench_replay, write_replay
-from ...bench.synthetic_bench import bench_synthetic, write_synthetic
+from ...bench.openb_bench import OpenbBench, bench_openb, write_outputs
+from ...bench.plan_bench import PlanBench, bench_plan
+from ...bench.repair import FILL, ExplainBench, RepairBench, bench_defrag, bench_explain, bench_preempt
+from ...bench.replay import ReplayBench, bench_replay, write_replay
+from ...bench.synthetic_bench import SyntheticBench, bench_synthetic, write_synthetic
 from ...errors import InputError, require
 from ...limits import MAX_NODES, MAX_POD_GPUS, MAX_PODS
 from ...planner.gpushare import POLICIES, policy_named
@@ -49,6 +49,7 @@ from ..common import (
     finite,
     run,
     run_and_show,
+    shape,
     show,
     solver_config,
 )
@@ -180,6 +181,7 @@ def _write_and_show(
     return 0
 
 
+@shape(PlaceBench)
 @bench_app.command("place")
 def bench_place_command(
     nodes: Annotated[
@@ -202,6 +204,7 @@ def bench_place_command(
     run(body)
 
 
+@shape(OpenbBench | Downloaded)
 @bench_app.command("openb")
 def bench_openb_command(
     trace: Annotated[
@@ -284,6 +287,7 @@ def bench_openb_command(
     run(body)
 
 
+@shape(SyntheticBench)
 @bench_app.command("synthetic")
 def bench_synthetic_command(
     nodes: Annotated[str, typer.Option("--nodes", help="cluster sizes, comma-separated")] = "100,1000,10000",
@@ -339,6 +343,7 @@ def _mix(text: str) -> dict[str, float]:
     return found
 
 
+@shape(ReplayBench)
 @bench_app.command("replay")
 def bench_replay_command(
     trace: Annotated[
@@ -382,6 +387,7 @@ def bench_replay_command(
     run(body)
 
 
+@shape(CelBench)
 @bench_app.command("cel")
 def bench_cel_command(
     selectors: Annotated[int, typer.Option(min=1, max=100_000, help="distinct device selectors to compile")] = 2000,
@@ -398,6 +404,7 @@ def bench_cel_command(
     run(body)
 
 
+@shape(DraBench)
 @bench_app.command("dra")
 def bench_dra_command(
     nodes: Annotated[
@@ -416,6 +423,7 @@ def bench_dra_command(
     run_and_show(lambda: bench_dra(nodes, every, prune), as_json, render_dra_bench)
 
 
+@shape(MigBench)
 @bench_app.command("mig")
 def bench_mig_command(
     gpus: Annotated[int, typer.Option(min=8, max=8 * MAX_NODES, help="generated MIG-capable GPUs (8 per node)")] = 1000,
@@ -439,6 +447,7 @@ def bench_mig_command(
     )
 
 
+@shape(PlanBench)
 @bench_app.command("plan")
 def bench_plan_command(
     nodes: Annotated[
@@ -478,6 +487,7 @@ def bench_plan_command(
     run(body)
 
 
+@shape(RepairBench)
 @bench_app.command("preempt")
 def bench_preempt_command(
     nodes: BusyNodes = 1000,
@@ -498,6 +508,7 @@ def bench_preempt_command(
     )
 
 
+@shape(RepairBench)
 @bench_app.command("defrag")
 def bench_defrag_command(
     nodes: BusyNodes = 1000,
@@ -520,6 +531,7 @@ def bench_defrag_command(
     run(body)
 
 
+@shape(ExplainBench)
 @bench_app.command("explain")
 def bench_explain_command(
     nodes: BusyNodes = 1000,
