@@ -7,7 +7,6 @@ the user's state folder: `$XDG_STATE_HOME/gpusched`, else `~/.local/state/gpusch
 
 from __future__ import annotations
 
-import os
 import secrets
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from .. import folders
 from ..errors import InputError
 from ..files import make_folder, read_text, write_files
 from ..models.workload import GpuNeeds
@@ -115,9 +115,8 @@ def new_run_id() -> str:
 
 
 def state_dir() -> Path:
-    """$XDG_STATE_HOME/gpusched, else ~/.local/state/gpusched (the XDG base directory default)."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "gpusched"
+    """$XDG_STATE_HOME/gpusched, else ~/.local/state/gpusched (gpusched.folders: the system's state folder)."""
+    return folders.state_dir()
 
 
 def default_path(run: str) -> Path:

@@ -16,6 +16,7 @@ from ..planner.allreduce import AllReduce, ring_allreduce
 from ..planner.emit import DEFAULT_GPU_WEIGHT, kueue_setup, scheduler_config
 from ..planner.frag import FragReport, fragmentation
 from ..planner.gang import GangReport, Mode, simulate
+from ..planner.gpumap import node_summaries
 from ..planner.place import DEFAULT_GRADIENT_GB, PlaceReport, place
 from ..planner.scheduler.framework import NEWEST as NEWEST_RELEASE
 from ..planner.scheduler.live import predict_live
@@ -249,8 +250,10 @@ def frag_command(
     def body() -> int:
         target = figure_target("--output-file", plot)
         model = load_cluster(cluster_source(cluster, kubeconfig, context))
-        report = fragmentation(ClusterState.from_cluster(model), parse_sizes(sizes))
-        save_figure("--output-file", target, "frag_figure", report)
+        state = ClusterState.from_cluster(model)
+        report = fragmentation(state, parse_sizes(sizes))
+        if target is not None:
+            save_figure("--output-file", target, "frag_figure", report, node_summaries(state))
         show(report, as_json, render.frag)
         wrote(target, as_json)
         return 0

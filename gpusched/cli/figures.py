@@ -36,13 +36,13 @@ def figure_target(option: str, path: Path | None) -> Path | None:
     return path
 
 
-def save_figure(option: str, path: Path | None, figure: str, data: Any) -> None:
+def save_figure(option: str, path: Path | None, figure: str, *data: Any) -> None:
     """Draw `data` with gpusched.cli.plots' function named `figure` and write it to `path` (nothing when None)."""
     if path is None:
         return
     from . import plots  # matplotlib only when a picture is wanted
 
-    plots.save(getattr(plots, figure)(data), path)
+    plots.save(getattr(plots, figure)(*data), path)
 
 
 def wrote(path: Path | None, as_json: bool) -> None:

@@ -97,7 +97,10 @@ def _label(state: str) -> str:
 def render_map(console: Console, drawn: ClusterMap) -> None:
     how = "inside one NVLink island" if drawn.placement == "island" else "by count on one node"
     counts = ", ".join(f"{count} {_label(state)}" for state, count in drawn.counts.items())
-    console.print(f"GPUs for {drawn.size}-GPU pods {how}: {counts}", markup=False)
+    small = sum(1 for node in drawn.nodes if not node.holds_size and node.free)
+    where = "island" if drawn.placement == "island" else "node"
+    note = f"; {small} node(s) with no {where} of {drawn.size} GPUs (their free GPUs are not stranded)" if small else ""
+    console.print(f"GPUs for {drawn.size}-GPU pods {how}: {counts}{note}", markup=False)
     table = new_table("node", "GPUs by NVLink island", "shared GPUs in use")
     for node, gpus in groupby(drawn.gpus, key=lambda gpu: gpu.node):
         cells = list(gpus)

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from .. import folders
+
 __all__ = [
     "BINARIES",
     "Binaries",
@@ -140,11 +142,10 @@ def release(version: str | None = None, source: str | Path | None = None) -> Rel
 
 
 def cache_root() -> Path:
-    """$GPUSCHED_CACHE_DIR, else $XDG_CACHE_HOME/gpusched, else ~/.cache/gpusched; then conformance/."""
-    base = os.environ.get("GPUSCHED_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache", "gpusched"
-    )
-    return Path(base) / "conformance"
+    """$GPUSCHED_CACHE_DIR, else the user cache (gpusched.folders: $XDG_CACHE_HOME/gpusched or ~/.cache/gpusched);
+    then conformance/."""
+    base = os.environ.get("GPUSCHED_CACHE_DIR")
+    return (Path(base) if base else folders.cache_dir()) / "conformance"
 
 
 def _ldflags(version: str) -> str:

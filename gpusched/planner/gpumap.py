@@ -2,20 +2,26 @@
 
 `frag` counts; the map says which GPUs. Free GPUs are stranded when they are left over after as many N-GPU pods
 as fit have been cut from their group: an NVLink island (placement "island", what a communication-heavy job
-needs) or the whole node (placement "count", what extended resources allow). How many are stranded matches
-`frag`; which ones is a convention (the highest indices of the group), since any of them could be the leftover.
+needs) or the whole node (placement "count", what extended resources allow). Only a group that could hold an
+N-GPU pod at all (N GPUs in it, busy or not) strands any: the GPUs of an island or node smaller than N are free
+for smaller pods, not wasted by fragmentation. Which ones are stranded is a convention (the highest indices of the
+group), since any of them could be the leftover. Each node has a kind (GPU model, count, sharing) and its free and
+stranded counts, so a picture can group and sort nodes at pool scale.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ..models.mig import profiles_for
 from .state import ClusterState, GpuState, NodeState
 
-__all__ = ["PLACEMENTS", "STATES", "ClusterMap", "MapGpu", "MapInstance", "Placement", "cluster_map"]
+__all__ = [
+    "PLACEMENTS", "STATES", "ClusterMap", "MapGpu", "MapInstance", "MapNode", "Placement", "cluster_map", "kind",
+    "node_summaries",
+]  # fmt: skip
 
 GpuMapState = Literal["free", "stranded", "busy", "mig", "time-sliced"]
 STATES: tuple[GpuMapState, ...] = ("free", "stranded", "busy", "mig", "time-sliced")
@@ -40,11 +46,23 @@ class MapGpu(BaseModel):
     instances: list[MapInstance]  # MIG instances in slice order (empty: MIG off)
 
 
+class MapNode(BaseModel):
+    node: str
+    kind: str  # GPU model x count, and how it is shared: the nodes a picture groups together
+    gpus: int
+    free: int  # whole free GPUs, stranded ones included
+    stranded: int
+    fits: int = Field(description="pods of the map's size its free GPUs hold")
+    largest_island: int = Field(description="GPUs of its largest NVLink island, busy ones included")
+    holds_size: bool = Field(description="it has a group (island, or the node by count) of at least the size")
+
+
 class ClusterMap(BaseModel):
     size: int
     placement: Placement
     counts: dict[str, int]  # GPUs per state, every state listed
     gpus: list[MapGpu]
+    nodes: list[MapNode] = Field(default_factory=list, description="every node with GPUs, in the cluster's order")
 
 
 def _instances(node: NodeState, gpu: GpuState) -> list[MapInstance]:
@@ -78,14 +96,52 @@ def _groups(free: list[GpuState], placement: Placement) -> list[list[GpuState]]:
     return list(islands.values())
 
 
+def _group_sizes(node: NodeState, placement: Placement) -> dict[int, int]:
+    """GPUs per group, busy ones included: an island's size by island number, or the node's under -1."""
+    if placement == "count":
+        return {-1: len(node.gpus)}
+    sizes: dict[int, int] = {}
+    for gpu in node.gpus:
+        sizes[gpu.island] = sizes.get(gpu.island, 0) + 1
+    return sizes
+
+
 def _stranded(node: NodeState, size: int, placement: Placement) -> set[int]:
-    """Indices of free GPUs left over once every group has given as many `size`-GPU pods as it can."""
+    """Indices of free GPUs left over once every group that could hold a `size`-GPU pod has given as many as it
+    can (a group smaller than `size` strands nothing: no such pod ever fits there)."""
     free = [gpu for gpu in node.gpus if _state(node, gpu) == "free"]
+    sizes = _group_sizes(node, placement)
     left: set[int] = set()
     for group in _groups(free, placement):
+        if sizes[-1 if placement == "count" else group[0].island] < size:
+            continue
         usable = len(group) // size * size
         left |= {gpu.index for gpu in group[usable:]}
     return left
+
+
+def kind(node: NodeState) -> str:
+    """What a node is, as a picture groups nodes: `A100-SXM4-80GB x8`, `L4 x1 time-sliced x4`, `... MIG`."""
+    block = node.spec.gpu
+    if block is None:
+        return "no GPUs"
+    shared = " MIG" if block.mig else (f" time-sliced x{block.replicas}" if block.replicas > 1 else "")
+    return f"{block.model} x{block.count}{shared}"
+
+
+def _map_node(node: NodeState, cells: list[MapGpu], size: int, placement: Placement) -> MapNode:
+    free = [gpu for gpu in node.gpus if _state(node, gpu) == "free"]
+    fits = sum(len(group) // size for group in _groups(free, placement))
+    return MapNode(
+        node=node.name,
+        kind=kind(node),
+        gpus=len(node.gpus),
+        free=len(free),
+        stranded=sum(1 for cell in cells if cell.state == "stranded"),
+        fits=fits,
+        largest_island=max(_group_sizes(node, "island").values(), default=0),
+        holds_size=max(_group_sizes(node, placement).values(), default=0) >= size,
+    )
 
 
 def _node_cells(node: NodeState, size: int, placement: Placement) -> list[MapGpu]:
@@ -105,10 +161,17 @@ def _node_cells(node: NodeState, size: int, placement: Placement) -> list[MapGpu
     ]
 
 
+def node_summaries(state: ClusterState, size: int = 8, placement: Placement = "island") -> list[MapNode]:
+    """Each node with GPUs: its kind, free and stranded GPUs for `size` (what a pool-scale picture draws)."""
+    return cluster_map(state, size, placement).nodes
+
+
 def cluster_map(state: ClusterState, size: int = 8, placement: Placement = "island") -> ClusterMap:
     """Every GPU of every node, in node order, with free GPUs split into usable and stranded for `size`."""
     if size < 1:
         raise ValueError(f"job size: at least 1 GPU, got {size}")
-    gpus = [cell for node in state.nodes for cell in _node_cells(node, size, placement)]
+    cells = {node.name: _node_cells(node, size, placement) for node in state.nodes}
+    gpus = [cell for node in state.nodes for cell in cells[node.name]]
     counts: dict[str, int] = {name: sum(1 for gpu in gpus if gpu.state == name) for name in STATES}
-    return ClusterMap(size=size, placement=placement, counts=counts, gpus=gpus)
+    nodes = [_map_node(node, cells[node.name], size, placement) for node in state.nodes if node.gpus]
+    return ClusterMap(size=size, placement=placement, counts=counts, gpus=gpus, nodes=nodes)

@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .. import folders
 from ..errors import InputError, LimitError
 from ..files import read_text
 from ..limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_PODS
@@ -150,8 +151,7 @@ def openb_dir(data: str | Path | None = None) -> Path:
         return Path(data)
     if os.environ.get(OPENB_ENV):
         return Path(os.environ[OPENB_ENV])
-    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(cache) / "gpusched" / "openb"
+    return folders.cache_dir() / "openb"
 
 
 def _is_path(trace: str) -> bool:
