@@ -74,6 +74,9 @@ def run(body: Callable[[], int]) -> None:
     except ValueError as error:  # legacy: library ValueErrors still read as bad input until they become InputError
         err.print(f"error: {error}", markup=False)
         raise typer.Exit(2) from None
+    except KeyboardInterrupt:  # Ctrl-C where no command handles signals (an --apply run does): one line, not a trace
+        err.print("error: interrupted by SIGINT", markup=False)
+        raise typer.Exit(130) from None
     raise typer.Exit(code)
 
 

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from ..actions.journal import Journal
-from ..actions.kube import Kube
+from ..actions.kube import Kube, Snapshot
 from ..actions.plans import defrag_journal, preempt_journal
 from ..limits import MAX_PODS
 from ..planner.explain.target import pick_pending
@@ -31,6 +31,7 @@ from .apply import (
     YesFlag,
     apply_plan,
     check_apply,
+    live_apply,
     live_cluster,
     options,
 )
@@ -219,20 +220,21 @@ def preempt_command(
             raise ValueError("--kubeconfig is the cluster: give only POD")
         if wanted is None:
             raise ValueError("give CLUSTER and POD-OR-JOB")
-        model = load_cluster(where)
-        pods, jobs = load_pending(source or where)
-        report = preempt(model, pick_pending(pods.pods, jobs.jobs, wanted, source or where), config)
-        if not apply or not report.feasible:
-            show(report, as_json, render_preempt)
-            return 0 if report.feasible else 1
-        if not as_json:
-            render_preempt(out, report)
-        settings = options(pdb_timeout, wait_timeout)
+        with live_apply(apply, kubeconfig, context) as live:  # --apply: plan from the one snapshot the run checks
+            model = live.cluster if live else load_cluster(where)
+            pods, jobs = load_pending(source or (live.scenario if live else where))
+            report = preempt(model, pick_pending(pods.pods, jobs.jobs, wanted, source or where), config)
+            if not apply or not report.feasible:
+                show(report, as_json, render_preempt)
+                return 0 if report.feasible else 1
+            if not as_json:
+                render_preempt(out, report)
+            settings = options(pdb_timeout, wait_timeout)
 
-        def steps(kube: Kube, where: Target) -> Journal:
-            return preempt_journal(kube, report, wanted, where, settings)
+            def steps(kube: Kube, snapshot: Snapshot, where: Target) -> Journal:
+                return preempt_journal(kube, snapshot, report, wanted, where, settings)
 
-        return apply_plan(kubeconfig, context, f"preempt {wanted}", steps, yes, journal, as_json)
+            return apply_plan(live, f"preempt {wanted}", steps, yes, journal, as_json)
 
     run(body)
 
@@ -267,17 +269,19 @@ def defrag_command(
         check_apply(apply, kubeconfig, context, yes, journal)
         config = solver_config(time_limit, workers, seed)
         target = parse_shape(shape)
-        report = defrag(load_cluster(live_cluster(cluster, kubeconfig, context, "--for")), target, max_moves, config)
-        if not apply or not report.feasible:
-            show(report, as_json, render_defrag)
-            return 0 if report.feasible else 1
-        if not as_json:
-            render_defrag(out, report)
-        settings = options(pdb_timeout, wait_timeout)
+        source = live_cluster(cluster, kubeconfig, context, "--for")
+        with live_apply(apply, kubeconfig, context) as live:  # --apply: plan from the one snapshot the run checks
+            report = defrag(live.cluster if live else load_cluster(source), target, max_moves, config)
+            if not apply or not report.feasible:
+                show(report, as_json, render_defrag)
+                return 0 if report.feasible else 1
+            if not as_json:
+                render_defrag(out, report)
+            settings = options(pdb_timeout, wait_timeout)
 
-        def steps(kube: Kube, where: Target) -> Journal:
-            return defrag_journal(kube, report, where, settings)
+            def steps(kube: Kube, snapshot: Snapshot, where: Target) -> Journal:
+                return defrag_journal(kube, snapshot, report, where, settings)
 
-        return apply_plan(kubeconfig, context, f"defrag --for {shape}", steps, yes, journal, as_json)
+            return apply_plan(live, f"defrag --for {shape}", steps, yes, journal, as_json)
 
     run(body)
