@@ -171,23 +171,34 @@ def save_journal(journal: Journal, path: str | Path) -> None:
 def locked(path: str | Path) -> Iterator[None]:
     """Hold the journal's advisory lock (a `.lock` file beside it, since the journal itself is replaced at every
     save) for the block: a second run of the same journal on this host is refused, naming the process that holds
-    it. The lock goes with the process, so a killed run leaves none behind."""
+    it. The lock goes with the process, so a killed run leaves none behind; a run that ends removes the file
+    while it still holds it (a process that opened it meanwhile finds it gone and takes a new one)."""
     lock = Path(str(path) + ".lock")
     make_folder(lock.parent)
-    try:
-        handle = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as error:
-        raise InputError(str(lock), f"cannot open the journal's lock: {error.strerror or error}") from None
-    try:
+    while True:
+        try:
+            handle = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as error:
+            raise InputError(str(lock), f"cannot open the journal's lock: {error.strerror or error}") from None
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(handle, 200, 0).decode(errors="replace").strip() or "another process"
+            os.close(handle)
             raise InputError(str(path), f"in use by another gpusched run ({holder}): wait for it to end") from None
+        try:
+            current = os.stat(lock).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(handle).st_ino:
+            break
+        os.close(handle)  # the file was removed by the run that held it: lock the one there now
+    try:
         os.ftruncate(handle, 0)
         os.pwrite(handle, f"pid {os.getpid()}".encode(), 0)
         yield
     finally:
+        lock.unlink(missing_ok=True)
         os.close(handle)
 
 
