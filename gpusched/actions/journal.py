@@ -127,6 +127,12 @@ class Journal(BaseModel):
 
     @property
     def finished(self) -> bool:
+        """Every step done: the plan carried out (a rolled-back gang means it was not)."""
+        return not self.rolled_back and all(step.state in ("done", "skipped") for step in self.steps)
+
+    @property
+    def walked(self) -> bool:
+        """Nothing left to run: finished, or the rest undone by a rollback (a re-plan binds those gangs)."""
         return all(step.state in ("done", "skipped") for step in self.steps)
 
     @property
@@ -194,8 +200,9 @@ def locked(path: str | Path) -> Iterator[None]:
             break
         os.close(handle)  # the file was removed by the run that held it: lock the one there now
     try:
-        os.ftruncate(handle, 0)
-        os.pwrite(handle, f"pid {os.getpid()}".encode(), 0)
+        with contextlib.suppress(OSError):  # who holds it, for the message of a run refused; a full disk may refuse
+            os.ftruncate(handle, 0)
+            os.pwrite(handle, f"pid {os.getpid()}".encode(), 0)
         yield
     finally:
         lock.unlink(missing_ok=True)

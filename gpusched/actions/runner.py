@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import ClusterError, InputError, Interrupted
 from .journal import Journal, Step, save_journal
-from .kube import Kube, Refused, Snapshot
+from .kube import CORDON_TAINT, Kube, Refused, Snapshot
 from .lease import Busy, Leases
 from .revalidate import moved_on
 from .signals import Signalled, handled, held
@@ -202,8 +202,25 @@ class _Run:
             raise RunInterrupted(signum, outcome)
         return outcome
 
+    def _rearm_lost_cordons(self, snapshot: Snapshot | None) -> None:
+        """A cordon the journal has done, whose uncordon is still to come, must still be there: a cleanup whose
+        journal could not be saved (a full disk) or someone else may have removed the taint. Then it runs again."""
+        undone = {s.target for s in self.journal.steps if s.kind == "uncordon" and s.state not in ("done", "skipped")}
+        for step in self.journal.steps:
+            if step.kind != "cordon" or step.state != "done" or step.target not in undone:
+                continue
+            node = snapshot.node(step.target) if snapshot else self.kube.node(step.target)
+            taints = ((node or {}).get("spec") or {}).get("taints") or []
+            if not any(t.get("key") == CORDON_TAINT and t.get("value") == self.journal.run for t in taints):
+                step.state, step.result = "pending", "its taint is gone (removed since): cordons again"
+
     def _steps(self, snapshot: Snapshot | None) -> None:
         journal = self.journal
+        try:
+            self._rearm_lost_cordons(snapshot)
+        except ClusterError as error:
+            self.stop = StepFailed(f"before the first step: {error}")
+            return
         for number, step in enumerate(journal.steps, 1):
             if step.state in ("done", "skipped"):
                 continue
@@ -268,7 +285,11 @@ class _Run:
                     step.state = "interrupted"
                     step.error = (f"interrupted by {signal.Signals(self.signum).name} while running: it may have "
                                   "taken effect; a resume checks first")  # fmt: skip
-        if self.stop is None and self.signum is None:
+        if self.stop is None and self.signum is None and journal.rolled_back and journal.walked:
+            self.stop = StepFailed(f"rolled back, not bound: {', '.join(journal.rolled_back)} (all or nothing); a "
+                                   "re-plan binds them again", drift=True)  # fmt: skip
+            journal.state, journal.stopped = "stopped", str(self.stop)
+        elif self.stop is None and self.signum is None:
             journal.state = "done" if journal.finished else "stopped"
         else:
             self._cleanup()

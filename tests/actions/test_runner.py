@@ -391,6 +391,17 @@ def test_a_journal_that_cannot_be_written_stops_the_run_and_still_cleans_up(tmp_
     assert outcome.unsaved and not ours(kube, "n1") and evictions(kube) == []
 
 
+def test_a_done_cordon_whose_taint_is_gone_cordons_again(tmp_path):
+    """The journal says the cordon is done (a cleanup removed it, but its journal could not be saved): the resume
+    cordons again before it evicts, and removes the taint at the end."""
+    kube, planned = cordoned_run()
+    planned.steps[0].state, planned.steps[0].started = "done", 1.0
+    seen = []
+    outcome = execute(kube, planned, tmp_path / "j.json", settings(Clock()), lambda n, s: seen.append(ours(kube, "n1")))
+    assert outcome.finished and seen == [True, True, True, False] and not ours(kube, "n1")
+    assert outcome.steps[0].result == "cordoned"
+
+
 def test_a_journal_that_cannot_be_written_at_all_changes_nothing(tmp_path):
     kube, planned = cordoned_run()
     (tmp_path / "file").write_text("")
@@ -442,7 +453,9 @@ def test_a_lost_binding_answer_rolls_the_whole_gang_back(tmp_path, bare):
     else:
         assert "ns/t0" not in kube.items and "ns/t1" not in kube.items  # deleted: the Job re-creates them
     binds = [c for c in kube.calls if c[0] == "bind" and not c[2]]
-    assert execute(kube, saved, tmp_path / "j.json", settings(Clock()), quiet).state in ("done", "stopped")
+    again = execute(kube, saved, tmp_path / "j.json", settings(Clock()), quiet)
+    assert again.state == "stopped" and again.drift and not again.finished
+    assert again.stopped == "rolled back, not bound: ns/train (all or nothing); a re-plan binds them again"
     assert [c for c in kube.calls if c[0] == "bind" and not c[2]] == binds  # a rolled-back gang is never bound again
 
 

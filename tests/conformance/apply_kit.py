@@ -195,3 +195,24 @@ class MigManager(threading.Thread):
     def _state(self, node: str, state: str) -> None:
         patch = {"metadata": {"labels": {"nvidia.com/mig.config.state": state}}}
         self.rest.call("PATCH", f"/api/v1/nodes/{node}", patch, "application/merge-patch+json")
+
+
+def fragment(rest: Rest) -> None:
+    """d1 runs a (ReplicaSet, lane-a) and b (ReplicaSet, lane-b), 1 GPU each; d2 and d3 are full but one GPU each.
+    Room for 4 GPUs: empty d1, a to d2 (its only other lane-a node), b to d3 (lane-b)."""
+    rest.create("/api/v1/nodes", gpu_node("d1", 4, {"lane-a": "yes", "lane-b": "yes"}))
+    for name in ("a", "b"):
+        rest.create(f"/apis/apps/v1/namespaces/{NS}/replicasets", replica_set(name, 1, {f"lane-{name}": "yes"}))
+    bound(rest, 2)
+    rest.create("/api/v1/nodes", gpu_node("d2", 4, {"lane-a": "yes"}))
+    rest.create("/api/v1/nodes", gpu_node("d3", 4, {"lane-b": "yes"}))
+    rest.create(PODS, bare_pod("c", 3, selector={"kubernetes.io/hostname": "d2"}))
+    rest.create(PODS, bare_pod("e", 3, selector={"kubernetes.io/hostname": "d3"}))
+    bound(rest, 4)
+
+
+def owners(rest: Rest) -> dict[str, str]:
+    """ReplicaSet -> the node its pod runs on."""
+    return {p["metadata"]["ownerReferences"][0]["name"]: p["spec"].get("nodeName")
+            for p in rest.get(PODS)["items"]
+            if p["metadata"].get("ownerReferences") and not p["metadata"].get("deletionTimestamp")}  # fmt: skip

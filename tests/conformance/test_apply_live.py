@@ -23,9 +23,10 @@ from apply_kit import (
     bare_pod,
     bound,
     clear,
+    fragment,
     gpu_node,
+    owners,
     plane,
-    replica_set,
     running,
     unschedulable,
     untouched,
@@ -168,23 +169,8 @@ def fragmented(fresh):
     """d1 runs a (ReplicaSet, lane-a) and b (ReplicaSet, lane-b), 1 GPU each; d2 and d3 are full but one GPU each.
     Room for 4 GPUs: empty d1, a to d2 (its only other lane-a node), b to d3 (lane-b)."""
     plane, rest = fresh
-    rest.create("/api/v1/nodes", gpu_node("d1", 4, {"lane-a": "yes", "lane-b": "yes"}))
-    for name in ("a", "b"):
-        rest.create(f"/apis/apps/v1/namespaces/{NS}/replicasets", replica_set(name, 1, {f"lane-{name}": "yes"}))
-    bound(rest, 2)
-    rest.create("/api/v1/nodes", gpu_node("d2", 4, {"lane-a": "yes"}))
-    rest.create("/api/v1/nodes", gpu_node("d3", 4, {"lane-b": "yes"}))
-    rest.create(PODS, bare_pod("c", 3, selector={"kubernetes.io/hostname": "d2"}))
-    rest.create(PODS, bare_pod("e", 3, selector={"kubernetes.io/hostname": "d3"}))
-    bound(rest, 4)
+    fragment(rest)
     return plane, rest
-
-
-def _owners(rest: Rest) -> dict[str, str]:
-    """ReplicaSet -> the node its pod runs on."""
-    return {p["metadata"]["ownerReferences"][0]["name"]: p["spec"].get("nodeName")
-            for p in rest.get(PODS)["items"]
-            if p["metadata"].get("ownerReferences") and not p["metadata"].get("deletionTimestamp")}  # fmt: skip
 
 
 def _d1_untouched(rest: Rest) -> None:
@@ -199,7 +185,7 @@ def test_a_defrag_is_carried_out(fragmented, gpusched, tmp_path):
     assert result.exit_code == 0, result.stdout + result.stderr
     assert "1. cordon d1 (taint gpusched.io/cordon:NoSchedule, this run's): done (cordoned)" in result.stdout
     assert "uncordon d1 (remove this run's taint): done (uncordoned)" in result.stdout
-    assert rest.wait(lambda: _owners(rest) == {"a": "d2", "b": "d3"})
+    assert rest.wait(lambda: owners(rest) == {"a": "d2", "b": "d3"})
     _d1_untouched(rest)
     assert load_journal(journal).finished
 
@@ -214,7 +200,7 @@ def test_a_defrag_dry_run_cordons_and_moves_nothing(fragmented, gpusched, tmp_pa
         and "dry run: nothing was changed" in result.stdout
     )
     assert rest.get("/api/v1/nodes/d1")["metadata"]["resourceVersion"] == before
-    assert _owners(rest) == {"a": "d1", "b": "d1"} and not (tmp_path / "state").exists()
+    assert owners(rest) == {"a": "d1", "b": "d1"} and not (tmp_path / "state").exists()
 
 
 def test_an_interrupted_defrag_resumes_from_its_journal(fragmented, gpusched, tmp_path):
@@ -247,7 +233,7 @@ def test_an_interrupted_defrag_resumes_from_its_journal(fragmented, gpusched, tm
     resumed = gpusched("apply", "--resume", journal, "--yes")
     assert resumed.exit_code == 0, resumed.stdout + resumed.stderr
     assert "2. evict" not in resumed.stdout  # done before: not done again
-    assert rest.wait(lambda: _owners(rest) == {"a": "d2", "b": "d3"})
+    assert rest.wait(lambda: owners(rest) == {"a": "d2", "b": "d3"})
     _d1_untouched(rest)
     assert moved and load_journal(journal).finished
 
@@ -267,7 +253,7 @@ def test_a_defrag_stops_when_the_cluster_moved_on(fragmented, gpusched, tmp_path
         rest.wait(lambda: running(rest).get("intruder") == "d3")
         outcome = carry_out(kube, planned, True, str(tmp_path / "j.json"), lambda n, s: None)
     assert outcome.drift and "apply/intruder now runs on d3" in (outcome.stopped or "")
-    assert _owners(rest) == {"a": "d1", "b": "d1"}  # nothing moved
+    assert owners(rest) == {"a": "d1", "b": "d1"}  # nothing moved
     _d1_untouched(rest)
 
 
@@ -285,7 +271,7 @@ def test_a_user_who_may_cordon_but_not_evict_changes_nothing_not_even_the_cordon
     assert 'forbidden by the server: 403 pods "' in result.stderr and "nothing was changed" in result.stderr
     assert not journal.exists() and not (tmp_path / "state").exists()
     assert rest.get("/api/v1/nodes/d1")["metadata"]["resourceVersion"] == before  # not cordoned
-    assert _owners(rest) == {"a": "d1", "b": "d1"}
+    assert owners(rest) == {"a": "d1", "b": "d1"}
 
 
 def _defrag_journal(plane):
@@ -335,7 +321,7 @@ def test_a_defrag_stops_before_a_move_to_a_node_someone_tainted(fragmented, tmp_
                       ("replacement", "pending"), ("uncordon", "pending")]  # fmt: skip
     assert load_journal(journal).steps[3].error == f"not started: {outcome.stopped}"
     owner = second.target.split("/")[1].rsplit("-", 1)[0]
-    assert _owners(rest)[owner] == "d1"  # the second pod was not evicted
+    assert owners(rest)[owner] == "d1"  # the second pod was not evicted
     _d1_untouched(rest)  # the cordon is undone
 
 
@@ -355,7 +341,7 @@ def test_a_defrag_stops_when_a_pod_to_move_is_deleted(fragmented, tmp_path):
     steps = load_journal(journal).steps
     assert [s.state for s in steps] == ["pending", "failed", "pending", "pending", "pending", "pending"]
     first_owner = evictions[0].target.split("/")[1].rsplit("-", 1)[0]
-    assert _owners(rest)[first_owner] == "d1" and evictions[0].target.split("/")[1] in running(rest)  # untouched
+    assert owners(rest)[first_owner] == "d1" and evictions[0].target.split("/")[1] in running(rest)  # untouched
     _d1_untouched(rest)
 
 
@@ -386,7 +372,7 @@ def test_a_resumed_defrag_re_validates_and_stops_when_the_cluster_moved_on(fragm
     assert [s.state for s in steps] == ["failed", "done", "done", "pending", "pending", "pending"]
     assert steps[0].error.startswith("not started: the cluster moved on: ")
     owner = second.target.split("/")[1].rsplit("-", 1)[0]
-    assert _owners(rest)[owner] == "d1"  # the second pod was not evicted
+    assert owners(rest)[owner] == "d1"  # the second pod was not evicted
     _d1_untouched(rest)  # not cordoned again
     status = gpusched("apply", "--status", journal)
     assert (
