@@ -33,7 +33,19 @@ from ..scenarios.openb import MILLI
 from .openb import RunSpec, arrivals, prepare
 from .share_check import Placed, check_share_placement
 
-__all__ = ["Bracket", "Kind", "NodeType", "PatternLP", "bracket", "lower_placement", "node_types", "pod_kinds"]
+__all__ = [
+    "LP_SOLVERS",
+    "Bracket",
+    "Kind",
+    "LPFailed",
+    "NodeType",
+    "PatternLP",
+    "best_fit_all",
+    "bracket",
+    "lower_placement",
+    "node_types",
+    "pod_kinds",
+]
 
 ROUNDS = 400  # column-generation rounds at most; the dual bound is valid after any of them
 # milli per GPU's share of a node's cpu (and of its memory) charged to steer the placement's LP: lightly (most
@@ -46,13 +58,17 @@ TOLERANCE = 1e-6  # milli: a column better than its GPU price by less than this 
 class Bracket(BaseModel):
     trace: str
     seed: int
-    upper_pct: float = Field(description="upper bound on the allocated GPU milli, % of capacity (pattern LP dual)")
-    lower_pct: float = Field(description="a checked placement of the same arrived pods, % of capacity")
-    gap_pp: float = Field(description="upper minus lower, points")
-    lp_pct: float = Field(description="the last restricted LP's objective, % of capacity (≤ upper)")
-    columns: int = Field(description="GPU columns generated")
-    rounds: int = Field(description="column-generation rounds")
-    converged: bool = Field(description="no column prices out: the LP optimum is reached")
+    upper_pct: float | None = Field(
+        None, description="upper bound on the allocated GPU milli, % of capacity (pattern LP dual); None: failed"
+    )
+    lower_pct: float | None = Field(None, description="a checked placement of the same arrived pods, % of capacity")
+    gap_pp: float | None = Field(None, description="upper minus lower, points")
+    lp_pct: float | None = Field(None, description="the last restricted LP's objective, % of capacity (≤ upper)")
+    columns: int = Field(0, description="GPU columns generated")
+    rounds: int = Field(0, description="column-generation rounds")
+    converged: bool = Field(False, description="no column prices out: the LP optimum is reached")
+    solver: str = Field(description="the LP solver that gave the bound (LP_SOLVERS: the first that reached optima)")
+    failed: str | None = Field(None, description="what could not be computed, and why (None: the bracket is whole)")
     cpu_seconds: float = Field(description="CPU time of the bracket (steady when the machine is busy)")
 
 
@@ -130,6 +146,42 @@ def _knapsack(weights: list[int], values: list[float], limits: list[int]) -> tup
     return float(best[MILLI]), chosen
 
 
+# The LP solvers tried in turn when one does not reach an optimum (GLOP can end ABNORMAL on badly scaled rounds):
+# (ortools solver, its parameters, the name a bracket reports). Any solver's duals give a valid bound (see solve).
+LP_SOLVERS = (
+    ("GLOP", "", "GLOP"),
+    ("GLOP", "use_preprocessing: false use_scaling: false", "GLOP without presolve and scaling"),
+    ("CLP", "", "CLP"),
+    ("PDLP", "", "PDLP"),
+)
+STATUS_NAMES = {
+    pywraplp.Solver.FEASIBLE: "FEASIBLE",
+    pywraplp.Solver.INFEASIBLE: "INFEASIBLE",
+    pywraplp.Solver.UNBOUNDED: "UNBOUNDED",
+    pywraplp.Solver.ABNORMAL: "ABNORMAL",
+    pywraplp.Solver.MODEL_INVALID: "MODEL_INVALID",
+    pywraplp.Solver.NOT_SOLVED: "NOT_SOLVED",
+}
+
+
+class LPFailed(Exception):
+    """No LP solver of LP_SOLVERS solved a round to optimality; the message lists what each one answered."""
+
+
+@dataclass
+class Column:
+    """One LP column: `gpus` GPUs of node type `ti` carrying `content` (kind -> pods), and its variable."""
+
+    ti: int
+    content: Counter[int]
+    gpus: int
+    var: pywraplp.Variable
+
+    @property
+    def value(self) -> float:
+        return float(self.var.solution_value())
+
+
 class PatternLP:
     """The GPU-pattern LP of one arrived pod multiset on one cluster, grown by column generation."""
 
@@ -144,24 +196,39 @@ class PatternLP:
             ]
             for t in self.types
         ]
-        self.solver = pywraplp.Solver.CreateSolver("GLOP")
+        self.penalty = 0.0
+        self.backend = 0  # index into LP_SOLVERS
+        self.whole: list[tuple[int, Column]] = []  # (kind, its pods on one node type)
+        self.patterns: list[Column] = []  # one GPU carrying sharing pods
+        self._build()
+        for ti in range(len(self.types)):
+            for ki, k in enumerate(self.kinds):
+                if self.eligible[ti][ki] and not k.shares:
+                    self.whole.append((ki, self._column(ti, Counter({ki: 1}), gpus=k.gpus)))
+
+    @property
+    def solver_name(self) -> str:
+        return LP_SOLVERS[self.backend][2]
+
+    def _build(self) -> None:
+        """A fresh solver of the current backend with the rows, and every column known so far re-added."""
+        name, parameters, _ = LP_SOLVERS[self.backend]
+        self.solver = pywraplp.Solver.CreateSolver(name)
+        if self.solver is None:
+            raise LPFailed(f"{name} is not available in this ortools")
+        if parameters:
+            self.solver.SetSolverSpecificParametersAsString(parameters)
         infinity = self.solver.infinity()
         self.kind_rows = [self.solver.Constraint(-infinity, n) for n in self.available]
         self.gpu_rows = [self.solver.Constraint(-infinity, t.count * t.gpus) for t in self.types]
         self.cpu_rows = [self.solver.Constraint(-infinity, t.count * t.cpu) for t in self.types]
         self.memory_rows = [self.solver.Constraint(-infinity, t.count * t.memory) for t in self.types]
-        self.penalty = 0.0
         self.objective = self.solver.Objective()
         self.objective.SetMaximization()
-        self.whole: list[tuple[int, int, pywraplp.Variable]] = []  # (type, kind, pods of that kind on that type)
-        self.patterns: list[tuple[int, Counter[int], pywraplp.Variable]] = []  # (type, kinds, GPUs carrying it)
-        for ti in range(len(self.types)):
-            for ki, k in enumerate(self.kinds):
-                if self.eligible[ti][ki] and not k.shares:
-                    var = self._column(ti, Counter({ki: 1}), gpus=k.gpus)
-                    self.whole.append((ti, ki, var))
+        for column in [c for _, c in self.whole] + self.patterns:
+            column.var = self._variable(column.ti, column.content, column.gpus)
 
-    def _column(self, ti: int, content: Counter[int], gpus: int) -> pywraplp.Variable:
+    def _variable(self, ti: int, content: Counter[int], gpus: int) -> pywraplp.Variable:
         var = self.solver.NumVar(0, self.solver.infinity(), "")
         kinds = [(self.kinds[ki], n) for ki, n in content.items()]
         self.objective.SetCoefficient(var, self._worth(ti, content))
@@ -171,6 +238,9 @@ class PatternLP:
         self.cpu_rows[ti].SetCoefficient(var, sum(k.cpu * n for k, n in kinds))
         self.memory_rows[ti].SetCoefficient(var, sum(k.memory * n for k, n in kinds))
         return var
+
+    def _column(self, ti: int, content: Counter[int], gpus: int) -> Column:
+        return Column(ti, content, gpus, self._variable(ti, content, gpus))
 
     def _worth(self, ti: int, content: Counter[int]) -> float:
         """A column's objective: its GPU milli, less `penalty` per GPU's share of the node's cpu and memory it uses."""
@@ -201,17 +271,32 @@ class PatternLP:
         then prefers light pods, which leaves the per-node slack that dealing its columns to nodes needs. Only the
         unsteered LP (penalty 0) is a bound."""
         self.penalty = penalty
-        for ti, content, var in [(ti, Counter({ki: 1}), var) for ti, ki, var in self.whole] + self.patterns:
-            self.objective.SetCoefficient(var, self._worth(ti, content))
+        for column in [c for _, c in self.whole] + self.patterns:
+            self.objective.SetCoefficient(column.var, self._worth(column.ti, column.content))
+
+    def _optimal(self) -> None:
+        """Solve the restricted LP to optimality: on the current backend, else on each later one in LP_SOLVERS
+        (rebuilt with every column so far), which then stays; LPFailed when none gets there."""
+        tried = []
+        while True:
+            status = self.solver.Solve()
+            if status == pywraplp.Solver.OPTIMAL:
+                return
+            tried.append(f"{self.solver_name} {STATUS_NAMES.get(status, status)}")
+            if self.backend + 1 == len(LP_SOLVERS):
+                raise LPFailed("no LP solver reached an optimum: " + ", ".join(tried))
+            self.backend += 1
+            self._build()
 
     def solve(self) -> tuple[float, float, int, bool]:
         """Generate columns until none prices out (or ROUNDS); (dual bound, LP objective, rounds, converged). The
-        dual bound bounds the objective at the current penalty."""
+        dual bound bounds the objective at the current penalty: it is the value of the last duals (clipped at 0)
+        made feasible by raising each node type's GPU price to its best column, so it holds for any solver's duals,
+        however exact, and however the generation ended."""
         bound, rounds, converged = math.inf, 0, False
         while rounds < ROUNDS:
             rounds += 1
-            if self.solver.Solve() != pywraplp.Solver.OPTIMAL:
-                raise RuntimeError("GLOP did not solve the pattern LP to optimality")
+            self._optimal()
             u = [max(0.0, row.dual_value()) for row in self.kind_rows]
             b = [max(0.0, row.dual_value()) for row in self.cpu_rows]
             m = [max(0.0, row.dual_value()) for row in self.memory_rows]
@@ -221,18 +306,20 @@ class PatternLP:
             for ti, t in enumerate(self.types):
                 value, content = self._price(ti, u, b[ti], m[ti])
                 price = max(a[ti], value)
-                for tj, ki, _ in self.whole:
-                    if tj == ti:
+                for ki, column in self.whole:
+                    if column.ti == ti:
                         k = self.kinds[ki]
                         price = max(price, (self._value(ti, ki) - u[ki] - b[ti] * k.cpu - m[ti] * k.memory) / k.gpus)
                 total += t.count * (t.gpus * price + t.cpu * b[ti] + t.memory * m[ti])
                 if value > a[ti] + TOLERANCE:
-                    self.patterns.append((ti, content, self._column(ti, content, gpus=1)))
+                    self.patterns.append(self._column(ti, content, gpus=1))
                     added += 1
             bound = min(bound, total)
             if not added:
                 converged = True
                 break
+        if not converged:  # the last round added columns: solve once more, so the solution read is of this model
+            self._optimal()
         return bound, self.objective.Value(), rounds, converged
 
 
@@ -310,23 +397,33 @@ def lower_placement(
     """A real placement: the LP's columns rounded down and dealt to nodes, then the rest best-fit."""
     pool = {k: list(reversed(indices)) for k, indices in kinds.items()}
     units: dict[int, list[Unit]] = defaultdict(list)
-    for ti, ki, var in lp.whole:
+    for ki, column in lp.whole:
         kind = lp.kinds[ki]
-        for _ in range(int(var.solution_value() + 1e-6)):
+        for _ in range(int(column.value + 1e-6)):
             if pool[kind]:
-                units[ti].append((kind.gpus, kind.cpu, kind.memory, [pool[kind].pop()]))
-    for ti, content, var in lp.patterns:
-        for _ in range(int(var.solution_value() + 1e-6)):
-            members = [pool[lp.kinds[ki]].pop() for ki, n in content.items() for _ in range(n) if pool[lp.kinds[ki]]]
+                units[column.ti].append((kind.gpus, kind.cpu, kind.memory, [pool[kind].pop()]))
+    for column in lp.patterns:
+        for _ in range(int(column.value + 1e-6)):
+            members = [
+                pool[lp.kinds[ki]].pop() for ki, n in column.content.items() for _ in range(n) if pool[lp.kinds[ki]]
+            ]
             cpu = sum(pods[i].cpu for i in members)
             memory = sum(pods[i].memory for i in members)
-            units[ti].append((1, cpu, memory, members))
+            units[column.ti].append((1, cpu, memory, members))
     placed: list[Placed] = []
     rest = []
     for ti, t in enumerate(lp.types):
         rest.extend(_deal_best(state, pods, t, units[ti], placed))
     rest.extend(index for indices in pool.values() for index in indices)
-    for index in sorted(rest, key=lambda i: (-pods[i].gpus, -pods[i].milli, pods[i].cpu, pods[i].memory)):
+    return placed + best_fit_all(state, pods, rest)
+
+
+def best_fit_all(state: ShareState, pods: list[SharePod], indices: list[int]) -> list[Placed]:
+    """Each of these GPU pods (gangs first, then by GPU milli) best-fit where it still fits."""
+    placed: list[Placed] = []
+    for index in sorted(indices, key=lambda i: (-pods[i].gpus, -pods[i].milli, pods[i].cpu, pods[i].memory)):
+        if not pods[index].gpus:
+            continue
         choice = _best_fit(state, pods[index])
         if choice is not None:
             state.bind(pods[index], *choice)
@@ -335,7 +432,9 @@ def lower_placement(
 
 
 def bracket(spec: RunSpec) -> Bracket:
-    """The bracket for the pods that arrive under `spec.seed` (deterministic: no time limit, only ROUNDS)."""
+    """The bracket for the pods that arrive under `spec.seed` (deterministic: no time limit, only ROUNDS). Never
+    raises for a solver's sake: when no LP solver bounds the LP, the bracket says so (`failed`, with the reason)
+    and the runs beside it keep their results."""
     began = time.process_time()
     prepared = prepare(spec.trace, spec.nodes, spec.node_count, spec.variant)
     state = ShareState(prepared.cluster, prepared.table)
@@ -343,29 +442,41 @@ def bracket(spec: RunSpec) -> Bracket:
     pods = [prepared.table.pods[i] for i in order.tolist()]
     kinds = pod_kinds(pods)
     lp = PatternLP(state, kinds)
-    upper, objective, rounds, converged = lp.solve()
+    scale = 100.0 / state.capacity_milli
+    try:
+        upper, objective, rounds, converged = lp.solve()
+    except LPFailed as error:
+        return Bracket(
+            trace=prepared.name, seed=spec.seed, solver=lp.solver_name, failed=f"upper bound: {error}",
+            columns=len(lp.patterns), cpu_seconds=round(time.process_time() - began, 2),
+        )  # fmt: skip
     upper = min(upper, state.capacity_milli, sum(pod.total_milli for pod in pods))
+    solver = lp.solver_name
     placed: list[Placed] = []
     for steer in STEERS:  # the placement from each steered LP; the one that places the most GPU milli
         lp.steer(steer)
-        lp.solve()
+        try:
+            lp.solve()
+        except LPFailed:  # this steer gives no placement; the bound above stands
+            continue
         trial = lower_placement(copy.deepcopy(state), lp, kinds, pods)
         if sum(pods[i].total_milli for i, _, _ in trial) > sum(pods[i].total_milli for i, _, _ in placed):
             placed = trial
+    if not placed:
+        placed = best_fit_all(copy.deepcopy(state), pods, list(range(len(pods))))
     errors = check_share_placement(prepared.cluster, prepared.table.specs, pods, placed)
-    if errors:
-        raise RuntimeError(f"the offline placement breaks the rules: {errors[0]}")
-    lower = sum(pods[index].total_milli for index, _, _ in placed)
-    scale = 100.0 / state.capacity_milli
+    lower = None if errors else sum(pods[index].total_milli for index, _, _ in placed)  # a broken one never counts
     return Bracket(
         trace=prepared.name,
         seed=spec.seed,
         upper_pct=round(math.ceil(upper * scale * 1e4) / 1e4, 4),
-        lower_pct=round(math.floor(lower * scale * 1e4) / 1e4, 4),
-        gap_pp=round((upper - lower) * scale, 4),
+        lower_pct=None if lower is None else round(math.floor(lower * scale * 1e4) / 1e4, 4),
+        gap_pp=None if lower is None else round((upper - lower) * scale, 4),
         lp_pct=round(objective * scale, 4),
         columns=len(lp.patterns),
         rounds=rounds,
         converged=converged,
+        solver=solver,
+        failed=f"lower bound: the offline placement breaks the rules: {errors[0]}" if errors else None,
         cpu_seconds=round(time.process_time() - began, 2),
     )

@@ -9,6 +9,7 @@ an arrived percentage x is the mean over the arrivals whose arrived share rounds
 
 from __future__ import annotations
 
+import math
 import time
 import zlib
 from dataclasses import dataclass
@@ -18,16 +19,31 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ..errors import InputError
+from ..errors import InputError, LimitError
+from ..limits import MAX_PODS, setting
 from ..models.cluster import Cluster
 from ..planner.gpushare import PodTable, ShareState, policy_named, target_workload
-from ..scenarios.openb import OpenbNode, OpenbPod, load_openb, openb_cluster
+from ..scenarios.openb import MILLI, OpenbNode, OpenbPod, load_openb, openb_cluster
 from ..scenarios.openb_variants import apply_variant, parse_variant
 
-__all__ = ["CURVE_POINTS", "DEFAULT_RATIO", "Prepared", "RunResult", "RunSpec", "arrivals", "prepare", "run", "subset"]
+__all__ = [
+    "CURVE_POINTS",
+    "DEFAULT_RATIO",
+    "MAX_TASKS",
+    "Prepared",
+    "RunResult",
+    "RunSpec",
+    "arrivals",
+    "check_arrivals",
+    "prepare",
+    "require_at_most",
+    "run",
+    "subset",
+]
 
 DEFAULT_RATIO = 1.3
 CURVE_POINTS = 131  # arrived 0..130%
+MAX_TASKS = setting("GPUSCHED_MAX_BENCH_RUNS", 20_000)  # runs in one benchmark: a day's work on two cores
 
 
 class RunSpec(BaseModel):
@@ -91,6 +107,25 @@ def prepare(trace: str, nodes: str, node_count: int | None, variant: str | None 
     table = PodTable.of(loaded.pods)
     milli = np.array([pod.total_milli for pod in table.pods], dtype=np.int64)
     return Prepared(name, loaded.pods, openb_cluster(subset(loaded.nodes, node_count)), table, milli)
+
+
+def require_at_most(count: int, limit: int, what: str, variable: str = "GPUSCHED_MAX_BENCH_RUNS") -> None:
+    """LimitError when `count` of `what` passes `limit`."""
+    if count > limit:
+        raise LimitError(what, f"{count} asked for, at most {limit} (set {variable} to raise the limit)")
+
+
+def check_arrivals(prepared: Prepared, ratio: float) -> None:
+    """Refuse, before any run, a protocol whose arrivals would pass MAX_PODS: about ratio × capacity over the
+    trace's mean GPU milli per pod (a trace of 1-milli pods at 100 × capacity would be billions of decisions)."""
+    capacity = MILLI * sum(node.gpu.count for node in prepared.cluster.nodes if node.gpu)
+    expected = max(prepared.milli.size, math.ceil(ratio * capacity / max(float(prepared.milli.mean()), 1e-9)))
+    if expected > MAX_PODS:
+        raise LimitError(
+            prepared.name,
+            f"about {expected} pods would arrive ({ratio:g} × the GPU capacity over {prepared.milli.mean():.1f} "
+            f"GPU milli per pod), more than {MAX_PODS} (set GPUSCHED_MAX_PODS to raise the limit)",
+        )
 
 
 def arrivals(milli: np.ndarray, capacity: int, ratio: float, seed: int) -> np.ndarray:

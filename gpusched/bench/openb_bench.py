@@ -14,17 +14,31 @@ from typing import IO, TypeVar
 import numpy as np
 from pydantic import BaseModel, Field
 
+from ..errors import InputError
 from ..files import make_folder, write_files
 from ..scenarios.openb import trace_files
+from ..scenarios.openb_variants import UnbuildableVariant
 from .bracket import Bracket, bracket
 from .fanout import executor_name, fan_out
-from .openb import CURVE_POINTS, DEFAULT_RATIO, RunResult, RunSpec, prepare, run
+from .openb import (
+    CURVE_POINTS,
+    DEFAULT_RATIO,
+    MAX_TASKS,
+    Prepared,
+    RunResult,
+    RunSpec,
+    check_arrivals,
+    prepare,
+    require_at_most,
+    run,
+)
 from .published import published
 
 __all__ = [
     "BRACKET",
     "OpenbBench",
     "PolicySummary",
+    "Skipped",
     "TraceSummary",
     "bench_openb",
     "write_outputs",
@@ -51,6 +65,14 @@ class PolicySummary(BaseModel):
     curve: list[float | None] = Field(description="mean allocation % per arrived % 0..130")
 
 
+class Skipped(BaseModel):
+    """A trace × variant that cannot be built (the trace lacks the pods the variant moves): reported, not run."""
+
+    trace: str
+    variant: str
+    reason: str
+
+
 class TraceSummary(BaseModel):
     trace: str
     file: str
@@ -62,15 +84,22 @@ class TraceSummary(BaseModel):
     published: bool = Field(description="the full cluster at 130%: the paper's numbers apply")
     seeds: list[int]
     policies: list[PolicySummary]
-    upper_pct: float | None = Field(description="offline upper bound on the allocation (pattern LP), mean over seeds")
-    lower_pct: float | None = Field(description="a checked offline placement of the arrived pods, mean over seeds")
-    gap_pp: float | None = Field(description="upper minus lower, mean over seeds: the optimum is known to this")
+    upper_pct: float | None = Field(
+        description="offline upper bound on the allocation (pattern LP), mean over the seeds whose bracket is whole"
+    )
+    lower_pct: float | None = Field(description="a checked offline placement of the arrived pods, mean likewise")
+    gap_pp: float | None = Field(description="upper minus lower, mean likewise: the optimum is known to this")
+    gap_max_pp: float | None = Field(description="upper minus lower, the widest over those seeds")
+    bound_failures: list[str] = Field(
+        default_factory=list, description="seeds whose bracket could not be completed, each with the reason"
+    )
 
 
 class OpenbBench(BaseModel):
     traces: list[TraceSummary]
     runs: list[RunResult]
     brackets: list[Bracket] = Field(description="the offline bracket per trace and seed")
+    skipped: list[Skipped] = Field(default_factory=list, description="trace × variant pairs that cannot be built")
     executor: str
     seconds: float
     outputs: list[str] = Field(default_factory=list)
@@ -103,7 +132,7 @@ def _summary(policy: str, runs: list[RunResult], full: bool, upper: dict[int, fl
         std_pct=round(float(np.std([r.allocation_pct for r in runs])), 4),
         published_pct=paper,
         difference_pp=None if paper is None else round(allocation - paper, 2),
-        to_upper_pp=_mean([upper[r.seed] - r.allocation_pct for r in runs]) if upper else None,
+        to_upper_pp=_mean([upper[r.seed] - r.allocation_pct for r in runs if r.seed in upper]) if upper else None,
         dropped=_mean([r.dropped for r in runs]),
         decision_us=round(float(np.mean([r.decision_us for r in runs])), 1),
         curve=_mean_curve(runs),
@@ -126,53 +155,92 @@ def bench_openb(
 ) -> OpenbBench:
     """The protocol for every trace (× variant) × policy × seed (plus the bracket per trace × seed), summarised per
     trace. A variant (scenarios.openb_variants) is generated from its trace in each worker; None is the trace as is.
+    A variant that a trace cannot give is reported in `skipped` and the others run; a bracket that cannot be
+    completed is reported in its trace's `bound_failures` and every run keeps its result.
     """
     node_path, pod_paths = trace_files(traces, data_dir, nodes_file)
     nodes, files = str(node_path), [str(path) for path in pod_paths]
-    moved = variants or [None]
-    for file in files:  # fail on bad input here, with the file and field, before any worker starts
-        for variant in moved:
-            prepare(file, nodes, node_count, variant)
+    cases, skipped = _cases(files, nodes, node_count, variants or [None], ratio)
     tasks = [
         RunSpec(trace=file, nodes=nodes, node_count=node_count, variant=variant, policy=kind, seed=seed, ratio=ratio)
-        for file in files
-        for variant in moved
+        for file, variant in cases
         for kind in policies + ([BRACKET] if bound else [])
         for seed in seeds
     ]
+    require_at_most(len(tasks), MAX_TASKS, "runs (traces × variants × policies and bracket × seeds)")
     began = time.perf_counter()
     results = fan_out(_execute, tasks, workers, ray, progress)
     seconds = time.perf_counter() - began
     runs = [r for r in results if isinstance(r, RunResult)]
     brackets = [r for r in results if isinstance(r, Bracket)]
     full = node_count is None and nodes_file is None and ratio == DEFAULT_RATIO
-    summaries = []
-    for file, variant in ((file, variant) for file in files for variant in moved):
-        prepared = prepare(file, nodes, node_count, variant)
-        mine = [r for r in runs if r.trace == prepared.name]
-        limits = [b for b in brackets if b.trace == prepared.name]
-        upper = {b.seed: b.upper_pct for b in limits}
-        summaries.append(
-            TraceSummary(
-                trace=prepared.name,
-                file=file,
-                nodes=len(prepared.cluster.nodes),
-                gpus=sum(node.gpu.count for node in prepared.cluster.nodes if node.gpu),
-                pods=len(prepared.table.pods),
-                arrivals=_mean([r.arrivals for r in mine]),
-                ratio=ratio,
-                published=full and variant is None,
-                seeds=seeds,
-                policies=[
-                    _summary(p, [r for r in mine if r.policy == p], full and variant is None, upper) for p in policies
-                ],
-                upper_pct=_mean([b.upper_pct for b in limits]) if limits else None,
-                lower_pct=_mean([b.lower_pct for b in limits]) if limits else None,
-                gap_pp=_mean([b.gap_pp for b in limits]) if limits else None,
-            )
-        )
+    summaries = [
+        _trace_summary(file, variant, prepare(file, nodes, node_count, variant), runs, brackets, policies, seeds,
+                       ratio, full)
+        for file, variant in cases
+    ]  # fmt: skip
     return OpenbBench(
-        traces=summaries, runs=runs, brackets=brackets, executor=executor_name(workers, ray), seconds=round(seconds, 2)
+        traces=summaries,
+        runs=runs,
+        brackets=brackets,
+        skipped=skipped,
+        executor=executor_name(workers, ray),
+        seconds=round(seconds, 2),
+    )
+
+
+def _cases(
+    files: list[str], nodes: str, node_count: int | None, variants: list[str | None], ratio: float
+) -> tuple[list[tuple[str, str | None]], list[Skipped]]:
+    """Every trace × variant to run, checked here (bad input fails with its file and field before any worker
+    starts), and those a trace cannot give, skipped with the reason; InputError when nothing is left to run."""
+    cases, skipped = [], []
+    for file in files:
+        check_arrivals(prepare(file, nodes, node_count), ratio)  # the trace itself must be good
+        for variant in variants:
+            try:
+                check_arrivals(prepare(file, nodes, node_count, variant), ratio)
+            except UnbuildableVariant as error:
+                skipped.append(Skipped(trace=file, variant=str(variant), reason=error.message))
+                continue
+            cases.append((file, variant))
+    if not cases:
+        reasons = "; ".join(f"{s.trace} × {s.variant}: {s.reason}" for s in skipped)
+        raise InputError("variant", f"no trace can give any of the variants asked for ({reasons})")
+    return cases, skipped
+
+
+def _trace_summary(
+    file: str,
+    variant: str | None,
+    prepared: Prepared,
+    runs: list[RunResult],
+    brackets: list[Bracket],
+    policies: list[str],
+    seeds: list[int],
+    ratio: float,
+    full: bool,
+) -> TraceSummary:
+    mine = [r for r in runs if r.trace == prepared.name]
+    limits = [b for b in brackets if b.trace == prepared.name]
+    upper = {b.seed: b.upper_pct for b in limits if b.upper_pct is not None}
+    whole = [b for b in limits if b.failed is None and b.gap_pp is not None]
+    return TraceSummary(
+        trace=prepared.name,
+        file=file,
+        nodes=len(prepared.cluster.nodes),
+        gpus=sum(node.gpu.count for node in prepared.cluster.nodes if node.gpu),
+        pods=len(prepared.table.pods),
+        arrivals=_mean([r.arrivals for r in mine]),
+        ratio=ratio,
+        published=full and variant is None,
+        seeds=seeds,
+        policies=[_summary(p, [r for r in mine if r.policy == p], full and variant is None, upper) for p in policies],
+        upper_pct=_mean([b.upper_pct for b in whole if b.upper_pct is not None]) if whole else None,
+        lower_pct=_mean([b.lower_pct for b in whole if b.lower_pct is not None]) if whole else None,
+        gap_pp=_mean([b.gap_pp for b in whole if b.gap_pp is not None]) if whole else None,
+        gap_max_pp=max(b.gap_pp for b in whole if b.gap_pp is not None) if whole else None,
+        bound_failures=[f"seed {b.seed}: {b.failed}" for b in limits if b.failed is not None],
     )
 
 

@@ -1,7 +1,7 @@
 """The Alibaba openb GPU trace (cluster-trace-gpu-v2023): node and pod CSVs, read from wherever the user keeps them.
 
 Where: the folder given (`--data`), else $GPUSCHED_OPENB, else the user cache ($XDG_CACHE_HOME or ~/.cache, then
-gpusched/openb), which `download_openb` fills from the public trace.
+gpusched/openb), which `openb_download.download_openb` fills from the public trace.
 
 Nodes map onto gpusched's cluster model as they are (cpu, memory, GPU model and count). Pods do not: a pod with
 `gpu_milli` < 1000 takes a fraction of one GPU, which time-sliced replicas cannot express, and `gpu_spec` lists
@@ -16,18 +16,20 @@ creation_time / deletion_time (optional, seconds); nodes: sn | name, cpu_milli |
 from __future__ import annotations
 
 import csv
+import io
+import math
 import os
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterator
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import InputError
-from ..files import make_folder, write_files
+from ..errors import InputError, LimitError
+from ..files import read_text
+from ..limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_PODS
 from ..models.cluster import Cluster
 
 __all__ = [
@@ -37,13 +39,11 @@ __all__ = [
     "OPENB_ENV",
     "OPENB_FILES",
     "OPENB_TRACES",
-    "OPENB_URL",
     "OpenbNode",
     "OpenbPod",
     "OpenbTrace",
     "load_openb",
     "load_openb_nodes",
-    "download_openb",
     "load_openb_pods",
     "openb_cluster",
     "openb_dir",
@@ -52,12 +52,12 @@ __all__ = [
 ]
 
 MILLI = 1000  # one GPU
+MAX_CPU_MILLI = 10**9  # a million cores on one node or pod: larger is a typo (and would overflow the int64 sums)
+MAX_MEMORY_MIB = 10**12  # an exbibyte
 OPENB_TRACES = ("default", "cpu050", "gpushare40", "multigpu20", "gpuspec33")
 NODE_FILE = "openb_node_list_gpu_node.csv"
 OPENB_FILES = (NODE_FILE, *(f"openb_pod_list_{trace}.csv" for trace in OPENB_TRACES))
 OPENB_ENV = "GPUSCHED_OPENB"
-# The trace as its owners publish it (alibaba/clusterdata, Alibaba Cluster Trace Program; research and study use).
-OPENB_URL = "https://raw.githubusercontent.com/alibaba/clusterdata/master/cluster-trace-gpu-v2023/csv"
 HOW_TO_GET = (
     "get the openb trace with `gpusched bench openb --download`, "
     f"or point --data or ${OPENB_ENV} at a folder holding it"
@@ -94,9 +94,9 @@ class OpenbNode(_Row):
     """One row of the node list: a machine with `gpu` GPUs of one model (none: a CPU node)."""
 
     name: str = Field(min_length=1)
-    cpu_milli: int = Field(ge=0)
-    memory_mib: int = Field(ge=0)
-    gpu: int = Field(ge=0)
+    cpu_milli: int = Field(ge=0, le=MAX_CPU_MILLI)
+    memory_mib: int = Field(ge=0, le=MAX_MEMORY_MIB)
+    gpu: int = Field(ge=0, le=MAX_GPUS_PER_NODE)
     model: str = ""
 
     @model_validator(mode="after")
@@ -112,9 +112,9 @@ class OpenbPod(_Row):
     """One task: CPU and memory, `num_gpu` GPUs of `gpu_milli` each (< 1000: a share of one GPU), allowed models."""
 
     name: str = Field(min_length=1)
-    cpu_milli: int = Field(ge=0)
-    memory_mib: int = Field(0, ge=0)
-    num_gpu: int = Field(ge=0)
+    cpu_milli: int = Field(ge=0, le=MAX_CPU_MILLI)
+    memory_mib: int = Field(0, ge=0, le=MAX_MEMORY_MIB)
+    num_gpu: int = Field(ge=0, le=MAX_GPUS_PER_NODE)
     gpu_milli: int = Field(ge=0, le=MILLI)
     models: tuple[str, ...] = Field((), description="allowed GPU models (gpu_spec); empty: any")
     creation_time: float | None = None
@@ -154,35 +154,6 @@ def openb_dir(data: str | Path | None = None) -> Path:
     return Path(cache) / "gpusched" / "openb"
 
 
-def download_openb(folder: str | Path, base_url: str = OPENB_URL, files: tuple[str, ...] = OPENB_FILES) -> list[Path]:
-    """Fetch the trace's CSVs into `folder` (created); each lands whole or not at all, through the safe writer."""
-    target = Path(folder)
-    make_folder(target)
-    written = []
-    for name in files:
-        write_files([(str(target / name), _download(f"{base_url.rstrip('/')}/{name}"))])
-        written.append(target / name)
-    return written
-
-
-def _download(url: str) -> Callable[[IO[bytes]], None]:
-    """Stream `url` into the writer's handle; a failed request is an InputError naming the URL."""
-
-    def write(handle: IO[bytes]) -> None:
-        try:
-            with urllib.request.urlopen(url, timeout=60) as response:
-                while chunk := response.read(1 << 20):
-                    handle.write(chunk)
-        except urllib.error.HTTPError as error:
-            error.close()  # an HTTP error carries the open response
-            raise InputError(url, f"cannot download: HTTP {error.code} {error.reason}") from None
-        except (urllib.error.URLError, OSError, ValueError) as error:
-            reason = getattr(error, "reason", None) or getattr(error, "strerror", None) or error
-            raise InputError(url, f"cannot download: {reason}") from None
-
-    return write
-
-
 def _is_path(trace: str) -> bool:
     return trace.endswith(".csv") or "/" in trace
 
@@ -208,21 +179,41 @@ def trace_files(
     return nodes, pods
 
 
-def _rows(path: Path, required: tuple[tuple[str, ...], ...]) -> Iterator[tuple[int, dict[str, str]]]:
-    """The rows with their line numbers, once the header has one of each group of `required` columns."""
+def _regular_file(path: Path) -> None:
+    """A trace is read again by every worker (process or Ray node), so it must be a file that reads the same each
+    time: a FIFO, a device or a socket is refused before anything waits on it."""
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            if not reader.fieldnames:
-                raise InputError(str(path), "empty file: expected a CSV header")
-            for names in required:
-                if not set(names) & set(reader.fieldnames):
-                    raise InputError(str(path), f"no {' or '.join(names)} column", "header")
-            yield from enumerate(reader, start=2)
+        mode = path.stat().st_mode
     except FileNotFoundError:
         raise InputError(str(path), "no such file") from None
-    except (OSError, UnicodeDecodeError, csv.Error) as error:
-        raise InputError(str(path), f"cannot read: {error}") from None
+    except (OSError, ValueError) as error:
+        raise InputError(str(path), f"cannot read: {getattr(error, 'strerror', None) or error}") from None
+    if stat.S_ISDIR(mode):
+        raise InputError(str(path), "is a directory, expected a CSV file")
+    if not stat.S_ISREG(mode):
+        raise InputError(str(path), "not a regular file (a pipe, device or socket): expected a CSV file")
+
+
+def _rows(path: Path, required: tuple[tuple[str, ...], ...], limit: int, variable: str) -> list[dict[str, str]]:
+    """The rows once the header has one of each group of `required` columns: read within the input size limit
+    (gpusched.files), at most `limit` of them."""
+    _regular_file(path)
+    text = read_text(str(path))
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        if not reader.fieldnames:
+            raise InputError(str(path), "empty file: expected a CSV header")
+        for names in required:
+            if not set(names) & set(reader.fieldnames):
+                raise InputError(str(path), f"no {' or '.join(names)} column", "header")
+        rows: list[dict[str, str]] = []
+        for row in reader:
+            if len(rows) == limit:
+                raise LimitError(str(path), f"more than {limit} rows (set {variable} to raise the limit)")
+            rows.append(row)
+        return rows
+    except csv.Error as error:
+        raise InputError(str(path), f"malformed CSV at line {reader.line_num}: {error}") from None
 
 
 def _pick(row: dict[str, str], names: tuple[str, ...]) -> str | None:
@@ -237,9 +228,12 @@ def _number(text: str | None, column: str) -> float | None:
     if text is None:
         return None
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise ValueError(f"{column}: expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{column}: expected a finite number, got {text!r}")
+    return value
 
 
 def _cpu_milli(row: dict[str, str]) -> Any:
@@ -247,6 +241,10 @@ def _cpu_milli(row: dict[str, str]) -> Any:
     if milli is not None:
         return milli
     cores = _number(_pick(row, _ALIASES["cpu_cores"]), "cpu")
+    if cores is not None and abs(cores) > MAX_CPU_MILLI / 1000:
+        raise ValueError(
+            f"cpu: {_pick(row, _ALIASES['cpu_cores'])} cores is more than the {MAX_CPU_MILLI // 1000} allowed"
+        )
     return None if cores is None else round(cores * 1000)
 
 
@@ -289,10 +287,11 @@ def _load(
     model: type[_Row],
     fields: Callable[[dict[str, str]], dict[str, Any]],
     required: tuple[tuple[str, ...], ...],
+    limit: tuple[int, str],
 ) -> list[Any]:
     """Every row validated; the first bad one is reported with its line number, name and field."""
     found = []
-    for number, row in _rows(path, required):
+    for number, row in enumerate(_rows(path, required, *limit), start=2):
         label = _label(number, row)
         try:
             found.append(model.model_validate(fields(row)))
@@ -310,12 +309,12 @@ def _load(
 
 def load_openb_nodes(path: str | Path) -> list[OpenbNode]:
     required = (_ALIASES["name"], _ALIASES["cpu_milli"] + ("cpu",), ("memory_mib",), ("gpu",))
-    return _load(Path(path), OpenbNode, _node_fields, required)
+    return _load(Path(path), OpenbNode, _node_fields, required, (MAX_NODES, "GPUSCHED_MAX_NODES"))
 
 
 def load_openb_pods(path: str | Path) -> list[OpenbPod]:
     required = (_ALIASES["name"], _ALIASES["cpu_milli"] + _ALIASES["cpu_cores"], ("num_gpu",))
-    return _load(Path(path), OpenbPod, _pod_fields, required)
+    return _load(Path(path), OpenbPod, _pod_fields, required, (MAX_PODS, "GPUSCHED_MAX_PODS"))
 
 
 def load_openb(trace: str, data_dir: str | Path, nodes: str | Path | None = None) -> OpenbTrace:

@@ -27,9 +27,13 @@ import numpy as np
 from ..errors import InputError
 from .openb import MILLI, OpenbNode, OpenbPod
 
-__all__ = ["VARIANT_KINDS", "Variant", "apply_variant", "parse_variant"]
+__all__ = ["VARIANT_KINDS", "UnbuildableVariant", "Variant", "apply_variant", "parse_variant"]
 
 DEFAULT_SEED = 0
+
+
+class UnbuildableVariant(InputError):
+    """The trace has none of the pods a variant moves (no CPU-only pod to copy, say): this trace cannot give it."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,7 @@ def _copy(pod: OpenbPod, number: int, **changes: object) -> OpenbPod:
 def _pick(pods: list[OpenbPod], test: Callable[[OpenbPod], bool], what: str) -> list[int]:
     found = [i for i, pod in enumerate(pods) if test(pod)]
     if not found:
-        raise InputError("--variant", f"the trace has no {what} to copy")
+        raise UnbuildableVariant("variant", f"the trace has no {what} to copy")
     return found
 
 
@@ -104,7 +108,7 @@ def _sharing_heavy(pods: list[OpenbPod], level: float, rng: np.random.Generator,
     victims = rng.permutation(whole if more else sharing).tolist()
     sources = sharing if more else [i for i in whole if pods[i].num_gpu == 1]
     if not sources:
-        raise InputError("--variant", "the trace has no one-GPU whole pod to copy")
+        raise UnbuildableVariant("variant", "the trace has no one-GPU whole pod to copy")
     for n, victim in enumerate(victims):
         if (shared >= level * total) if more else (shared <= level * total):
             break
@@ -168,18 +172,21 @@ def parse_variant(text: str) -> Variant:
     body, _, seed = text.strip().partition("@")
     kind, _, level = body.partition(":")
     if kind not in VARIANT_KINDS:
-        raise InputError("--variant", f"unknown variant {kind!r}: expected one of {', '.join(VARIANT_KINDS)}")
+        raise InputError(f"variant {text!r}", f"unknown kind {kind!r}: expected one of {', '.join(VARIANT_KINDS)}")
     try:
         share = float(level)
         number = int(seed) if seed else DEFAULT_SEED
     except ValueError:
-        raise InputError("--variant", f"expected kind:level[@seed] like cpu-heavy:0.3, got {text!r}") from None
+        raise InputError(f"variant {text!r}", "expected kind:level[@seed] like cpu-heavy:0.3") from None
     if not 0 <= share < 1 or number < 0:
-        raise InputError("--variant", f"{text!r}: the level is a share in [0, 1) and the seed is not negative")
+        raise InputError(f"variant {text!r}", "the level is a share in [0, 1) and the seed is not negative")
     return Variant(kind, share, number)
 
 
 def apply_variant(pods: list[OpenbPod], nodes: list[OpenbNode], variant: Variant) -> list[OpenbPod]:
     """The pod list with one share moved to `variant.level`; the same variant gives the same list every time."""
     rng = np.random.default_rng([variant.seed, zlib.crc32(variant.kind.encode())])
-    return VARIANT_KINDS[variant.kind](list(pods), variant.level, rng, nodes)
+    try:
+        return VARIANT_KINDS[variant.kind](list(pods), variant.level, rng, nodes)
+    except UnbuildableVariant as error:
+        raise UnbuildableVariant(f"variant {variant.label}", error.message) from None

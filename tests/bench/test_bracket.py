@@ -9,9 +9,11 @@ import itertools
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
-from gpusched.bench.bracket import PatternLP, _knapsack, bracket, lower_placement, pod_kinds
+from gpusched.bench import bracket as bracket_module
+from gpusched.bench.bracket import LPFailed, PatternLP, _knapsack, bracket, lower_placement, pod_kinds
 from gpusched.bench.openb import RunSpec, arrivals, prepare
 from gpusched.bench.share_check import check_share_placement
 from gpusched.models.cluster import Cluster
@@ -111,6 +113,55 @@ def test_pattern_lp_counts_cpu_memory_and_models():
     placed = lower_placement(state, lp, kinds, table.pods)
     assert check_share_placement(openb_cluster(nodes), table.specs, table.pods, placed) == []
     assert sum(table.pods[index].total_milli for index, _, _ in placed) == 1000  # the second has no cpu left
+
+
+STOPPED = ("GLOP", "max_number_of_iterations: 1", "GLOP stopped after one iteration")  # a solver that fails
+
+
+def _lp() -> tuple[PatternLP, PodTable, ShareState, Cluster]:
+    nodes = [
+        OpenbNode(name=f"t4-{i}", cpu_milli=8000 + 4000 * i, memory_mib=64000, gpu=2, model="T4") for i in range(3)
+    ] + [OpenbNode(name="g2", cpu_milli=32000, memory_mib=256000, gpu=8, model="G2")]
+    pods = [
+        OpenbPod(name=f"p{i}", cpu_milli=1000 + 700 * (i % 5), num_gpu=1 if i % 3 else 2,
+                 gpu_milli=(150 + 130 * (i % 7)) if i % 3 else 1000)
+        for i in range(40)
+    ]  # fmt: skip
+    table = PodTable.of(pods)
+    cluster = openb_cluster(nodes)
+    state = ShareState(cluster, table)
+    return PatternLP(state, pod_kinds(table.pods)), table, state, cluster
+
+
+def test_a_solver_that_fails_hands_over_to_the_next(monkeypatch):
+    """GLOP stopped after one iteration reports no optimum; the LP is rebuilt on CLP, which reaches the same bound,
+    and says so."""
+    expected, *_ = _lp()[0].solve()
+    monkeypatch.setattr(bracket_module, "LP_SOLVERS", (STOPPED, ("CLP", "", "CLP")))
+    lp, table, state, cluster = _lp()
+    upper, objective, _, converged = lp.solve()
+    assert lp.solver_name == "CLP" and converged
+    assert upper == pytest.approx(expected, rel=1e-9)
+    assert objective == pytest.approx(upper, rel=1e-6)
+    placed = lower_placement(state, lp, pod_kinds(table.pods), table.pods)
+    assert check_share_placement(cluster, table.specs, table.pods, placed) == []
+
+
+def test_the_default_chain_ends_in_a_second_solver():
+    """GLOP, GLOP without presolve and scaling, then solvers that are not GLOP, every one of them available."""
+    names = [name for name, _, _ in bracket_module.LP_SOLVERS]
+    assert names[:2] == ["GLOP", "GLOP"] and "presolve" in bracket_module.LP_SOLVERS[1][2]
+    assert "use_preprocessing: false" in bracket_module.LP_SOLVERS[1][1]
+    assert {"CLP", "PDLP"} <= set(names[2:])
+    for name in names:
+        assert pywraplp.Solver.CreateSolver(name) is not None
+
+
+def test_when_every_solver_fails_the_lp_says_which_and_why(monkeypatch):
+    monkeypatch.setattr(bracket_module, "LP_SOLVERS", (STOPPED, STOPPED))
+    lp, *_ = _lp()
+    with pytest.raises(LPFailed, match="no LP solver reached an optimum: GLOP stopped after one iteration FEASIBLE"):
+        lp.solve()
 
 
 def _solve(spec: RunSpec) -> tuple[float, float]:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from gpusched.errors import InputError
 from gpusched.scenarios.openb import MILLI, OpenbNode, OpenbPod
-from gpusched.scenarios.openb_variants import VARIANT_KINDS, Variant, apply_variant, parse_variant
+from gpusched.scenarios.openb_variants import VARIANT_KINDS, UnbuildableVariant, Variant, apply_variant, parse_variant
 
 NODES = [
     OpenbNode(name="n-a", cpu_milli=104000, memory_mib=524288, gpu=2, model="T4"),
@@ -105,7 +105,7 @@ def test_a_constrained_pod_gets_a_model_that_can_hold_it():
     ("text", "message"),
     [
         ("cpu-heavy", "expected kind:level"),
-        ("cpu-light:0.2", "unknown variant"),
+        ("cpu-light:0.2", "unknown kind"),
         ("cpu-heavy:1.5", "a share in [0, 1)"),
         ("cpu-heavy:0.2@x", "expected kind:level"),
     ],
@@ -115,9 +115,10 @@ def test_a_bad_variant_is_an_input_error(text, message):
         parse_variant(text)
 
 
-def test_a_trace_without_the_pods_to_copy_is_an_input_error():
-    with pytest.raises(InputError, match="no multi-GPU pod"):
+def test_a_trace_without_the_pods_to_copy_cannot_give_the_variant():
+    with pytest.raises(UnbuildableVariant, match="no multi-GPU pod") as raised:
         apply_variant(_pods(5, 5, 5, 0), NODES, Variant("multi-gpu-heavy", 0.3))
+    assert raised.value.source == "variant multi-gpu-heavy:0.3"
 
 
 def test_labels_round_trip():

@@ -19,17 +19,18 @@ from ...bench.cel_bench import bench_cel
 from ...bench.dra_bench import bench_dra
 from ...bench.fanout import LOCAL_RAY
 from ...bench.mig_bench import bench_mig
-from ...bench.openb import DEFAULT_RATIO
+from ...bench.openb import DEFAULT_RATIO, MAX_TASKS, require_at_most
 from ...bench.openb_bench import bench_openb, write_outputs
 from ...bench.plan_bench import bench_plan
 from ...bench.repair import FILL, bench_defrag, bench_explain, bench_preempt
 from ...bench.replay import bench_replay, write_replay
 from ...bench.synthetic_bench import bench_synthetic, write_synthetic
-from ...errors import require
+from ...errors import InputError, require
 from ...limits import MAX_NODES, MAX_POD_GPUS, MAX_PODS
 from ...planner.gpushare import POLICIES, policy_named
 from ...planner.optimize.defrag import parse_shape
-from ...scenarios.openb import OPENB_TRACES, OPENB_URL, download_openb, openb_dir
+from ...scenarios.openb import OPENB_TRACES, openb_dir
+from ...scenarios.openb_download import OPENB_URL, download_openb
 from ...scenarios.openb_variants import VARIANT_KINDS, parse_variant
 from ..common import (
     POLICY_CHOICES,
@@ -44,6 +45,7 @@ from ..common import (
     app,
     choice,
     counts,
+    err,
     finite,
     run,
     run_and_show,
@@ -98,41 +100,59 @@ app.add_typer(bench_app, name="bench")
 
 
 def seed_list(text: str) -> list[int]:
-    """42-51, 42,43 or a mix of both."""
-    seeds: list[int] = []
+    """42-51, 42,43 or a mix of both; each seed at most SEED_MAX, at most MAX_TASKS of them (counted before any
+    list is made, so 1-1000000000 is refused at once)."""
+    ranges: list[tuple[int, int]] = []
     for part in (p.strip() for p in text.split(",") if p.strip()):
         first, _, last = part.partition("-")
         try:
             low, high = int(first), int(last or first)
         except ValueError:
-            raise ValueError(f"--seeds: expected numbers or ranges like 42-51, got {part!r}") from None
+            raise InputError("--seeds", f"expected numbers or ranges like 42-51, got {part!r}") from None
         if high < low:
-            raise ValueError(f"--seeds: the range {part} runs backwards")
-        seeds.extend(range(low, high + 1))
-    if not seeds:
-        raise ValueError("--seeds: give at least one seed")
-    return seeds
+            raise InputError("--seeds", f"the range {part} runs backwards")
+        if high > SEED_MAX:
+            raise InputError("--seeds", f"{high} is past the largest seed, {SEED_MAX}")
+        ranges.append((low, high))
+        require_at_most(sum(b - a + 1 for a, b in ranges), MAX_TASKS, "--seeds")
+    if not ranges:
+        raise InputError("--seeds", "give at least one seed")
+    return [seed for low, high in ranges for seed in range(low, high + 1)]
 
 
 def policy_list(text: str) -> list[str]:
     """Comma-separated policy names, or `all`."""
     if text.strip() == "all":
         return list(POLICIES)
-    return [policy_named(name.strip()).name for name in text.split(",") if name.strip()]
+    try:
+        names = [policy_named(name.strip()).name for name in text.split(",") if name.strip()]
+    except ValueError as error:
+        raise InputError("--policies", str(error)) from None
+    if not names:
+        raise InputError("--policies", "give at least one policy name, or all")
+    return names
 
 
 def trace_list(text: str) -> list[str]:
     """Comma-separated shipped names or CSV paths, or `all` (the shipped traces)."""
-    return list(OPENB_TRACES) if text.strip() == "all" else [t.strip() for t in text.split(",") if t.strip()]
+    traces = list(OPENB_TRACES) if text.strip() == "all" else [t.strip() for t in text.split(",") if t.strip()]
+    if not traces:
+        raise InputError("--trace", "give at least one trace name or CSV path, or all")
+    return traces
 
 
 def variant_list(text: str | None) -> list[str | None] | None:
     """Comma-separated kind:level[@seed], each checked here; `none` is the trace as shipped."""
     if text is None:
         return None
-    return [
-        None if part == "none" else parse_variant(part).label for part in (p.strip() for p in text.split(",")) if part
-    ]
+    try:
+        return [
+            None if part == "none" else parse_variant(part).label
+            for part in (p.strip() for p in text.split(","))
+            if part
+        ]
+    except InputError as error:
+        raise InputError("--variant", f"{error.source}: {error.message}") from None
 
 
 def ray_target(flag: bool, address: str | None) -> str | None:
@@ -233,7 +253,8 @@ def bench_openb_command(
     def body() -> int:
         if download:
             folder = openb_dir(data)
-            written = download_openb(folder, download_url)
+            with progress_bar("openb download (bytes)") as progress:
+                written = download_openb(folder, download_url, progress=progress)
             show(Downloaded(folder=str(folder), files=[str(path) for path in written]), as_json, render_downloaded)
             return 0
         chosen = policy_list(policies)
@@ -252,7 +273,13 @@ def bench_openb_command(
                 progress,
                 variant_list(variant),
             )
-        return _write_and_show(result, out, write_outputs, "plot_openb", as_json, render_openb, timing)
+        code = _write_and_show(result, out, write_outputs, "plot_openb", as_json, render_openb, timing)
+        for summary in result.traces:  # every result is shown and written; say what is missing
+            for failure in summary.bound_failures:
+                err.print(f"warning: {summary.trace}: offline bracket {failure}", markup=False)
+        for skipped in result.skipped:
+            err.print(f"warning: {skipped.trace}: skipped variant {skipped.variant}: {skipped.reason}", markup=False)
+        return code
 
     run(body)
 
