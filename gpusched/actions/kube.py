@@ -157,8 +157,9 @@ class Kube:
             patch = change(node)
             if patch is None:
                 return node
-            version = {"resourceVersion": node["metadata"]["resourceVersion"]}
-            patch = {**patch, "metadata": {**patch.get("metadata", {}), **version}}
+            version = (node.get("metadata") or {}).get("resourceVersion")
+            if version:  # the precondition: 409 if someone else changed the node since it was read
+                patch = {**patch, "metadata": {**patch.get("metadata", {}), "resourceVersion": version}}
             try:
                 return self.call("PATCH", f"/api/v1/nodes/{name}{_query(dry_run)}", patch, MERGE)
             except Refused as error:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ..errors import ClusterError, InputError, Interrupted
+from ..errors import ClusterError, GpuschedError, InputError, Interrupted
 from .journal import Journal, Step, save_journal
 from .kube import CORDON_TAINT, Kube, Refused, Snapshot
 from .lease import Busy, Leases
@@ -151,6 +151,13 @@ class _Unwritable(Exception):
     """The journal could not be saved: the run stops (its cleanup still runs)."""
 
 
+class _Untouched(Exception):  # noqa: N818 - not an error of its own: it carries one out of the run
+    """The run ends before its first step changed anything: `error` is what the caller raises."""
+
+    def __init__(self, error: GpuschedError) -> None:
+        self.error = error
+
+
 class _Run:
     def __init__(self, kube: Kube, journal: Journal, path: Path, settings: Settings,
                  progress: Callable[[int, Step], None]) -> None:  # fmt: skip
@@ -187,8 +194,10 @@ class _Run:
                 self.signum = signal.SIGINT
             except _Unwritable as error:
                 self.stop = self.stop or StepFailed(str(error))
-            except InputError:
-                raise  # the journal could not be written before the first step: nothing was changed
+            except _Untouched as untouched:
+                raise untouched.error from None
+            except GpuschedError as error:  # any other of gpusched's errors stops the run like a failed step
+                self.stop = StepFailed(str(error))
             except Exception as error:  # a gpusched bug: clean up all the same, then let it be reported
                 bug = error
                 self.stop = StepFailed(f"an internal error: {type(error).__name__}: {error}")
@@ -197,7 +206,7 @@ class _Run:
         if bug is not None:
             raise bug
         outcome = self._outcome()
-        signum = self.signum or late.signum
+        signum = self.signum or (None if outcome.finished else late.signum)
         if signum is not None:
             raise RunInterrupted(signum, outcome)
         return outcome
@@ -238,7 +247,7 @@ class _Run:
                 step.state, step.started = "pending", None  # it never began
                 if fresh:  # not a thing has changed yet: bad input, as any unwritable output is
                     self.leases.release()
-                    raise InputError(str(self.path), f"{error}; nothing was changed") from None
+                    raise _Untouched(InputError(str(self.path), f"{error}; nothing was changed")) from None
                 raise
             self.stop = self._act(number, step)
             self.save()

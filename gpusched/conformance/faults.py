@@ -10,7 +10,8 @@ optionally the query (so that `dryRun=All` requests can be told apart) and a pat
 - `garbage`: answer 200 with a body that is not JSON, without asking the server;
 - `drop`: close the connection without an answer, without asking the server;
 - `lose`: forward the request (the server acts on it), then close the connection without passing the answer on;
-- `hold`: forward the request, then wait `seconds` before passing the answer on (a kill can land in between).
+- `hold`: forward the request, then wait `seconds` (or until the rules are cleared) before passing the answer on:
+  a kill can land in between.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import json
 import re
 import ssl
 import threading
-import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -62,6 +62,11 @@ class Rule:
         return True
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client gone before its answer (killed, on purpose) is no error of the proxy's."""
+
+
 class FaultProxy:
     """`with FaultProxy(server, ca) as proxy:` serves on `proxy.url` until the block ends; `proxy.rules` is read
     at every request, so a test may add rules as it goes. `proxy.log` keeps (method, path, what happened)."""
@@ -73,7 +78,8 @@ class FaultProxy:
         self.rules: list[Rule] = []
         self.log: list[tuple[str, str, str]] = []
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.released = threading.Event()  # set by clear(): held answers go on at once
+        self.server = _Server(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -97,6 +103,8 @@ class FaultProxy:
     def clear(self) -> None:
         with self.lock:
             self.rules.clear()
+            self.released.set()
+            self.released = threading.Event()
 
     def kubeconfig(self, source: Path, target: Path) -> Path:
         """A copy of `source` whose clusters point at the proxy."""
@@ -151,7 +159,7 @@ class FaultProxy:
                     self.close_connection = True
                     return
                 if rule is not None and rule.action == "hold":
-                    time.sleep(rule.seconds)
+                    proxy.released.wait(rule.seconds)
                 self._answer(status_code, [(k, v) for k, v in answer_headers if k.lower() not in HOP], content)
 
             def _answer(self, status: int, headers: list[tuple[str, str]], content: bytes) -> None:

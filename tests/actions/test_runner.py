@@ -276,6 +276,35 @@ def test_preflight_stops_a_forbidden_run_before_anything_changes():
     assert all(dry for _, _, dry in kube.calls) and not kube.nodes["n1"]["spec"]
 
 
+def test_the_first_check_is_the_plans_own_snapshot(tmp_path):
+    """The plan, its journal and the check before step 1 come from one read: a pod bound after it is seen at the
+    next step's read, and counted once."""
+    kube, planned = cordoned_run()
+    snapshot = kube.snapshot()
+    seen = []
+
+    def someone_binds(number, step):
+        seen.append(number)
+        if number == 1:
+            kube.items["ns/new"] = FakeKube._pod("ns/new", "n1")
+
+    calls = []  # the reads of the cluster during the run
+    real = kube.snapshot
+    kube.snapshot = lambda: calls.append(1) or real()
+    outcome = execute(kube, planned, tmp_path / "j.json", settings(Clock()), someone_binds, snapshot)
+    assert calls == [1] and seen == [1]  # step 2's read only
+    assert outcome.stopped == ("the cluster moved on: pod ns/new now runs on n1 (spec.nodeName), which the plan did "
+                               "not expect")  # fmt: skip
+
+
+def test_a_server_that_does_not_answer_the_dry_run_changes_nothing():
+    kube = FakeKube({"ns/a": "n1"})
+    kube.fail["evict"] = [Unreachable(SERVER, "POST /api/v1/namespaces/ns/pods/a/eviction", "connection refused")]
+    with pytest.raises(ClusterError, match=r"step 1 \(evict ns/a from n1 .*\): connection refused; nothing was") as e:
+        preflight(kube, journal([Step(kind="evict", target="ns/a", node="n1", uid="uid-a")]))
+    assert e.value.exit_code == 2 and kube.items
+
+
 # --- one boundary: signals, server errors, a journal that cannot be written ----------------------------------------
 
 

@@ -513,3 +513,27 @@ def test_a_preemption_of_replicaset_pods_converges(fresh, gpusched, tmp_path):
     assert len(replacements) == 2 and not {p["metadata"]["uid"] for p in replacements} & first
     assert all(not p["spec"].get("nodeName") for p in replacements)  # they wait: the room went to urgent
     untouched(rest, "p1")
+
+
+def test_a_node_changed_between_read_and_write_is_read_again(fresh):
+    """Node writes are made on the version read (merge patch with metadata.resourceVersion): when someone else
+    writes in between, the API server refuses with 409 and the change is made again on the node as it is now."""
+    from gpusched.actions.run import open_cluster
+
+    plane_, rest = fresh
+    rest.create("/api/v1/nodes", gpu_node("n1", 1))
+    calls = []
+
+    def change(node: dict) -> dict:
+        calls.append(dict(node["metadata"].get("labels") or {}))
+        if len(calls) == 1:  # someone else writes after gpusched read the node
+            rest.call(
+                "PATCH", "/api/v1/nodes/n1", {"metadata": {"labels": {"team": "x"}}}, "application/merge-patch+json"
+            )
+        return {"metadata": {"labels": {"gpusched-test": "yes"}}}
+
+    with open_cluster(str(plane_.kubeconfig), None) as kube:
+        kube.update_node("n1", change)
+    assert len(calls) == 2 and "team" not in calls[0] and calls[1]["team"] == "x"
+    labels = rest.get("/api/v1/nodes/n1")["metadata"]["labels"]
+    assert labels["team"] == "x" and labels["gpusched-test"] == "yes"
