@@ -8,7 +8,7 @@ and its journal come from one snapshot of the cluster (gpusched.actions.kube.Sna
   scheduling gates) is not bound by gpusched: the victims are evicted and kube-scheduler places it, unheld.
 - defrag: a moved pod's owner re-creates it and the scheduler places the replacement. To make it land where the
   plan says without editing anything gpusched did not create, the nodes being emptied are cordoned for the run
-  (annotated with the run's id, so only this run uncordons them, always, also after a failure); each move is one
+  (the run's own taint, which only this run removes: always, also after a failure); each move is one
   eviction and a wait for the owner's replacement, which must land on the planned node. A pod without an owner is
   not moved (evicted, it would be gone for good), nor is a move within one node (the device plugin, not gpusched,
   picks the GPUs) or a move that takes a pod off the cluster for a while (its owner re-creates it at once).
