@@ -6,8 +6,8 @@ planned from (`Kube.imported`: gpusched.scenarios.importer), and the rest of the
 - Where the rest of the plan puts pods (moves, bindings, the pending pod a preemption makes room for, the room a
   defrag makes): the independent validator (gpusched.planner.validate, through disrupt.problems as preempt and
   defrag use it) on the cluster as it is now, with the pods still to be evicted off it. It sees cpu, memory, GPUs,
-  MIG instances, cordons, taints and node selectors. The nodes this run cordoned count as schedulable (they are
-  cordoned so that replacements avoid them). GPU indices are gpusched's own (the importer assigns those of running
+  MIG instances, cordons, taints and node selectors. This run's own cordon taint is not counted (it is there so
+  that replacements and other new pods keep off the node; the run binds or moves its own pods past it). GPU indices are gpusched's own (the importer assigns those of running
   pods, the device plugin picks the real ones), so a placement keeps its planned GPUs when they are free and takes
   other free GPUs of the node when not. Not modelled: the node's pod count (allocatable pods).
 - mig plan: each GPU still to repartition has the MIG layout the plan started from, and the plan's layouts pass
@@ -22,19 +22,16 @@ from __future__ import annotations
 from collections import Counter
 
 from ..models.cluster import Cluster, GpuBlock
+from ..models.scheduling import Taint
 from ..planner.optimize.disrupt import problems, without
 from ..planner.optimize.mig import layout_violations
 from ..planner.optimize.mig.layouts import inventory
 from ..planner.optimize.mig.report import GpuChange
 from ..planner.validate import Assignment
-from .journal import Journal, Placement, Step
-from .kube import controller_uid
+from .journal import Journal, Placement
+from .kube import CORDON_TAINT, controller_uid, pod_key
 
-__all__ = ["alive", "moved_on", "pod_key", "validator_findings"]
-
-
-def pod_key(pod: dict) -> str:
-    return f"{pod['metadata'].get('namespace', 'default')}/{pod['metadata']['name']}"
+__all__ = ["alive", "moved_on", "validator_findings"]
 
 
 def alive(pod: dict) -> bool:
@@ -65,7 +62,7 @@ def _objects(journal: Journal, index: int, pods: list[dict]) -> list[str]:
     by_key = {pod_key(pod): pod for pod in pods}
     todo = _todo(journal, index)
     owners = {s.owner for s in journal.steps if s.kind == "replacement" and s.owner}
-    expected = {s.target for s in journal.steps if s.kind in ("bind", "scheduled")}
+    expected = {s.target for s in journal.steps if s.kind in ("bind", "place", "scheduled")}
     found = []
     for pod in pods:
         node, key = (pod.get("spec") or {}).get("nodeName"), pod_key(pod)
@@ -132,19 +129,20 @@ def _placements(journal: Journal, todo: set[int], pods: list[dict], cluster: Clu
     if not placed:
         return []
     gone = {journal.steps[i].target for i in todo if journal.steps[i].kind in ("evict", "replacement")}
-    model = _uncordon_ours(cluster, journal)
+    model = _without_our_cordons(cluster, journal)
     return problems(model, gone, _assign(without(model, gone), placed))
 
 
-def _uncordon_ours(cluster: Cluster, journal: Journal) -> Cluster:
-    """The nodes this run cordoned as schedulable: the cordon only keeps replacements off them for the run."""
-    ours = {s.target for s in journal.steps if s.kind == "cordon" and s.state == "done" and _by_us(s)}
-    nodes = [n.model_copy(update={"unschedulable": False}) if n.name in ours else n for n in cluster.nodes]
+def _without_our_cordons(cluster: Cluster, journal: Journal) -> Cluster:
+    """The cluster without this run's cordon taints, wherever they are (also one a killed run set before it could
+    journal it): they only keep other new pods off the nodes for the run."""
+
+    def ours(taint: Taint) -> bool:
+        return taint.key == CORDON_TAINT and taint.value == journal.run
+
+    nodes = [n.model_copy(update={"taints": [t for t in n.taints if not ours(t)]}) if any(map(ours, n.taints))
+             else n for n in cluster.nodes]  # fmt: skip
     return cluster.model_copy(update={"nodes": nodes})
-
-
-def _by_us(step: Step) -> bool:
-    return not (step.result or "").startswith("already cordoned by someone else")
 
 
 def _assign(cluster: Cluster, placed: list[Placement]) -> list[Assignment]:

@@ -1,16 +1,22 @@
 """--apply for preempt, defrag, mig plan and plan, and `gpusched apply --resume/--status` over their journals.
 
 Dry run by default: the steps, each request's server-side dry run, nothing written. `--yes` carries them out,
-writing the journal (`--journal`, default under $XDG_STATE_HOME/gpusched) before and after every step. Exit codes:
-0 done (or a dry run that can be carried out), 1 stopped (a budget, a timeout, mig-manager's failure, or the cluster
-moved on: re-plan), 2 bad input or a request the server refuses (nothing changed).
+writing the journal (`--journal`, default under $XDG_STATE_HOME/gpusched) before and after every step. From the
+moment an `--apply` command opens the cluster (before it plans) SIGINT, SIGTERM and SIGHUP are handled: the run
+cleans up and exits 128 + the signal (130, 143, 129). Exit codes: 0 done (or a dry run that can be carried out),
+1 stopped once the run had changed something (a budget, a timeout, mig-manager's failure, the cluster moved on, a
+server error, a journal that cannot be written), 2 bad input or a request the server refuses or cannot answer
+before anything changed.
 """
 
 from __future__ import annotations
 
 import shlex
+import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -18,14 +24,18 @@ import typer
 from rich.console import Console
 
 from ..actions.journal import Journal, Step, state_dir
-from ..actions.kube import Kube
+from ..actions.kube import Kube, Snapshot
 from ..actions.run import carry_out, journal_status, open_cluster, resume
-from ..actions.runner import RunOutcome
-from .common import JsonFlag, app, err, out, run, shape, show
+from ..actions.runner import RunInterrupted, RunOutcome
+from ..actions.signals import Signalled, handled
+from ..errors import Interrupted
+from ..models.cluster import Cluster
+from ..scenarios import Scenario
+from .common import ContextOpt, JsonFlag, KubeconfigOpt, app, err, out, run, shape, show
 
 __all__ = [
-    "ApplyFlag", "JournalOpt", "PdbTimeoutOpt", "WaitTimeoutOpt", "YesFlag",
-    "check_apply", "finish", "options", "progress", "replan_command",
+    "ApplyFlag", "ContextOpt", "JournalOpt", "KubeconfigOpt", "Live", "PdbTimeoutOpt", "WaitTimeoutOpt", "YesFlag",
+    "apply_plan", "check_apply", "finish", "live_apply", "options", "progress", "replan_command",
 ]  # fmt: skip
 
 ApplyFlag = Annotated[
@@ -95,8 +105,8 @@ def progress(as_json: bool):  # noqa: ANN201 - a callback for the runner
 
 
 def _state(step: Step) -> str:
-    if step.state == "failed":
-        return f"FAILED: {step.error}"
+    if step.state in ("failed", "interrupted"):
+        return f"{step.state.upper()}: {step.error}"
     return f"{step.state}" + (f" ({step.result})" if step.result else "")
 
 
@@ -114,6 +124,11 @@ def render_outcome(console: Console, outcome: RunOutcome) -> None:
             )
     if outcome.stopped:
         console.print(f"stopped: {outcome.stopped}", markup=False)
+    for failed in outcome.cleanup:
+        console.print(f"cleanup failed: {failed}", markup=False)
+    if outcome.unsaved:
+        console.print(f"journal not saved: {outcome.unsaved}; the file shows the run as it was before that (a "
+                      "resume checks each step against the cluster first)", markup=False)  # fmt: skip
     if outcome.drift and outcome.replan:
         console.print(f"re-plan: {outcome.replan}", markup=False)
     if outcome.journal and not outcome.dry_run:
@@ -126,21 +141,69 @@ def render_outcome(console: Console, outcome: RunOutcome) -> None:
 Target = tuple[str, str | None, str, str]  # the kubeconfig, its context, the command, and how to re-plan
 
 
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP handled in the block: a run's own cleanup happens in the runner (RunInterrupted
+    carries its outcome); before the run starts a signal is Interrupted with nothing changed."""
+    try:
+        with handled():
+            yield
+    except Signalled as signalled:
+        name = signal.Signals(signalled.signum).name
+        raise Interrupted(signalled.signum, f"interrupted by {name}; nothing was changed") from None
+
+
+@dataclass(frozen=True)
+class Live:
+    """An --apply command's cluster: opened once, read once. The plan, its journal and the run's first check all
+    come from `snapshot`."""
+
+    kube: Kube
+    snapshot: Snapshot
+    kubeconfig: str
+    context: str | None
+
+    @property
+    def cluster(self) -> Cluster:
+        return self.snapshot.cluster
+
+    @property
+    def scenario(self) -> Scenario:
+        name = self.context or Path(self.kubeconfig).stem
+        return Scenario(name, f"live cluster ({self.kubeconfig})", self.cluster, self.snapshot.imported.pending)
+
+
+@contextmanager
+def live_apply(apply: bool, kubeconfig: str | None, context: str | None) -> Iterator[Live | None]:
+    """With --apply: signals handled from here on, the --kubeconfig cluster opened and read in one snapshot (None
+    without --apply: the command loads its input as usual)."""
+    if not apply:
+        yield None
+        return
+    assert kubeconfig is not None  # check_apply refused --apply without it
+    with interruptible(), open_cluster(kubeconfig, context) as kube:
+        yield Live(kube, kube.snapshot(), kubeconfig, context)
+
+
 def apply_plan(
-    kubeconfig: str | None,
-    context: str | None,
+    live: Live | None,
     command: str,
-    steps: Callable[[Kube, Target], Journal],
+    steps: Callable[[Kube, Snapshot, Target], Journal],
     yes: bool,
     journal: str | None,
     as_json: bool,
 ) -> int:
-    """Carry a computed plan out on the --kubeconfig cluster: `steps` turns it into a journal for the cluster and
-    the Target, dry-run unless `yes`; the outcome shown; its exit code."""
-    assert kubeconfig is not None  # check_apply refused --apply without it
-    with open_cluster(kubeconfig, context) as kube:
-        target = (str(Path(kubeconfig).resolve()), context, command, replan_command())
-        return finish(carry_out(kube, steps(kube, target), yes, journal, progress(as_json)), as_json)
+    """Carry a plan computed from `live.snapshot` out on that cluster: `steps` turns it into a journal, dry-run
+    unless `yes`; the outcome shown (an interrupted run's too); its exit code."""
+    assert live is not None  # --apply opened the cluster
+    target = (str(Path(live.kubeconfig).resolve()), live.context, command, replan_command())
+    planned = steps(live.kube, live.snapshot, target)
+    try:
+        outcome = carry_out(live.kube, planned, yes, journal, progress(as_json), live.snapshot)
+    except RunInterrupted as interrupted:
+        show(interrupted.outcome, as_json, render_outcome)
+        raise
+    return finish(outcome, as_json)
 
 
 def finish(outcome: RunOutcome, as_json: bool) -> int:
@@ -183,7 +246,12 @@ def apply_command(
             show(outcome, as_json, render_status)
             return 0 if outcome.finished else 1
         assert resume_path is not None
-        outcome = resume(resume_path, yes, progress(as_json))
+        try:
+            with interruptible():
+                outcome = resume(resume_path, yes, progress(as_json))
+        except RunInterrupted as interrupted:
+            show(interrupted.outcome, as_json, render_outcome)
+            raise
         if outcome.finished and not outcome.preview and not as_json:
             err.print(f"{resume_path}: every step is done already; nothing to do", markup=False)
         return finish(outcome, as_json)

@@ -343,6 +343,9 @@ def run(body: Callable[[], int]) -> None:
     except ValueError as error:  # legacy: library ValueErrors still read as bad input until they become InputError
         err.print(f"error: {error}", markup=False)
         raise typer.Exit(2) from None
+    except KeyboardInterrupt:  # Ctrl-C where no command handles signals (an --apply run does): one line, not a trace
+        err.print("error: interrupted by SIGINT", markup=False)
+        raise typer.Exit(130) from None
     raise typer.Exit(code)
 
 
@@ -562,7 +565,7 @@ def plugin_mode(kubeconfig: str) -> Iterator[None]:
         _plugin_kubeconfig.clear()
 
 
-def live(kubeconfig: str | None, cluster: str | None = None) -> str | None:
+def live_kubeconfig(kubeconfig: str | None, cluster: str | None = None) -> str | None:
     """The kubeconfig a command reads: --kubeconfig, else (under `kubectl gpusched`, no CLUSTER given) kubectl's."""
     if kubeconfig or cluster:
         return kubeconfig
@@ -571,7 +574,7 @@ def live(kubeconfig: str | None, cluster: str | None = None) -> str | None:
 
 def cluster_source(cluster: str | None, kubeconfig: str | None, context: str | None, what: str = "CLUSTER") -> str:
     """The one cluster a command reads: CLUSTER, or the live one (`KUBECONFIG#CONTEXT`), never both."""
-    kubeconfig = live(kubeconfig, cluster)
+    kubeconfig = live_kubeconfig(kubeconfig, cluster)
     if kubeconfig and cluster:
         raise ValueError(f"--kubeconfig is the cluster: drop {what}")
     if context and not kubeconfig:

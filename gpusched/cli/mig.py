@@ -9,7 +9,7 @@ import yaml
 from rich.console import Console
 
 from ..actions.journal import Journal
-from ..actions.kube import Kube
+from ..actions.kube import Kube, Snapshot
 from ..actions.plans import mig_journal
 from ..actions.runner import RunOutcome
 from ..planner.optimize.mig import InstanceOut, MigPlan, plan_mig
@@ -32,6 +32,7 @@ from .apply import (
     YesFlag,
     apply_plan,
     check_apply,
+    live_apply,
     options,
 )
 from .common import (
@@ -48,7 +49,7 @@ from .common import (
     emit_json,
     emit_target,
     err,
-    live,
+    live_kubeconfig,
     names,
     new_table,
     object_name,
@@ -107,39 +108,41 @@ def plan_command(
     --apply repartitions node by node: cordon, evict the pods on the GPUs to change, label, wait, uncordon."""
 
     def body() -> int:
-        server = live(kubeconfig, cluster)
+        server = live_kubeconfig(kubeconfig, cluster)
         check_apply(apply, server, context, yes, journal)
         config = solver_config(time_limit, workers, seed)
         if (demand is None) == (pending is None):
             raise ValueError("give exactly one of --demand PROFILE=COUNT,... and --pending PODS")
         target = emit
         console = emit_target("--emit-mig-parted", target, as_json)
-        model = load_cluster(cluster_source(cluster, server, context))
-        wanted = _demand(inventory(model), demand, pending)
-        try:
-            plan = plan_mig(model, wanted, config)
-        except Infeasible as error:  # no plan within the time limit: an answer, not bad input
-            err.print(f"error: {error}", markup=False)
-            return 1
-        _timing(plan)
-        emitted = mig_parted_file(plan) if target else None
-        if emitted:
-            write_output(str(target), emitted.text())
-        if as_json and not apply:
-            emit_json(plan)
-        elif not as_json:
-            render_plan(console, plan)
-            if target:
-                _render_emitted(console, target, emitted is not None)
-        if apply and plan.labels:
-            settings = options(pdb_timeout, wait_timeout, mig_timeout=mig_timeout)
+        source = cluster_source(cluster, server, context)
+        with live_apply(apply, server, context) as live:  # --apply: plan from the one snapshot the run checks
+            model = live.cluster if live else load_cluster(source)
+            wanted = _demand(inventory(model), demand, pending)
+            try:
+                plan = plan_mig(model, wanted, config)
+            except Infeasible as error:  # no plan within the time limit: an answer, not bad input
+                err.print(f"error: {error}", markup=False)
+                return 1
+            _timing(plan)
+            emitted = mig_parted_file(plan) if target else None
+            if emitted:
+                write_output(str(target), emitted.text())
+            if as_json and not apply:
+                emit_json(plan)
+            elif not as_json:
+                render_plan(console, plan)
+                if target:
+                    _render_emitted(console, target, emitted is not None)
+            if apply and plan.labels:
+                settings = options(pdb_timeout, wait_timeout, mig_timeout=mig_timeout)
 
-            def steps(kube: Kube, where: Target) -> Journal:
-                return mig_journal(kube, plan, where, settings)
+                def steps(kube: Kube, snapshot: Snapshot, where: Target) -> Journal:
+                    return mig_journal(kube, snapshot, plan, where, settings)
 
-            code = apply_plan(server, context, "mig plan", steps, yes, journal, as_json)
-            return code or (0 if plan.outcome.met else 1)
-        return 0 if plan.outcome.met else 1
+                code = apply_plan(live, "mig plan", steps, yes, journal, as_json)
+                return code or (0 if plan.outcome.met else 1)
+            return 0 if plan.outcome.met else 1
 
     run(body)
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from ..actions.journal import Journal
+from ..actions.kube import Kube, Snapshot
 from ..actions.plans import bind_journal, gpusched_jobs
-from ..actions.run import carry_out, open_cluster
 from ..actions.runner import RunOutcome
 from ..errors import InputError
 from ..planner.optimize.plan import (
@@ -20,17 +20,17 @@ from ..planner.optimize.plan import (
 )
 from ..planner.optimize.solver import SolveReport, collector_paused
 from ..planner.planfile import PlanValidation, check_plan_file, load_plan
-from ..scenarios import load_cluster, load_pending, load_scenario
+from ..scenarios import load_cluster, load_pending
 from .apply import (
     ApplyFlag,
     JournalOpt,
+    Target,
     WaitTimeoutOpt,
     YesFlag,
+    apply_plan,
     check_apply,
-    finish,
+    live_apply,
     options,
-    progress,
-    replan_command,
 )
 from .common import (
     DEFAULT_WORKERS,
@@ -48,7 +48,7 @@ from .common import (
     check_namespaces,
     cluster_source,
     in_namespace,
-    live,
+    live_kubeconfig,
     names,
     new_table,
     object_name,
@@ -88,7 +88,13 @@ def plan_command(
         ),
     ] = "gpusched",
     rollback: Annotated[
-        bool, typer.Option("--rollback", help="--apply: delete the bound pods of a gang that could not be completed")
+        bool,
+        typer.Option(
+            "--rollback",
+            help="--apply: a gang with pods that have no owner may be bound too; if it cannot be completed, those "
+            "pods are deleted and re-created unbound from their manifests (gangs of owned pods are always all or "
+            "nothing)",
+        ),
     ] = False,
     yes: YesFlag = False,
     journal: JournalOpt = None,
@@ -101,7 +107,7 @@ def plan_command(
     began = time.perf_counter()  # the time limit covers the whole command, reading its input included
 
     def body() -> int:
-        server = live(kubeconfig, cluster)
+        server = live_kubeconfig(kubeconfig, cluster)
         check_apply(apply, server, context, yes, journal)
         check_namespaces(namespace, all_namespaces)
         if rollback and not apply:
@@ -124,19 +130,21 @@ def plan_command(
             return 1 if report.unplaced else 0
         if pending:
             raise ValueError("--apply binds the cluster's own pending pods: drop --pending")
-        assert server is not None
-        scenario = load_scenario(source)
-        with open_cluster(server, context) as kube:
-            listed = scenario.pods.pods if scenario.pods else []
-            found, members = gpusched_jobs(kube, [p for p in listed if in_namespace(p.name, namespace)], scheduler_name)
+        with live_apply(apply, server, context) as live:  # plan from the one snapshot the run checks
+            assert live is not None
+            found, members = gpusched_jobs(live.snapshot, scheduler_name)
+            found = [job for job in found if in_namespace(job.name, namespace)]
             if not found:
                 raise ValueError(f"no pending GPU pod has schedulerName {scheduler_name!r}: nothing to bind")
-            report = plan(scenario.cluster, found, config, parse_sizes(sizes), began=began)
+            report = plan(live.cluster, found, config, parse_sizes(sizes), began=began)
             if not as_json:
                 render_plan(out, report)
-            target = (str(Path(server).resolve()), context, "plan", replan_command())
-            planned = bind_journal(kube, report, members, target, options(0.0, wait_timeout, rollback=rollback))
-            code = finish(carry_out(kube, planned, yes, journal, progress(as_json)), as_json)
+            settings = options(0.0, wait_timeout, rollback=rollback)
+
+            def steps(kube: Kube, snapshot: Snapshot, where: Target) -> Journal:
+                return bind_journal(kube, snapshot, report, members, where, settings)
+
+            code = apply_plan(live, "plan", steps, yes, journal, as_json)
             return code or (1 if report.unplaced else 0)
 
     run(body)

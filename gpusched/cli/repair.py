@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from ..actions.journal import Journal
-from ..actions.kube import Kube
+from ..actions.kube import Kube, Snapshot
 from ..actions.plans import defrag_journal, preempt_journal
 from ..actions.runner import RunOutcome
 from ..limits import MAX_PODS
@@ -30,6 +30,7 @@ from .apply import (
     YesFlag,
     apply_plan,
     check_apply,
+    live_apply,
     options,
 )
 from .common import (
@@ -45,7 +46,7 @@ from .common import (
     TimeLimit,
     app,
     cluster_source,
-    live,
+    live_kubeconfig,
     names,
     namespace_for,
     new_table,
@@ -223,26 +224,27 @@ def preempt_command(
     --apply evicts them through the Eviction API (PodDisruptionBudgets apply)."""
 
     def body() -> int:
-        server = live(kubeconfig, cluster)
+        server = live_kubeconfig(kubeconfig, cluster)
         check_apply(apply, server, context, yes, journal)
         config = solver_config(time_limit, workers, seed)
         where = cluster_source(cluster, server, context, "-f/--cluster")
-        model = load_cluster(where)
-        pods, jobs = load_pending(source or where)
-        known = [pod.name for pod in pods.pods] + [job.name for job in jobs.jobs]
-        wanted = pod_named(name, namespace_for(namespace, server, context), known)
-        report = preempt(model, pick_pending(pods.pods, jobs.jobs, wanted, source or where), config)
-        if not apply or not report.feasible:
-            show(report, as_json, render_preempt)
-            return 0 if report.feasible else 1
-        if not as_json:
-            render_preempt(out, report)
-        settings = options(pdb_timeout, wait_timeout)
+        with live_apply(apply, server, context) as live:  # --apply: plan from the one snapshot the run checks
+            model = live.cluster if live else load_cluster(where)
+            pods, jobs = load_pending(source or (live.scenario if live else where))
+            known = [pod.name for pod in pods.pods] + [job.name for job in jobs.jobs]
+            wanted = pod_named(name, namespace_for(namespace, server, context), known)
+            report = preempt(model, pick_pending(pods.pods, jobs.jobs, wanted, source or where), config)
+            if not apply or not report.feasible:
+                show(report, as_json, render_preempt)
+                return 0 if report.feasible else 1
+            if not as_json:
+                render_preempt(out, report)
+            settings = options(pdb_timeout, wait_timeout)
 
-        def steps(kube: Kube, where: Target) -> Journal:
-            return preempt_journal(kube, report, wanted, where, settings)
+            def steps(kube: Kube, snapshot: Snapshot, where: Target) -> Journal:
+                return preempt_journal(kube, snapshot, report, wanted, where, settings)
 
-        return apply_plan(server, context, f"preempt {wanted}", steps, yes, journal, as_json)
+            return apply_plan(live, f"preempt {wanted}", steps, yes, journal, as_json)
 
     run(body)
 
@@ -278,21 +280,23 @@ def defrag_command(
     (evict, the owner re-creates, the emptied nodes cordoned meanwhile)."""
 
     def body() -> int:
-        server = live(kubeconfig, cluster)
+        server = live_kubeconfig(kubeconfig, cluster)
         check_apply(apply, server, context, yes, journal)
         config = solver_config(time_limit, workers, seed)
         target = parse_shape(shape)
-        report = defrag(load_cluster(cluster_source(cluster, server, context)), target, max_moves, config)
-        if not apply or not report.feasible:
-            show(report, as_json, render_defrag)
-            return 0 if report.feasible else 1
-        if not as_json:
-            render_defrag(out, report)
-        settings = options(pdb_timeout, wait_timeout)
+        source = cluster_source(cluster, server, context)
+        with live_apply(apply, server, context) as live:  # --apply: plan from the one snapshot the run checks
+            report = defrag(live.cluster if live else load_cluster(source), target, max_moves, config)
+            if not apply or not report.feasible:
+                show(report, as_json, render_defrag)
+                return 0 if report.feasible else 1
+            if not as_json:
+                render_defrag(out, report)
+            settings = options(pdb_timeout, wait_timeout)
 
-        def steps(kube: Kube, where: Target) -> Journal:
-            return defrag_journal(kube, report, where, settings)
+            def steps(kube: Kube, snapshot: Snapshot, where: Target) -> Journal:
+                return defrag_journal(kube, snapshot, report, where, settings)
 
-        return apply_plan(server, context, f"defrag --for {shape}", steps, yes, journal, as_json)
+            return apply_plan(live, f"defrag --for {shape}", steps, yes, journal, as_json)
 
     run(body)

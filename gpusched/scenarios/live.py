@@ -194,7 +194,7 @@ def split_name(name: str, default_namespace: str = "default") -> tuple[str, str]
     """`namespace/name` or `name` (in the default namespace)."""
     namespace, _, pod = name.rpartition("/")
     if not pod or name.count("/") > 1:
-        raise InputError("--pod", f"expected NAME or NAMESPACE/NAME, got {name!r}")
+        raise InputError("POD", f"expected NAME or NAMESPACE/NAME, got {name!r}")
     return namespace or default_namespace, pod
 
 

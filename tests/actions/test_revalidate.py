@@ -4,6 +4,7 @@ puts pods (tests/conformance/test_apply_live.py changes a real cluster between s
 from __future__ import annotations
 
 from gpusched.actions.journal import Journal, Placement, Step
+from gpusched.actions.kube import CORDON_TAINT
 from gpusched.actions.revalidate import moved_on, validator_findings
 from gpusched.models.cluster import BusyGpu, Cluster, GpuBlock, Node, Taint
 from gpusched.models.workload import GpuNeeds
@@ -33,15 +34,23 @@ def move_journal(**fields) -> Journal:
                    placements=placements, **fields)  # fmt: skip
 
 
-def cluster(n2: Node, n1_unschedulable: bool = True) -> Cluster:
-    """n1 runs web (GPU 0 and, for the room, nothing else); cordoned by the run unless said otherwise."""
+def cluster(n2: Node, n1_cordoned: bool = True) -> Cluster:
+    """n1 runs web (GPU 0 and, for the room, nothing else); cordoned by the run (its taint) unless said otherwise."""
     web = GpuBlock(model="A100-SXM4-80GB", count=2, memory_gib=80, busy=[BusyGpu(gpu=0, pod="ns/web")])
-    n1 = Node(name="n1", gpu=web, cpu="8", memory="64Gi", unschedulable=n1_unschedulable)
+    taints = [Taint(key=CORDON_TAINT, value="r")] if n1_cordoned else []
+    n1 = Node(name="n1", gpu=web, cpu="8", memory="64Gi", taints=taints)
     return Cluster(nodes=[n1, n2], running={"ns/web": GpuNeeds()})
 
 
 def test_the_plan_still_fits_as_planned_with_the_runs_own_cordon():
     assert validator_findings(move_journal(), 1, [pod("ns/web", "n1")], cluster(node("n2"))) == []
+
+
+def test_another_runs_cordon_on_the_room_is_found():
+    other = cluster(node("n2"), n1_cordoned=False)
+    other.nodes[0] = other.nodes[0].model_copy(update={"taints": [Taint(key=CORDON_TAINT, value="someone")]})
+    found = validator_findings(move_journal(), 1, [pod("ns/web", "n1")], other)
+    assert found == ["target-0 on n1: taint gpusched.io/cordon not tolerated"]
 
 
 def test_a_planned_gpu_taken_by_another_pod_is_re_picked_on_a_free_one():
@@ -66,9 +75,10 @@ def test_cpu_the_target_no_longer_has_is_found():
 
 
 def test_a_cordon_by_someone_else_is_found():
-    planned = move_journal()
-    planned.steps[0].result = "already cordoned by someone else: left as it is, and not uncordoned"
-    found = validator_findings(planned, 1, [pod("ns/web", "n1")], cluster(node("n2")))
+    """kubectl cordon (spec.unschedulable) beside the run's own taint: the room the plan makes is not usable."""
+    cordoned = cluster(node("n2"))
+    cordoned.nodes[0] = cordoned.nodes[0].model_copy(update={"unschedulable": True})
+    found = validator_findings(move_journal(), 1, [pod("ns/web", "n1")], cordoned)
     assert found == ["target-0 on n1: node is cordoned"]
 
 

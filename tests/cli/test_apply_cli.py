@@ -56,18 +56,50 @@ def test_status_reports_a_journal_offline_with_the_failed_step(gpusched, tmp_pat
 
 
 def test_status_of_a_file_that_is_not_a_journal(gpusched, write):
-    result = gpusched("apply", "--status", write("j.json", {"version": 1}))
+    result = gpusched("apply", "--status", write("j.json", {"version": 2}))
     assert result.exit_code == 2 and "not a gpusched journal" in result.stderr
+
+
+def test_status_contacts_nothing_and_runs_no_exec_plugin(gpusched, tmp_path):
+    """The journal names a kubeconfig whose exec plugin would leave a mark, for a server that is not there:
+    `apply --status` reads the file alone, so neither happens."""
+    marker = tmp_path / "exec-plugin-ran"
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+        f"users: [{{name: u, user: {{exec: {{apiVersion: client.authentication.k8s.io/v1, command: sh, "
+        f"args: ['-c', 'touch {marker}']}}}}}}]\n"
+    )
+    steps = [Step(kind="cordon", target="n1", state="pending", result="undone when the run stopped"),
+             Step(kind="evict", target="ns/a", node="n1", state="interrupted", started=1.0,
+                  error="interrupted by SIGTERM while running: it may have taken effect; a resume checks first"),
+             Step(kind="uncordon", target="n1", cleanup=True)]  # fmt: skip
+    journal = Journal(run="r", command="defrag --for 4", replan="gpusched defrag --for 4", kubeconfig=str(kubeconfig),
+                      server="https://127.0.0.1:9", steps=steps, state="interrupted",
+                      stopped="interrupted by SIGTERM")  # fmt: skip
+    save_journal(journal, tmp_path / "j.json")
+    result = gpusched("apply", "--status", tmp_path / "j.json")
+    assert result.exit_code == 1 and not marker.exists()
+    assert "2. evict ns/a from n1 (Eviction API: PodDisruptionBudgets apply): INTERRUPTED: interrupted by SIGTERM" in (
+        result.stdout
+    )
+    assert "stopped: interrupted by SIGTERM" in result.stdout
+    assert f"resume: gpusched apply --resume {tmp_path / 'j.json'} --yes" in result.stdout
+    assert gpusched("apply", "--status", tmp_path / "j.json", "--json").json()["state"] == "interrupted"
 
 
 def test_the_kubectl_plugin_reads_kubectls_kubeconfig(monkeypatch, tmp_path):
     """The arguments go to the commands as they came; a command given no cluster reads the first file of
     $KUBECONFIG that exists, else ~/.kube/config."""
     import gpusched.cli as cli
-    from gpusched.cli.common import live
+    from gpusched.cli.common import live_kubeconfig
 
     seen = []
-    monkeypatch.setattr(cli, "main", lambda: seen.append((list(cli.sys.argv), live(None), live(None, "monday"))))
+    monkeypatch.setattr(
+        cli, "main", lambda: seen.append((list(cli.sys.argv), live_kubeconfig(None), live_kubeconfig(None, "monday")))
+    )
     config = tmp_path / "config"
     config.write_text("kind: Config\n")
     monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{config}")
@@ -78,4 +110,4 @@ def test_the_kubectl_plugin_reads_kubectls_kubeconfig(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
     cli.kubectl_main()
     assert seen[-1][1] == str(tmp_path / ".kube" / "config")
-    assert live(None) is None  # only while the plugin runs
+    assert live_kubeconfig(None) is None  # only while the plugin runs

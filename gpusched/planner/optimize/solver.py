@@ -17,7 +17,9 @@ from pydantic import BaseModel, Field
 
 from ...errors import Infeasible
 
-__all__ = ["SolverConfig", "LevelReport", "SolveReport", "solve_lexicographic", "Infeasible", "collector_paused"]
+__all__ = [
+    "SolverConfig", "LevelReport", "SolveReport", "solve_lexicographic", "Infeasible", "collector_paused", "cp_solver",
+]  # fmt: skip
 
 
 class SolverConfig(BaseModel):
@@ -52,6 +54,16 @@ class SolveReport(BaseModel):
 Level = tuple[str, str, cp_model.LinearExprT]  # (name, "maximize" | "minimize", expression)
 
 
+def cp_solver() -> cp_model.CpSolver:
+    """A CP-SAT solver that leaves the process's signal handlers alone. By default (catch_sigint_signal) a solve
+    installs its own SIGINT handler and, once it ends, resets SIGINT to the system default rather than to the
+    handler it found: a later Ctrl-C would kill the process outright, skipping an `--apply` run's cleanup. A
+    SIGINT during a solve now waits for the solve to end (its time limit bounds it) and reaches Python then."""
+    solver = cp_model.CpSolver()
+    solver.parameters.catch_sigint_signal = False
+    return solver
+
+
 def _integral(value: float) -> float:
     """The objectives are integer sums; CP-SAT may hand them back with float noise (6.999999999999999)."""
     nearest = round(value)
@@ -68,10 +80,10 @@ def solve_lexicographic(
     """Solve level by level; returns the solver holding the last level's solution, and the report."""
     began = time.perf_counter()
     reports: list[LevelReport] = []
-    solver = best = cp_model.CpSolver()  # best: the last solver that found a solution (a level may find none in time)
+    solver = best = cp_solver()  # best: the last solver that found a solution (a level may find none in time)
     for name, sense, expression in levels:
         remaining = config.time_limit - (time.perf_counter() - began)
-        solver = cp_model.CpSolver()
+        solver = cp_solver()
         solver.parameters.max_time_in_seconds = max(remaining, 0.01)
         solver.parameters.num_search_workers = config.workers
         solver.parameters.random_seed = config.seed

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from ....models.mig import COMPUTE_SLICES
-from ..solver import SolverConfig
+from ..solver import SolverConfig, cp_solver
 from .layouts import Instance, Layout, MigGpu, compute_of, free_layouts, is_reconfigured
 from .report import TieBreak
 
@@ -221,7 +221,7 @@ def canonical_optimum(
     model.minimize(sum((churn * order + rank) * variable for rank, (churn, variable) in enumerate(churns, 1)))
     if model.validate():  # coefficients past CP-SAT's range: keep the proven optimum as it came, untie-broken
         return None, values
-    solver = cp_model.CpSolver()
+    solver = cp_solver()
     solver.parameters.max_time_in_seconds = remaining
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = config.seed
