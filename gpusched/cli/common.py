@@ -24,6 +24,7 @@ import functools
 import inspect
 import json
 import math
+import os
 import re
 import sys
 import warnings
@@ -583,7 +584,7 @@ def cluster_source(cluster: str | None, kubeconfig: str | None, context: str | N
         return cluster
     if not kubeconfig:
         raise ValueError(f"give {what} (a file, built-in scenario, kubectl dump folder or kubeconfig), or --kubeconfig")
-    if not Path(kubeconfig).is_file():
+    if not any(Path(path).is_file() for path in kubeconfig.split(os.pathsep) if path):  # $KUBECONFIG: a list
         found = "no kubeconfig here" if _plugin_kubeconfig else "no such kubeconfig file"
         where = " (kubectl's: --kubeconfig, else $KUBECONFIG, else ~/.kube/config)" if _plugin_kubeconfig else ""
         raise InputError(kubeconfig, f"{found}{where}; give --kubeconfig FILE, or the cluster as {what}")
