@@ -20,6 +20,7 @@ import signal
 from types import ModuleType
 
 __all__ = [
+    "GpuschedWarning",
     "GpuschedError",
     "InputError",
     "LimitError",
@@ -32,6 +33,10 @@ __all__ = [
 ]
 
 INTERNAL = 3  # the exit code of an unexpected exception: a gpusched bug, never the user's input
+
+
+class GpuschedWarning(UserWarning):
+    """Input gpusched reads but doubts (an unknown GPU model): the CLI prints `warning: ...` on stderr and goes on."""
 
 
 class GpuschedError(Exception):

@@ -11,6 +11,9 @@ Input is untrusted. The reader caps what a file can cost before any model sees i
 - YAML aliases: allowed (kubectl and people use anchors), but what they expand to may add at most
   `MAX_ALIAS_NODES` nodes to the document, so a "billion laughs" file is refused instead of expanded.
 
+`-` is standard input (`kubectl get nodes -o json | gpusched import --nodes -`): read once, to its end, within the
+size cap, and served again to every later reader of `-` in the same command (a cluster and its pods from one pipe).
+
 The writer stages each file in its own folder (temporary name, fsync, rename): a failure leaves the old file
 untouched and no temporary file behind, and is one InputError naming the path.
 """
@@ -21,6 +24,7 @@ import json
 import os
 import select
 import stat
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -35,6 +39,7 @@ from .limits import setting
 __all__ = [
     "MAX_ALIAS_NODES",
     "MAX_DEPTH",
+    "STDIN",
     "make_folder",
     "max_input_bytes",
     "parse",
@@ -88,9 +93,32 @@ def _chunks(source: str, handle: IO[bytes], cap: int) -> Iterator[bytes]:
         yield chunk
 
 
+STDIN = "-"
+_stdin: tuple[Any, bytes] | None = None  # (the stream read, its bytes): `-` is read once per stream
+
+
+def _read_stdin(cap: int) -> bytes:
+    global _stdin
+    stream = sys.stdin
+    if _stdin is None or _stdin[0] is not stream:
+        if stream is None:
+            raise InputError(STDIN, "standard input is closed")
+        data = getattr(stream, "buffer", stream).read(cap + 1)
+        _stdin = (stream, data if isinstance(data, bytes) else data.encode("utf-8"))
+    return _stdin[1]
+
+
 def read_bytes(source: str, missing: str = "no such file") -> bytes:
-    """The file's bytes, read in chunks up to the size cap (a device or a pipe too); InputError on any failure."""
+    """The file's bytes, read in chunks up to the size cap (a device or a pipe too; `-` standard input); InputError
+    on any failure."""
     cap = max_input_bytes()
+    if source == STDIN:
+        data = _read_stdin(cap)
+        if len(data) > cap:
+            raise InputError(
+                STDIN, f"larger than the input limit of {cap} bytes (set GPUSCHED_MAX_INPUT_BYTES to raise it)"
+            )
+        return data
     try:
         with _open(source) as handle:
             if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):

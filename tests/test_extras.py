@@ -20,7 +20,7 @@ def test_require_names_the_extra(monkeypatch):
 def test_a_picture_without_matplotlib(gpusched, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     target = tmp_path / "frag.png"
-    result = gpusched("frag", "monday", "--plot", target)
+    result = gpusched("frag", "monday", "--output-file", target)
     assert result.exit_code == 2 and not target.exists()
     assert result.stderr.splitlines() == [
         "error: this needs matplotlib, which is not installed: pip install 'gpusched[plots]'"
@@ -29,7 +29,7 @@ def test_a_picture_without_matplotlib(gpusched, tmp_path, monkeypatch):
 
 def test_a_live_cluster_without_the_kubernetes_client(gpusched, write, monkeypatch):
     monkeypatch.setitem(sys.modules, "kubernetes", None)
-    result = gpusched("k8s", "--kubeconfig", write("kubeconfig", "{}"), "--pod", "p")
+    result = gpusched("k8s", "--kubeconfig", write("kubeconfig", "{}"), "p")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
         "error: this needs kubernetes, which is not installed: pip install 'gpusched[live]'"

@@ -18,6 +18,7 @@ __all__ = ["app", "main", "kubectl_main", "COMMAND_MODULES", "load"]
 # top-level command or group -> the module that registers it
 COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(("scenarios", "schema", "advertised", "place", "frag", "allreduce", "gang", "k8s"), "core"),
+    "init": "importer",
     "conformance": "conformance",
     "cluster": "conformance",
     "slices": "dra",
@@ -37,10 +38,10 @@ MODULES = ("apply", "core", "bench", "conformance", "dra", "explain", "gpumap", 
 
 
 def load(module: str | None = None) -> Any:
-    """Register the commands of one module (or all) on the app, and return the app."""
+    """Register the commands of one module (or all) on the app, with the shared conventions, and return the app."""
     for name in MODULES if module is None else (module,):
         importlib.import_module(f"{__name__}.{name}")
-    return _common.app
+    return _common.conventions(_common.app)
 
 
 def main() -> Any:
@@ -50,19 +51,13 @@ def main() -> Any:
 
 
 def kubectl_main() -> Any:
-    """`kubectl gpusched ...` (the kubectl-gpusched plugin): as `gpusched ...` on the cluster, context and
-    namespace kubectl uses (gpusched.cli.kubectl)."""
-    from .kubectl import plugin_argv
+    """`kubectl gpusched ...` (the kubectl-gpusched plugin): `gpusched ...` on kubectl's kubeconfig and current
+    context wherever a command is given no cluster; its flags (-n, --context, --kubeconfig) are the commands' own."""
+    from .kubectl import plugin_kubeconfig
 
-    args = sys.argv[1:]
-    command = next((arg for arg in args if not arg.startswith("-")), "")
-    try:
-        sys.argv[1:] = plugin_argv(args, load(COMMAND_MODULES.get(command)))
-    except ValueError as error:
-        _common.err.print(f"error: {error}", markup=False)
-        raise SystemExit(2) from None
     sys.argv[0] = "kubectl gpusched"
-    return main()
+    with _common.plugin_mode(plugin_kubeconfig()):
+        return main()
 
 
 def __getattr__(name: str) -> Any:

@@ -31,34 +31,44 @@ from ..actions.signals import Signalled, handled
 from ..errors import Interrupted
 from ..models.cluster import Cluster
 from ..scenarios import Scenario
-from .common import JsonFlag, app, err, out, run, show
+from .common import JsonFlag, app, err, out, run, shape, show
 
 __all__ = [
-    "ApplyFlag", "ContextOpt", "JournalOpt", "KubeconfigOpt", "Live", "PdbTimeoutOpt", "WaitTimeoutOpt", "YesFlag",
-    "apply_plan", "check_apply", "finish", "live_apply", "live_cluster", "options", "progress", "replan_command",
+    "ApplyFlag", "JournalOpt", "Live", "PdbTimeoutOpt", "WaitTimeoutOpt", "YesFlag",
+    "apply_plan", "check_apply", "finish", "live_apply", "options", "progress", "replan_command",
 ]  # fmt: skip
 
 ApplyFlag = Annotated[
     bool, typer.Option("--apply", help="carry the plan out on the --kubeconfig cluster (a dry run unless --yes)")
 ]
-KubeconfigOpt = Annotated[
-    str | None, typer.Option("--kubeconfig", help="plan from this live cluster (--apply acts on it)")
-]
-ContextOpt = Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: current)")]
 YesFlag = Annotated[bool, typer.Option("--yes", help="--apply: really do it (default: a dry run that changes nothing)")]
 JournalOpt = Annotated[
     str | None,
     typer.Option(
-        "--journal", help="--apply --yes: the journal file (default: $XDG_STATE_HOME/gpusched/apply-RUN.json)"
+        "--journal",
+        metavar="FILE",
+        help="--apply --yes: the journal file (default: $XDG_STATE_HOME/gpusched/apply-RUN.json)",
     ),
 ]
 PdbTimeoutOpt = Annotated[
     float,
-    typer.Option("--pdb-timeout", min=0, max=86400, help="seconds to retry an eviction a PodDisruptionBudget refuses"),
+    typer.Option(
+        "--pdb-timeout",
+        metavar="SECONDS",
+        min=0,
+        max=86400,
+        help="seconds to retry an eviction a PodDisruptionBudget refuses",
+    ),
 ]
 WaitTimeoutOpt = Annotated[
     float,
-    typer.Option("--wait-timeout", min=0, max=86400, help="seconds a pod may take to go, be replaced or be scheduled"),
+    typer.Option(
+        "--wait-timeout",
+        metavar="SECONDS",
+        min=0,
+        max=86400,
+        help="seconds a pod may take to go, be replaced or be scheduled",
+    ),
 ]
 
 
@@ -72,15 +82,6 @@ def check_apply(apply: bool, kubeconfig: str | None, context: str | None, yes: b
         raise ValueError("--apply needs --kubeconfig PATH: the cluster to plan from and act on")
     if context and not kubeconfig:
         raise ValueError("--context goes with --kubeconfig")
-
-
-def live_cluster(cluster: str | None, kubeconfig: str | None, context: str | None, what: str) -> str:
-    """The cluster source: CLUSTER, or the --kubeconfig cluster (`PATH#CONTEXT`), never both."""
-    if kubeconfig and cluster:
-        raise ValueError(f"--kubeconfig is the cluster: drop CLUSTER and give only {what}")
-    if not kubeconfig and not cluster:
-        raise ValueError("give CLUSTER (a file, scenario or kubeconfig), or --kubeconfig")
-    return f"{kubeconfig}#{context}" if kubeconfig and context else str(kubeconfig or cluster)
 
 
 def options(pdb_timeout: float, wait_timeout: float, **more: object) -> dict:
@@ -218,12 +219,18 @@ def render_status(console: Console, outcome: RunOutcome) -> None:
     render_outcome(console, outcome)
 
 
+@shape(RunOutcome)
 @app.command("apply")
 def apply_command(
     resume_path: Annotated[
-        str | None, typer.Option("--resume", help="carry on with a journal's remaining steps (dry run unless --yes)")
+        str | None,
+        typer.Option(
+            "--resume", metavar="JOURNAL", help="carry on with a journal's remaining steps (dry run unless --yes)"
+        ),
     ] = None,
-    status: Annotated[str | None, typer.Option("--status", help="report a journal's steps; contacts nothing")] = None,
+    status: Annotated[
+        str | None, typer.Option("--status", metavar="JOURNAL", help="report a journal's steps; contacts nothing")
+    ] = None,
     yes: YesFlag = False,
     as_json: JsonFlag = False,
 ) -> None:

@@ -16,7 +16,7 @@ from ..conformance.build import Binaries, HarnessError, cache_root, ensure_built
 from ..conformance.cluster import STATE_FILE, WORKLOAD_CONTROLLERS, ControlPlane, start, stop_detached
 from ..conformance.load import LoadReport, load_into
 from ..scenarios import load_scenario
-from .common import SEED_MAX, JsonFlag, app, run, show
+from .common import SEED_MAX, JsonFlag, app, run, shape, show
 from .progress import progress_bar
 
 cluster_app = typer.Typer(help="A real kube-apiserver, kube-scheduler and etcd, built from Go modules, run locally.")
@@ -54,6 +54,7 @@ def _binaries(source: str | None, version: str | None) -> Binaries:
         return ensure_built(source, version)
 
 
+@shape(Binaries)
 @cluster_app.command("build")
 def build_command(source: SourceOpt = None, version: ReleaseOpt = None, as_json: JsonFlag = False) -> None:
     """Build etcd, kube-apiserver, kube-scheduler and kube-controller-manager once for a pinned release."""
@@ -65,6 +66,7 @@ def build_command(source: SourceOpt = None, version: ReleaseOpt = None, as_json:
     run(_harness(body))
 
 
+@shape(ControlPlane)
 @cluster_app.command("up")
 def up_command(
     folder: DirOpt = None,
@@ -91,6 +93,7 @@ def up_command(
     run(_harness(body))
 
 
+@shape(LoadReport)
 @cluster_app.command("load")
 def load_command(
     scenario: Annotated[str, typer.Argument(help="built-in scenario, scenario file or cluster file")],
@@ -116,6 +119,7 @@ def load_command(
     run(_harness(body))
 
 
+@shape(ControlPlane)
 @cluster_app.command("down")
 def down_command(folder: DirOpt = None, as_json: JsonFlag = False) -> None:
     """Stop the control plane `up` started (only the processes it recorded) and remove its files."""
@@ -127,6 +131,7 @@ def down_command(folder: DirOpt = None, as_json: JsonFlag = False) -> None:
     run(_harness(body))
 
 
+@shape(differential.ConformanceReport)
 @app.command("conformance")
 def conformance_command(
     scenarios: Annotated[

@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from ..models.cluster import Cluster
 from ..models.dra import ClaimList
 from ..models.graph import build_graph
 from ..models.workload import JobList, PodList
-from ..planner.allreduce import ring_allreduce
+from ..planner.allreduce import AllReduce, ring_allreduce
 from ..planner.emit import DEFAULT_GPU_WEIGHT, kueue_setup, scheduler_config
-from ..planner.frag import fragmentation
-from ..planner.gang import simulate
-from ..planner.place import DEFAULT_GRADIENT_GB, place
+from ..planner.frag import FragReport, fragmentation
+from ..planner.gang import GangReport, Mode, simulate
+from ..planner.place import DEFAULT_GRADIENT_GB, PlaceReport, place
 from ..planner.scheduler.framework import NEWEST as NEWEST_RELEASE
 from ..planner.scheduler.live import predict_live
-from ..planner.scheduler.predict import predict_files
+from ..planner.scheduler.predict import K8sPrediction, predict_files
+from ..planner.scheduler.views import View
 from ..planner.state import ClusterState, advertised
 from ..scenarios import (
     load_cluster,
@@ -30,26 +31,51 @@ from ..scenarios import (
 )
 from . import render
 from .common import (
-    POLICY_CHOICES,
-    VIEW_CHOICES,
+    AllNamespacesFlag,
     ClusterArg,
+    ContextOpt,
     JsonFlag,
+    KubeconfigOpt,
+    NamespaceOpt,
+    PolicyOpt,
     SizesOpt,
     app,
-    choice,
+    check_namespaces,
+    cluster_source,
+    command_named,
+    command_paths,
     emit_json,
     emit_target,
     finite,
+    in_namespace,
+    live,
+    names,
+    namespace_for,
+    object_name,
+    qualified,
     run,
+    shape,
     show,
     show_emitted,
 )
 from .common import (
     sizes as parse_sizes,
 )
-from .figures import png_target, save_figure, wrote
+from .figures import figure_target, save_figure, wrote
 
 
+class ScenarioRow(BaseModel):
+    """A built-in scenario, as `gpusched scenarios` lists it."""
+
+    name: str
+    description: str
+    nodes: int
+    pods: int
+    jobs: int
+
+
+@names(lambda rows: [object_name("scenario", row["name"]) for row in rows])
+@shape(list[ScenarioRow])
 @app.command()
 def scenarios(as_json: JsonFlag = False) -> None:
     """List the built-in scenarios (every command takes one by name in place of a file)."""
@@ -57,13 +83,13 @@ def scenarios(as_json: JsonFlag = False) -> None:
     def body() -> int:
         found = {name: load_scenario(name) for name in scenario_names()}
         rows = [
-            {
-                "name": name,
-                "description": s.description,
-                "nodes": len(s.cluster.nodes),
-                "pods": len(s.pods.pods) if s.pods else 0,
-                "jobs": len(s.jobs.jobs) if s.jobs else 0,
-            }
+            ScenarioRow(
+                name=name,
+                description=s.description,
+                nodes=len(s.cluster.nodes),
+                pods=len(s.pods.pods) if s.pods else 0,
+                jobs=len(s.jobs.jobs) if s.jobs else 0,
+            )
             for name, s in found.items()
         ]
         show(rows, as_json, render.scenarios)
@@ -76,24 +102,54 @@ SCHEMAS: dict[str, type[BaseModel]] = {"cluster": Cluster, "pods": PodList, "job
 
 
 @app.command()
-def schema(kind: Annotated[str, typer.Argument(help="cluster | pods | jobs | claims")]) -> None:
-    """Print the JSON Schema of an input file."""
+def schema(
+    kind: Annotated[
+        Literal["cluster", "pods", "jobs", "claims"] | None, typer.Argument(metavar="KIND", help="an input file")
+    ] = None,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            metavar="COMMAND",
+            help="the shape COMMAND prints with -o json|yaml: plan, mig plan, bench openb",
+        ),
+    ] = None,
+) -> None:
+    """Print the JSON Schema of an input file (KIND), or of what a command prints with -o json (--output)."""
 
     def body() -> int:
-        if kind not in SCHEMAS:
-            raise ValueError(f"unknown schema {kind!r}: expected one of {', '.join(SCHEMAS)}")
-        emit_json(SCHEMAS[kind].model_json_schema(by_alias=True))
+        if (kind is None) == (output is None):
+            raise ValueError("give KIND (cluster, pods, jobs, claims) or --output COMMAND")
+        if kind is not None:
+            emit_json(SCHEMAS[kind].model_json_schema(by_alias=True))
+            return 0
+        assert output is not None
+        from . import load  # every command's module, to find the one named
+
+        load()
+        command = command_named(output)
+        printed = getattr(command, "__gpusched_shape__", None)
+        if printed is None:
+            listed = ", ".join(
+                path for path in command_paths() if getattr(command_named(path), "__gpusched_shape__", None)
+            )
+            raise ValueError(f"--output: {output!r} is no command that prints JSON; one of: {listed}")
+        emit_json(TypeAdapter(printed).json_schema(mode="serialization", by_alias=True))
         return 0
 
     run(body)
 
 
+@names(lambda counts: [object_name("node", node) for node in counts])
+@shape(dict[str, dict[str, int]])
 @app.command("advertised")
-def advertised_command(cluster: ClusterArg, as_json: JsonFlag = False) -> None:
+def advertised_command(
+    cluster: ClusterArg = None, kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, as_json: JsonFlag = False
+) -> None:
     """What the device plugin reports per node: the integers kube-scheduler sees."""
 
     def body() -> int:
-        state = ClusterState.from_cluster(load_cluster(cluster))
+        state = ClusterState.from_cluster(load_cluster(cluster_source(cluster, kubeconfig, context)))
         counts = {node.name: advertised(node) for node in state.nodes}
         show(counts, as_json, render.advertised)
         return 0
@@ -101,15 +157,18 @@ def advertised_command(cluster: ClusterArg, as_json: JsonFlag = False) -> None:
     run(body)
 
 
+@names(lambda report: [object_name("pod", pod["pod"]) for pod in report["results"] if pod["node"]])
+@shape(PlaceReport)
 @app.command("place")
 def place_command(
-    cluster: ClusterArg,
+    cluster: ClusterArg = None,
     pods: Annotated[
-        str | None, typer.Argument(help="pods file or scenario name (default: the scenario's pods)")
+        str | None,
+        typer.Option("--pods", metavar="FILE", help="pods file or scenario name (default: the cluster's own pods)"),
     ] = None,
-    policy: Annotated[str, typer.Option(help="binpack | spread | topology")] = "binpack",
+    policy: PolicyOpt = "binpack",
     view: Annotated[
-        str, typer.Option(help="gpu (what the hardware allows) | extended (the scheduler's integers)")
+        View, typer.Option(help="gpu (what the hardware allows) | extended (the scheduler's integers)")
     ] = "gpu",
     gpu_weight: Annotated[
         int | None,
@@ -133,18 +192,24 @@ def place_command(
             f"(default {DEFAULT_GPU_WEIGHT}) with this --policy does; - for stdout",
         ),
     ] = None,
+    namespace: NamespaceOpt = None,
+    all_namespaces: AllNamespacesFlag = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Place pods one after another with a policy and a view, then report fragmentation."""
+    """Place pods one after another with a policy and a view, then report fragmentation (a cluster with no pods
+    of its own, such as a file of only `nodes:`, reports the fragmentation as it is)."""
 
     def body() -> int:
-        choice("--policy", policy, POLICY_CHOICES)
-        choice("--view", view, VIEW_CHOICES)
+        check_namespaces(namespace, all_namespaces)
         console = emit_target("--emit-scheduler-config", emit_scheduler, as_json)
-        model = load_cluster(cluster)
-        pod_list = load_pods(pods or cluster)
-        config = scheduler_config(model, policy, gpu_weight) if emit_scheduler else None
-        report = place(model, pod_list.pods, view, policy, gpu_weight, gradient_gb, parse_sizes(sizes))  # type: ignore[arg-type]
+        source = cluster_source(cluster, kubeconfig, context)
+        scenario = load_scenario(source)
+        pod_list = load_pods(pods).pods if pods else (scenario.pods.pods if scenario.pods else [])
+        pod_list = [pod for pod in pod_list if in_namespace(pod.name, namespace)]
+        config = scheduler_config(scenario.cluster, policy, gpu_weight) if emit_scheduler else None
+        report = place(scenario.cluster, pod_list, view, policy, gpu_weight, gradient_gb, parse_sizes(sizes))
         if config is None:
             show(report, as_json, render.placement)
         else:
@@ -162,24 +227,30 @@ def place_command(
     run(body)
 
 
+@shape(FragReport)
 @app.command("frag")
 def frag_command(
-    cluster: ClusterArg,
+    cluster: ClusterArg = None,
     sizes: SizesOpt = "",
     plot: Annotated[
         Path | None,
         typer.Option(
-            "--plot", help="also draw it as a PNG: free GPUs per node by NVLink island, stranded % per job size"
+            "--output-file",
+            metavar="FILE",
+            help="also draw it (.png, .svg or .pdf): free GPUs per node by kind, nodes by free GPUs per job size",
         ),
     ] = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Fragmentation per job size, largest free blocks, and what each MIG GPU could still offer."""
 
     def body() -> int:
-        target = png_target("--plot", plot)
-        report = fragmentation(ClusterState.from_cluster(load_cluster(cluster)), parse_sizes(sizes))
-        save_figure("--plot", target, "frag_figure", report)
+        target = figure_target("--output-file", plot)
+        model = load_cluster(cluster_source(cluster, kubeconfig, context))
+        report = fragmentation(ClusterState.from_cluster(model), parse_sizes(sizes))
+        save_figure("--output-file", target, "frag_figure", report)
         show(report, as_json, render.frag)
         wrote(target, as_json)
         return 0
@@ -187,10 +258,18 @@ def frag_command(
     run(body)
 
 
+@shape(list[AllReduce])
 @app.command("allreduce")
 def allreduce_command(
-    cluster: ClusterArg,
-    placements: Annotated[list[str], typer.Argument(help="GPU sets as NODE:GPUS, e.g. pcie-a:0,2 or dgx-a:0-7")],
+    cluster: Annotated[
+        str,
+        typer.Argument(
+            metavar="CLUSTER", help="cluster or scenario file, built-in scenario, kubectl dump folder or kubeconfig"
+        ),
+    ],
+    placements: Annotated[
+        list[str], typer.Argument(metavar="NODE:GPUS...", help="GPU sets as NODE:GPUS, e.g. pcie-a:0,2 or dgx-a:0-7")
+    ],
     gradient_gb: Annotated[
         float, typer.Option("--gradient-gb", parser=finite(0, 1e9), help="gradient size in GB")
     ] = DEFAULT_GRADIENT_GB,
@@ -207,17 +286,23 @@ def allreduce_command(
     run(body)
 
 
+@names(lambda report: [object_name("job", job["name"]) for job in report["jobs"]])
+@shape(GangReport)
 @app.command("gang")
 def gang_command(
-    cluster: ClusterArg,
+    cluster: ClusterArg = None,
     jobs: Annotated[
-        str | None, typer.Argument(help="jobs file or scenario name (default: the scenario's jobs)")
+        str | None,
+        typer.Option("--jobs", metavar="FILE", help="jobs file or scenario name (default: the cluster's own jobs)"),
     ] = None,
-    mode: Annotated[str, typer.Option(help="pod (default scheduler) | gang (all or nothing)")] = "gang",
+    mode: Annotated[Mode, typer.Option(help="pod (default scheduler) | gang (all or nothing)")] = "gang",
     timeout: Annotated[
-        float, typer.Option(parser=finite(0, 1e9), help="gang mode: seconds a partial reservation may be held")
+        float,
+        typer.Option(
+            metavar="SECONDS", parser=finite(0, 1e9), help="gang mode: seconds a partial reservation may be held"
+        ),
     ] = 0.0,
-    policy: Annotated[str, typer.Option(help="binpack | spread | topology")] = "binpack",
+    policy: PolicyOpt = "binpack",
     emit_kueue: Annotated[
         str | None,
         typer.Option(
@@ -229,19 +314,29 @@ def gang_command(
     queue: Annotated[
         str, typer.Option("--queue", help="--emit-kueue: the ClusterQueue and LocalQueue name")
     ] = "training",
-    namespace: Annotated[str, typer.Option("--namespace", help="--emit-kueue: the LocalQueue's namespace")] = "default",
+    namespace: Annotated[
+        str | None,
+        typer.Option(
+            "-n",
+            "--namespace",
+            metavar="NS",
+            help="--emit-kueue: the LocalQueue's namespace (default: the context's when live, else default)",
+        ),
+    ] = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Simulate training jobs on a virtual clock: starts, finishes, idle reservations, deadlock."""
 
     def body() -> int:
-        choice("--mode", mode, ("pod", "gang"))
-        choice("--policy", policy, POLICY_CHOICES)
         console = emit_target("--emit-kueue", emit_kueue, as_json)
-        model = load_cluster(cluster)
-        job_list = load_jobs(jobs or cluster)
-        setup = kueue_setup(model, job_list.jobs, queue, namespace) if emit_kueue else None
-        report = simulate(model, job_list.jobs, mode, timeout, policy)  # type: ignore[arg-type]
+        source = cluster_source(cluster, kubeconfig, context)
+        model = load_cluster(source)
+        job_list = load_jobs(jobs or source)
+        queue_namespace = namespace_for(namespace, live(kubeconfig, cluster), context) or "default"
+        setup = kueue_setup(model, job_list.jobs, queue, queue_namespace) if emit_kueue else None
+        report = simulate(model, job_list.jobs, mode, timeout, policy)
         if setup is None:
             show(report, as_json, render.gang)
         else:
@@ -252,21 +347,36 @@ def gang_command(
     run(body)
 
 
+@names(lambda result: [object_name("node", node) for node in result["feasible"]])
+@shape(K8sPrediction)
 @app.command("k8s")
 def k8s_command(
     pod: Annotated[
-        str, typer.Option("--pod", help="kubectl get pod NAME -o json; with --kubeconfig: [NAMESPACE/]NAME")
+        str,
+        typer.Argument(
+            metavar="POD",
+            help="kubectl get pod NAME -o json (a file, - for stdin); with --kubeconfig: the pod's [NAMESPACE/]NAME",
+        ),
     ],
-    nodes: Annotated[str | None, typer.Option("--nodes", help="kubectl get nodes -o json")] = None,
-    pods: Annotated[str | None, typer.Option("--pods", help="kubectl get pods -A -o json: what is bound where")] = None,
-    kubeconfig: Annotated[
-        str | None, typer.Option("--kubeconfig", help="read nodes and pods from this cluster")
+    nodes: Annotated[str | None, typer.Option("--nodes", metavar="FILE", help="kubectl get nodes -o json")] = None,
+    pods: Annotated[
+        str | None, typer.Option("--pods", metavar="FILE", help="kubectl get pods -A -o json: what is bound where")
     ] = None,
-    context: Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: current)")] = None,
+    namespace: NamespaceOpt = None,
+    kubeconfig: Annotated[
+        str | None,
+        typer.Option(
+            "--kubeconfig",
+            metavar="FILE",
+            help="read nodes and pods from this cluster (default under `kubectl gpusched`: kubectl's)",
+        ),
+    ] = None,
+    context: ContextOpt = None,
     k8s_version: Annotated[
         str | None,
         typer.Option(
             "--k8s-version",
+            metavar="VERSION",
             help="1.34 to 1.37, a patch optional (1.34.1); default: the server's release with --kubeconfig, else 1.37",
         ),
     ] = None,
@@ -274,29 +384,38 @@ def k8s_command(
         list[str] | None,
         typer.Option(
             "--objects",
+            metavar="FILE",
             help="DRA objects for a pod with claims: kubectl get deviceclasses,devicetaintrules,resourceslices,resourceclaims -o json",
         ),
     ] = None,
     pdbs: Annotated[
-        str | None, typer.Option("--pdbs", help="kubectl get pdb -A -o json: the budgets preemption respects")
+        str | None,
+        typer.Option("--pdbs", metavar="FILE", help="kubectl get pdb -A -o json: the budgets preemption respects"),
     ] = None,
     namespaces: Annotated[
         str | None,
-        typer.Option("--namespaces", help="kubectl get namespaces -o json: the labels namespaceSelectors match"),
+        typer.Option(
+            "--namespaces", metavar="FILE", help="kubectl get namespaces -o json: the labels namespaceSelectors match"
+        ),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Predict kube-scheduler's verdict for one pod: the nodes that fit, or the FailedScheduling message word for word."""
 
     def body() -> int:
-        if kubeconfig:
+        server = live(kubeconfig, nodes)
+        if server:
             if nodes or pods or objects or pdbs or namespaces:
                 raise ValueError(
                     "--kubeconfig reads nodes and pods from the cluster: "
                     "drop --nodes, --pods, --objects, --pdbs and --namespaces"
                 )
-            result = predict_live(kubeconfig, context, pod, k8s_version)
+            result = predict_live(
+                server, context, qualified(pod, namespace_for(namespace, server, context)), k8s_version
+            )
         elif nodes:
+            if namespace is not None:
+                raise ValueError("-n/--namespace names a live pod; POD is a file here (kubectl get pod NAME -o json)")
             result = predict_files(nodes, pods, pod, k8s_version or NEWEST_RELEASE, objects, pdbs, namespaces)
         else:
             raise ValueError("--nodes is required (kubectl get nodes -o json), or --kubeconfig to read a cluster")

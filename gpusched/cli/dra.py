@@ -2,68 +2,96 @@
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-import yaml
+from pydantic import BaseModel
 from rich.console import Console
 
 from ..actions.apply import ApplyReport, apply_objects
 from ..planner.dra.allocator import allocated_devices
 from ..planner.dra.objects import objects_from, read_all
 from ..planner.dra.run import DraReport, run_dra
-from ..planner.dra.slices import DRIVERS, EXAMPLE, cluster_slices, driver_classes
+from ..planner.dra.slices import cluster_slices, driver_classes
 from ..planner.scheduler.framework import NEWEST as NEWEST_RELEASE
 from ..planner.scheduler.predict import parse_version, server_release
 from ..scenarios import load_cluster
 from ..scenarios.live import fetch_dra, fetch_version
-from .common import ClusterArg, JsonFlag, app, emit_json, run, show
+from .common import (
+    DEFAULT_DRIVER,
+    ClusterArg,
+    ClusterOpt,
+    ContextOpt,
+    DriverOpt,
+    JsonFlag,
+    app,
+    cluster_source,
+    emit_json,
+    live,
+    names,
+    object_name,
+    run,
+    shape,
+    show,
+)
 
-DriverOpt = Annotated[str, typer.Option("--driver", help=" | ".join(DRIVERS))]
+
+class KubeList(BaseModel):
+    """A Kubernetes List (`kubectl apply -f` takes it): the objects as the API server stores them."""
+
+    apiVersion: str = "v1"
+    kind: str = "List"
+    items: list[dict[str, Any]]
 
 
+@names(lambda listed: [object_name(item["kind"].lower(), item["metadata"]["name"]) for item in listed["items"]])
+@shape(KubeList | ApplyReport)
 @app.command("slices")
 def slices_command(
-    cluster: ClusterArg,
-    driver: DriverOpt = EXAMPLE,
+    cluster: ClusterArg = None,
+    driver: DriverOpt = DEFAULT_DRIVER,
     classes: Annotated[bool, typer.Option("--classes", help="also print the driver's DeviceClasses")] = False,
-    as_yaml: Annotated[bool, typer.Option("--yaml", help="multi-document YAML instead of a JSON List")] = False,
     apply: Annotated[
         bool,
         typer.Option(
             "--apply", help="publish them with server-side apply (field manager gpusched); a dry run unless --yes"
         ),
     ] = False,
-    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="--apply: the cluster to publish to")] = None,
-    context: Annotated[
-        str | None, typer.Option("--context", help="--apply: kubeconfig context (default: current)")
+    kubeconfig: Annotated[
+        str | None,
+        typer.Option(
+            "--kubeconfig",
+            metavar="FILE",
+            help="--apply: the cluster to publish to (default under `kubectl gpusched`: kubectl's)",
+        ),
     ] = None,
+    context: ContextOpt = None,
     yes: Annotated[
         bool, typer.Option("--yes", help="--apply: write for real (default: dryRun=All, nothing stored)")
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """The ResourceSlices (resource.k8s.io/v1) a DRA driver would publish for the cluster: `kubectl apply -f` them."""
+    """The ResourceSlices (resource.k8s.io/v1) a DRA driver would publish for the cluster, as a List (-o yaml for
+    YAML): `kubectl apply -f` them."""
 
     def body() -> int:
-        _check_apply(apply, kubeconfig, context, yes, as_yaml)
-        objects = [*(driver_classes(driver) if classes else []), *cluster_slices(load_cluster(cluster), driver)]
+        server = live(kubeconfig) if apply else kubeconfig
+        _check_apply(apply, server, context, yes)
+        model = load_cluster(cluster_source(cluster, None if cluster else live(None), None))
+        objects = [*(driver_classes(driver) if classes else []), *cluster_slices(model, driver)]
         wire = [obj.wire() for obj in objects]
         if apply:
-            show(apply_objects(str(kubeconfig), context, wire, write=yes), as_json, render_apply)
-        elif as_yaml and not as_json:
-            sys.stdout.write(yaml.safe_dump_all(wire, sort_keys=False))
+            show(apply_objects(str(server), context, wire, write=yes), as_json, render_apply)
         else:
-            emit_json({"apiVersion": "v1", "kind": "List", "items": wire})
+            emit_json(KubeList(items=wire))
         return 0
 
     run(body)
 
 
-def _check_apply(apply: bool, kubeconfig: str | None, context: str | None, yes: bool, as_yaml: bool) -> None:
-    """--kubeconfig, --context and --yes belong to --apply, which needs a kubeconfig and prints a report, not YAML."""
+def _check_apply(apply: bool, kubeconfig: str | None, context: str | None, yes: bool) -> None:
+    """--kubeconfig, --context and --yes belong to --apply, which needs a kubeconfig."""
     if not apply:
         given = [
             name for name, value in (("--kubeconfig", kubeconfig), ("--context", context), ("--yes", yes)) if value
@@ -72,8 +100,6 @@ def _check_apply(apply: bool, kubeconfig: str | None, context: str | None, yes: 
             raise ValueError(f"{', '.join(given)}: only with --apply")
     elif not kubeconfig:
         raise ValueError("--apply needs --kubeconfig PATH: the cluster to publish to")
-    elif as_yaml:
-        raise ValueError("--yaml prints the objects, --apply publishes them: give one")
 
 
 def render_apply(console: Console, report: ApplyReport) -> None:
@@ -89,27 +115,36 @@ def render_apply(console: Console, report: ApplyReport) -> None:
     console.print(", ".join(f"{counts[a]} {w}" for a, w in zip(done, words, strict=True)), markup=False)
 
 
+@names(
+    lambda report: [object_name("resourceclaim", claim["claim"]) for claim in report["claims"] if claim["allocated"]]
+)
+@shape(DraReport)
 @app.command("dra")
 def dra_command(
     objects: Annotated[
         list[str] | None,
         typer.Option(
-            "--objects", help="DeviceClasses, claims, templates, slices, pods (kubectl -o json|yaml), or a built-in set"
+            "--objects",
+            metavar="FILE",
+            help="DeviceClasses, claims, templates, slices, pods (kubectl -o json|yaml; - for stdin), or a built-in set",
         ),
     ] = None,
-    cluster: Annotated[
-        str | None, typer.Option("--cluster", help="cluster file or scenario: its slices and busy devices")
-    ] = None,
-    kubeconfig: Annotated[
+    cluster: ClusterOpt = None,
+    given_kubeconfig: Annotated[
         str | None,
-        typer.Option("--kubeconfig", help="read the DRA objects and the Pending pods with claims from this cluster"),
+        typer.Option(
+            "--kubeconfig",
+            metavar="FILE",
+            help="read the DRA objects and the Pending pods with claims from this cluster (default under `kubectl gpusched`: kubectl's)",
+        ),
     ] = None,
-    context: Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: current)")] = None,
-    driver: DriverOpt = EXAMPLE,
+    context: ContextOpt = None,
+    driver: DriverOpt = DEFAULT_DRIVER,
     k8s_version: Annotated[
         str | None,
         typer.Option(
             "--k8s-version",
+            metavar="VERSION",
             help="1.34 to 1.37 (features and wording); default: the server's release with --kubeconfig, else 1.37",
         ),
     ] = None,
@@ -119,8 +154,7 @@ def dra_command(
 
     def body() -> int:
         version = parse_version(k8s_version or NEWEST_RELEASE)
-        if driver not in DRIVERS:
-            raise ValueError(f"--driver: expected {' or '.join(DRIVERS)}, got {driver!r}")
+        kubeconfig = live(given_kubeconfig, cluster)
         if not objects and not kubeconfig:
             raise ValueError(
                 "give the DRA objects: --objects FILE (or a built-in set), or --kubeconfig to read a cluster's"

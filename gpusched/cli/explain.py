@@ -9,7 +9,6 @@ import yaml
 from rich.console import Console
 
 from ..models.workload import Job
-from ..planner.dra.slices import DRIVERS, NVIDIA
 from ..planner.explain import (
     Explanation,
     check_claim,
@@ -18,31 +17,36 @@ from ..planner.explain import (
     explain_job,
     explain_pod,
 )
-from ..planner.explain.target import pick_pending, running_node
+from ..planner.explain.target import pick_pending, pod_named, running_node
 from ..planner.place import DEFAULT_GRADIENT_GB
 from ..scenarios import load_cluster, load_pending, load_scenario
 from .common import (
+    DEFAULT_DRIVER,
+    DEFAULT_WORKERS,
+    ClusterOpt,
+    ContextOpt,
+    DriverOpt,
     JsonFlag,
+    KubeconfigOpt,
+    NamespaceOpt,
     Seed,
     SolverWorkers,
     TimeLimit,
     app,
+    cluster_source,
     emit_json,
     finite,
+    live,
+    names,
+    namespace_for,
+    object_name,
     out,
     run,
+    shape,
     show,
     solver_config,
     write_output,
 )
-
-
-def _cluster_source(cluster: str | None, kubeconfig: str | None, context: str | None) -> str:
-    if (cluster is None) == (kubeconfig is None):
-        raise ValueError("give the cluster: --cluster (a file, scenario or kubectl dump directory) or --kubeconfig")
-    if context and not kubeconfig:
-        raise ValueError("--context goes with --kubeconfig")
-    return cluster if cluster is not None else f"{kubeconfig}#{context}" if context else str(kubeconfig)
 
 
 def _write_claim(claim: dict, target: str) -> None:
@@ -50,41 +54,53 @@ def _write_claim(claim: dict, target: str) -> None:
     write_output(target, text)
 
 
+@names(lambda result: [object_name("node", result["node"])] if result["fits"] and result["node"] else [])
+@shape(Explanation)
 @app.command("explain")
 def explain_command(
-    target: Annotated[str, typer.Argument(help="the Pending pod or job, by name (namespace/name for imported pods)")],
-    cluster: Annotated[
-        str | None,
-        typer.Option("--cluster", help="cluster or scenario file, built-in scenario, or kubectl dump directory"),
-    ] = None,
-    kubeconfig: Annotated[
-        str | None, typer.Option("--kubeconfig", help="read the cluster from this API server")
-    ] = None,
-    context: Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: current)")] = None,
+    target: Annotated[
+        str,
+        typer.Argument(metavar="POD", help="the Pending pod or job, by name ([NAMESPACE/]NAME; or a ResourceClaim's)"),
+    ],
+    cluster: ClusterOpt = None,
+    namespace: NamespaceOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
     pods: Annotated[
-        str | None, typer.Option("--pods", help="pods file holding the target (default: the cluster's Pending pods)")
+        str | None,
+        typer.Option(
+            "--pods", metavar="FILE", help="pods file holding the target (default: the cluster's Pending pods)"
+        ),
     ] = None,
     jobs: Annotated[
-        str | None, typer.Option("--jobs", help="jobs file holding the target (default: the scenario's jobs)")
+        str | None,
+        typer.Option("--jobs", metavar="FILE", help="jobs file holding the target (default: the scenario's jobs)"),
     ] = None,
     emit_claim: Annotated[
         str | None,
-        typer.Option("--emit-claim", help="write a DRA ResourceClaim for the pod's needs to FILE (- for stdout)"),
+        typer.Option(
+            "--emit-claim",
+            metavar="FILE|-",
+            help="write a DRA ResourceClaim for the pod's needs to FILE (- for stdout)",
+        ),
     ] = None,
     objects: Annotated[
         list[str] | None,
         typer.Option(
-            "--objects", help="DRA objects (as for `gpusched dra`): explain a ResourceClaim by namespace/name"
+            "--objects",
+            metavar="FILE",
+            help="DRA objects (as for `gpusched dra`): explain a ResourceClaim by namespace/name",
         ),
     ] = None,
-    driver: Annotated[
-        str, typer.Option("--driver", help=f"DRA driver of the cluster's slices: {' | '.join(DRIVERS)}")
-    ] = NVIDIA,
+    driver: DriverOpt = DEFAULT_DRIVER,
     gradient_gb: Annotated[
-        float, typer.Option("--gradient-gb", parser=finite(0, 1e9), help="gradient size for the all-reduce cost")
+        float,
+        typer.Option(
+            "--gradient-gb", metavar="GB", parser=finite(0, 1e9), help="gradient size for the all-reduce cost"
+        ),
     ] = DEFAULT_GRADIENT_GB,
     time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 8,
+    workers: SolverWorkers = DEFAULT_WORKERS,
     seed: Seed = 0,
     as_json: JsonFlag = False,
 ) -> None:
@@ -92,28 +108,29 @@ def explain_command(
 
     def body() -> int:
         config = solver_config(time_limit, workers, seed)
-        if driver not in DRIVERS:
-            raise ValueError(f"--driver: expected {' or '.join(DRIVERS)}, got {driver!r}")
         if objects:
             claim = _claim(cluster, objects, driver, target)
             if claim is not None:
                 show(claim, as_json, render)
                 return 0 if claim.fits else 1
-        source = _cluster_source(cluster, kubeconfig, context)
+        source = cluster_source(cluster, kubeconfig, context, "-f/--cluster")
         scenario = load_scenario(source)
         model = scenario.cluster
         pending = load_pending(scenario, pods, jobs)
         pending_pods, pending_jobs = pending[0].pods, pending[1].jobs
-        node = running_node(model, pending_pods, pending_jobs, target)
+        space = namespace_for(namespace, live(kubeconfig, cluster), context)
+        known = [p.name for p in pending_pods] + [j.name for j in pending_jobs] + [r.name for r in model.running_pods()]
+        wanted = pod_named(target, space, known)
+        node = running_node(model, pending_pods, pending_jobs, wanted)
         if node is not None:
-            result = Explanation(target=target, kind="pod", fits=True, running=True, node=node)
+            result = Explanation(target=wanted, kind="pod", fits=True, running=True, node=node)
             show(result, as_json, render)
             return 0
-        item = pick_pending(pending_pods, pending_jobs, target, pods or jobs or source)
+        item = pick_pending(pending_pods, pending_jobs, wanted, pods or jobs or source)
         if isinstance(item, Job):
             if emit_claim:
                 raise ValueError("--emit-claim writes a claim for one pod; a job's pods each need their own")
-            result = explain_job(model, pending_jobs, target)
+            result = explain_job(model, pending_jobs, wanted)
         else:
             emitted = claim_for(item.name, item, item.gpus, driver) if emit_claim else None
             result = explain_pod(model, item, config, gradient_gb)

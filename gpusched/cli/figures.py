@@ -1,5 +1,6 @@
-"""PNG outputs of the CLI: the path checked before any work, the figure written before the report, one line saying
-where it went. matplotlib (through gpusched.cli.plots) loads only when a figure is asked for.
+"""Pictures the CLI draws (PNG, SVG or PDF, by the file name): the path checked before any work, the figure written
+before the report, one line saying where it went. matplotlib (through gpusched.cli.plots) loads only when a figure
+is asked for.
 """
 
 from __future__ import annotations
@@ -11,18 +12,22 @@ from typing import Any
 from ..errors import require
 from .common import err, out
 
-__all__ = ["png_target", "save_figure", "wrote"]
+__all__ = ["FIGURE_FORMATS", "figure_target", "save_figure", "wrote"]
+
+FIGURE_FORMATS = ("png", "svg", "pdf")
+_ENDINGS = "a file name ending in .png, .svg or .pdf"
 
 
-def png_target(option: str, path: Path | None) -> Path | None:
-    """Refuse a path that cannot take a PNG (or a missing matplotlib) before anything is loaded: nothing is written."""
+def figure_target(option: str, path: Path | None) -> Path | None:
+    """Refuse a path that cannot take a picture (or a missing matplotlib) before anything is loaded: nothing is
+    written."""
     if path is None:
         return None
     require("matplotlib", "plots")
     if path.is_dir():
-        raise ValueError(f"{option}: {path} is a folder; give a file name ending in .png")
-    if path.suffix.lower() != ".png":
-        raise ValueError(f"{option}: {path}: expected a file name ending in .png")
+        raise ValueError(f"{option}: {path} is a folder; give {_ENDINGS}")
+    if path.suffix.lower().lstrip(".") not in FIGURE_FORMATS:
+        raise ValueError(f"{option}: {path}: expected {_ENDINGS}")
     folder = path.parent
     if not folder.is_dir():
         raise ValueError(f"{option}: {path}: the folder {folder} does not exist")
@@ -37,7 +42,7 @@ def save_figure(option: str, path: Path | None, figure: str, data: Any) -> None:
         return
     from . import plots  # matplotlib only when a picture is wanted
 
-    plots.save_png(getattr(plots, figure)(data), path)
+    plots.save(getattr(plots, figure)(data), path)
 
 
 def wrote(path: Path | None, as_json: bool) -> None:

@@ -10,34 +10,57 @@ import typer
 from rich.console import Console
 
 from ..limits import MAX_POD_GPUS
-from ..planner.gpumap import PLACEMENTS, ClusterMap, MapGpu, cluster_map
+from ..planner.gpumap import ClusterMap, MapGpu, Placement, cluster_map
 from ..planner.state import ClusterState
 from ..scenarios import load_cluster
-from .common import ClusterArg, JsonFlag, app, choice, new_table, run, show
-from .figures import png_target, save_figure, wrote
+from .common import (
+    ClusterArg,
+    ContextOpt,
+    JsonFlag,
+    KubeconfigOpt,
+    app,
+    cluster_source,
+    names,
+    new_table,
+    object_name,
+    run,
+    shape,
+    show,
+)
+from .figures import figure_target, save_figure, wrote
 
 SYMBOLS = {"free": ".", "stranded": "s", "busy": "#", "mig": "m", "time-sliced": "t"}
 
 
+@names(lambda drawn: [object_name("node", node) for node in dict.fromkeys(gpu["node"] for gpu in drawn["gpus"])])
+@shape(ClusterMap)
 @app.command("map")
 def map_command(
-    cluster: ClusterArg,
-    out_path: Annotated[Path | None, typer.Option("--out", help="also draw the map as a PNG")] = None,
+    cluster: ClusterArg = None,
+    out_path: Annotated[
+        Path | None, typer.Option("--output-file", metavar="FILE", help="also draw the map (.png, .svg or .pdf)")
+    ] = None,
     size: Annotated[
-        int, typer.Option("--size", min=1, max=MAX_POD_GPUS, help="the job size a free GPU must be able to join")
+        int,
+        typer.Option(
+            "--size", metavar="GPUS", min=1, max=MAX_POD_GPUS, help="the job size a free GPU must be able to join"
+        ),
     ] = 8,
     placement: Annotated[
-        str, typer.Option("--placement", help="island (a pod inside one NVLink island) | count (any GPUs of a node)")
+        Placement,
+        typer.Option("--placement", help="island (a pod inside one NVLink island) | count (any GPUs of a node)"),
     ] = "island",
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Every GPU's state: free, stranded for --size, busy, MIG instances, time-sliced replicas; islands kept apart."""
 
     def body() -> int:
-        choice("--placement", placement, PLACEMENTS)
-        target = png_target("--out", out_path)
-        drawn = cluster_map(ClusterState.from_cluster(load_cluster(cluster)), size, placement)  # type: ignore[arg-type]
-        save_figure("--out", target, "map_figure", drawn)
+        target = figure_target("--output-file", out_path)
+        model = load_cluster(cluster_source(cluster, kubeconfig, context))
+        drawn = cluster_map(ClusterState.from_cluster(model), size, placement)
+        save_figure("--output-file", target, "map_figure", drawn)
         show(drawn, as_json, render_map)
         wrote(target, as_json)
         return 0

@@ -11,6 +11,7 @@ from rich.console import Console
 from ..actions.journal import Journal
 from ..actions.kube import Kube, Snapshot
 from ..actions.plans import mig_journal
+from ..actions.runner import RunOutcome
 from ..planner.optimize.mig import InstanceOut, MigPlan, plan_mig
 from ..planner.optimize.mig.layouts import (
     MigGpu,
@@ -24,9 +25,7 @@ from ..planner.optimize.solver import Infeasible, SolveReport
 from ..scenarios import load_cluster, load_pods
 from .apply import (
     ApplyFlag,
-    ContextOpt,
     JournalOpt,
-    KubeconfigOpt,
     PdbTimeoutOpt,
     Target,
     WaitTimeoutOpt,
@@ -34,20 +33,28 @@ from .apply import (
     apply_plan,
     check_apply,
     live_apply,
-    live_cluster,
     options,
 )
 from .common import (
+    DEFAULT_WORKERS,
+    ClusterArg,
+    ContextOpt,
     JsonFlag,
+    KubeconfigOpt,
     Seed,
     SolverWorkers,
     TimeLimit,
     app,
+    cluster_source,
     emit_json,
     emit_target,
     err,
+    live,
+    names,
     new_table,
+    object_name,
     run,
+    shape,
     solver_config,
     write_output,
 )
@@ -56,26 +63,29 @@ mig_app = typer.Typer(help="MIG repartitioning: layouts that serve a demand for 
 app.add_typer(mig_app, name="mig")
 
 
+@names(lambda plan: [object_name("node", node) for node in plan["labels"]])
+@shape(MigPlan | RunOutcome)
 @mig_app.command("plan")
 def plan_command(
-    cluster: Annotated[
-        str | None, typer.Argument(help="cluster file, scenario, built-in scenario or kubeconfig (or --kubeconfig)")
-    ] = None,
+    cluster: ClusterArg = None,
     demand: Annotated[
-        str | None, typer.Option("--demand", help="instances wanted per profile: 3g.40gb=4,1g.10gb=10")
+        str | None,
+        typer.Option("--demand", metavar="PROFILE=N,...", help="instances wanted per profile: 3g.40gb=4,1g.10gb=10"),
     ] = None,
     pending: Annotated[
         str | None,
-        typer.Option("--pending", help="pods file (or scenario): the demand is mig_profile × gpus of its pods"),
+        typer.Option(
+            "--pending", metavar="FILE", help="pods file (or scenario): the demand is mig_profile × gpus of its pods"
+        ),
     ] = None,
     time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 2,
+    workers: SolverWorkers = DEFAULT_WORKERS,
     seed: Seed = 0,
     emit: Annotated[
-        tuple[str, str] | None,
+        str | None,
         typer.Option(
-            "--emit",
-            metavar="mig-parted FILE|-",
+            "--emit-mig-parted",
+            metavar="FILE|-",
             help="write the mig-parted config, headed by the node labels that apply it; - for stdout",
         ),
     ] = None,
@@ -87,7 +97,10 @@ def plan_command(
     pdb_timeout: PdbTimeoutOpt = 300.0,
     wait_timeout: WaitTimeoutOpt = 300.0,
     mig_timeout: Annotated[
-        float, typer.Option("--mig-timeout", min=0, max=86400, help="--apply: seconds mig-manager may take per node")
+        float,
+        typer.Option(
+            "--mig-timeout", metavar="SECONDS", min=0, max=86400, help="--apply: seconds mig-manager may take per node"
+        ),
     ] = 900.0,
     as_json: JsonFlag = False,
 ) -> None:
@@ -95,15 +108,16 @@ def plan_command(
     --apply repartitions node by node: cordon, evict the pods on the GPUs to change, label, wait, uncordon."""
 
     def body() -> int:
-        check_apply(apply, kubeconfig, context, yes, journal)
+        server = live(kubeconfig, cluster)
+        check_apply(apply, server, context, yes, journal)
         config = solver_config(time_limit, workers, seed)
         if (demand is None) == (pending is None):
             raise ValueError("give exactly one of --demand PROFILE=COUNT,... and --pending PODS")
-        target = _emit_target(emit)
-        console = emit_target("--emit mig-parted", target, as_json)
-        source = live_cluster(cluster, kubeconfig, context, "--demand")
-        with live_apply(apply, kubeconfig, context) as live:  # --apply: plan from the one snapshot the run checks
-            model = live.cluster if live else load_cluster(source)
+        target = emit
+        console = emit_target("--emit-mig-parted", target, as_json)
+        source = cluster_source(cluster, server, context)
+        with live_apply(apply, server, context) as opened:  # --apply: plan from the one snapshot the run checks
+            model = opened.cluster if opened else load_cluster(source)
             wanted = _demand(inventory(model), demand, pending)
             try:
                 plan = plan_mig(model, wanted, config)
@@ -126,21 +140,11 @@ def plan_command(
                 def steps(kube: Kube, snapshot: Snapshot, where: Target) -> Journal:
                     return mig_journal(kube, snapshot, plan, where, settings)
 
-                code = apply_plan(live, "mig plan", steps, yes, journal, as_json)
+                code = apply_plan(opened, "mig plan", steps, yes, journal, as_json)
                 return code or (0 if plan.outcome.met else 1)
             return 0 if plan.outcome.met else 1
 
     run(body)
-
-
-def _emit_target(emit: tuple[str, str] | None) -> str | None:
-    """--emit FORMAT TARGET: the target, once the format is one gpusched writes."""
-    if emit is None:
-        return None
-    kind, target = emit
-    if kind != "mig-parted":
-        raise ValueError(f"--emit: expected mig-parted FILE|-, got format {kind!r}")
-    return target
 
 
 def _render_emitted(console: Console, target: str, written: bool) -> None:

@@ -11,6 +11,7 @@ from rich.console import Console
 from ..actions.journal import Journal
 from ..actions.kube import Kube, Snapshot
 from ..actions.plans import bind_journal, gpusched_jobs
+from ..actions.runner import RunOutcome
 from ..errors import InputError
 from ..planner.optimize.plan import (
     PlanReport,
@@ -22,52 +23,69 @@ from ..planner.planfile import PlanValidation, check_plan_file, load_plan
 from ..scenarios import load_cluster, load_pending
 from .apply import (
     ApplyFlag,
-    ContextOpt,
     JournalOpt,
-    KubeconfigOpt,
     Target,
     WaitTimeoutOpt,
     YesFlag,
     apply_plan,
     check_apply,
     live_apply,
-    live_cluster,
     options,
 )
 from .common import (
+    DEFAULT_WORKERS,
+    AllNamespacesFlag,
     ClusterArg,
+    ContextOpt,
     JsonFlag,
+    KubeconfigOpt,
+    NamespaceOpt,
     Seed,
     SizesOpt,
     SolverWorkers,
     TimeLimit,
     app,
+    check_namespaces,
+    cluster_source,
+    in_namespace,
+    live,
+    names,
     new_table,
+    object_name,
     out,
     run,
+    shape,
     show,
     solver_config,
 )
 from .common import sizes as parse_sizes
 
 
+@names(lambda report: [object_name("pod", assignment["pod"]) for assignment in report["assignments"]])
+@shape(PlanReport | RunOutcome)
 @app.command("plan")
 def plan_command(
-    cluster: Annotated[
-        str | None, typer.Argument(help="cluster file, scenario, built-in scenario or kubeconfig (or --kubeconfig)")
-    ] = None,
+    cluster: ClusterArg = None,
     pending: Annotated[
-        str | None, typer.Argument(help="pending pods and/or jobs (file or scenario; default: the scenario's own)")
+        str | None,
+        typer.Option(
+            "--pending", metavar="FILE", help="pending pods and/or jobs (file or scenario; default: the cluster's own)"
+        ),
     ] = None,
     time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 2,
+    workers: SolverWorkers = DEFAULT_WORKERS,
     seed: Seed = 0,
     sizes: SizesOpt = "",
+    namespace: NamespaceOpt = None,
+    all_namespaces: AllNamespacesFlag = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     apply: ApplyFlag = False,
     scheduler_name: Annotated[
-        str, typer.Option("--scheduler-name", help="--apply: bind only the pending pods of this schedulerName")
+        str,
+        typer.Option(
+            "--scheduler-name", metavar="NAME", help="--apply: bind only the pending pods of this schedulerName"
+        ),
     ] = "gpusched",
     rollback: Annotated[
         bool,
@@ -89,16 +107,21 @@ def plan_command(
     began = time.perf_counter()  # the time limit covers the whole command, reading its input included
 
     def body() -> int:
-        check_apply(apply, kubeconfig, context, yes, journal)
+        server = live(kubeconfig, cluster)
+        check_apply(apply, server, context, yes, journal)
+        check_namespaces(namespace, all_namespaces)
         if rollback and not apply:
             raise ValueError("--rollback: only with --apply")
         config = solver_config(time_limit, workers, seed)
-        source = live_cluster(cluster, kubeconfig, context, "PENDING")
+        source = cluster_source(cluster, server, context)
         if not apply:
             with collector_paused():  # a large cluster's model: see collector_paused
                 pods, jobs = load_pending(pending or source)
                 try:
-                    backlog = pending_jobs(pods.pods, jobs.jobs)
+                    backlog = pending_jobs(
+                        [pod for pod in pods.pods if in_namespace(pod.name, namespace)],
+                        [job for job in jobs.jobs if in_namespace(job.name, namespace)],
+                    )
                 except ValueError as error:  # names, GPU counts, priorities of the pending file: say which file
                     raise InputError(pending or source, str(error)) from None
                 model = load_cluster(source)
@@ -106,13 +129,14 @@ def plan_command(
             show(report, as_json, render_plan)
             return 1 if report.unplaced else 0
         if pending:
-            raise ValueError("--apply binds the cluster's own pending pods: drop PENDING")
-        with live_apply(apply, kubeconfig, context) as live:  # plan from the one snapshot the run checks
-            assert live is not None
-            found, members = gpusched_jobs(live.snapshot, scheduler_name)
+            raise ValueError("--apply binds the cluster's own pending pods: drop --pending")
+        with live_apply(apply, server, context) as opened:  # plan from the one snapshot the run checks
+            assert opened is not None
+            found, members = gpusched_jobs(opened.snapshot, scheduler_name)
+            found = [job for job in found if in_namespace(job.name, namespace)]
             if not found:
                 raise ValueError(f"no pending GPU pod has schedulerName {scheduler_name!r}: nothing to bind")
-            report = plan(live.cluster, found, config, parse_sizes(sizes), began=began)
+            report = plan(opened.cluster, found, config, parse_sizes(sizes), began=began)
             if not as_json:
                 render_plan(out, report)
             settings = options(0.0, wait_timeout, rollback=rollback)
@@ -120,16 +144,24 @@ def plan_command(
             def steps(kube: Kube, snapshot: Snapshot, where: Target) -> Journal:
                 return bind_journal(kube, snapshot, report, members, where, settings)
 
-            code = apply_plan(live, "plan", steps, yes, journal, as_json)
+            code = apply_plan(opened, "plan", steps, yes, journal, as_json)
             return code or (1 if report.unplaced else 0)
 
     run(body)
 
 
+@shape(PlanValidation)
 @app.command("validate")
 def validate_command(
-    cluster: ClusterArg,
-    plan_file: Annotated[str, typer.Argument(metavar="PLAN", help="a plan, as `gpusched plan --json` writes it")],
+    cluster: Annotated[
+        str,
+        typer.Argument(
+            metavar="CLUSTER", help="cluster or scenario file, built-in scenario, kubectl dump folder or kubeconfig"
+        ),
+    ],
+    plan_file: Annotated[
+        str, typer.Argument(metavar="PLAN", help="a plan, as `gpusched plan -o json` writes it (- for stdin)")
+    ],
     as_json: JsonFlag = False,
 ) -> None:
     """Check a plan against the cluster: capacity, islands, MIG geometry, constraints, gangs complete."""

@@ -20,7 +20,7 @@ from ..models.mig import MEMORY_SLICES
 from ..planner.frag import FragReport, FragRow
 from ..planner.gpumap import ClusterMap, MapGpu
 
-__all__ = ["COLOURS", "frag_figure", "map_figure", "save_png"]
+__all__ = ["COLOURS", "frag_figure", "map_figure", "save"]
 
 COLOURS = {
     "free": "#4daf4a",
@@ -41,10 +41,12 @@ LABELLED_ROWS = 64  # above this many nodes the map is an overview: no GPU index
 DPI = 100
 
 
-def save_png(figure: Figure, path: Path) -> None:
-    """Write through gpusched.files' safe writer, so a failed write leaves nothing half-written."""
+def save(figure: Figure, path: Path) -> None:
+    """Write as the name says (.png, .svg, .pdf) through gpusched.files' safe writer, so a failed write leaves
+    nothing half-written."""
     FigureCanvasAgg(figure)  # the figure draws on Agg, whatever pyplot's backend is
-    write_files([(str(path), lambda handle: figure.savefig(handle, format="png", dpi=DPI))])
+    kind = path.suffix.lower().lstrip(".")
+    write_files([(str(path), lambda handle: figure.savefig(handle, format=kind, dpi=DPI))])
 
 
 # --- frag ----------------------------------------------------------------------------------------------------------

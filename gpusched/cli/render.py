@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 
 from ..planner.allreduce import AllReduce
@@ -19,10 +21,10 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
-def scenarios(console: Console, rows: list[dict]) -> None:
+def scenarios(console: Console, rows: list[Any]) -> None:
     table = new_table("name", "nodes", "pods", "jobs", "description")
     for row in rows:
-        table.add_row(row["name"], str(row["nodes"]), str(row["pods"]), str(row["jobs"]), row["description"])
+        table.add_row(row.name, str(row.nodes), str(row.pods), str(row.jobs), row.description)
     console.print(table)
 
 

@@ -14,17 +14,16 @@ from rich.console import Console
 from ..actions.journal import Journal
 from ..actions.kube import Kube, Snapshot
 from ..actions.plans import defrag_journal, preempt_journal
+from ..actions.runner import RunOutcome
 from ..limits import MAX_PODS
-from ..planner.explain.target import pick_pending
+from ..planner.explain.target import pick_pending, pod_named
 from ..planner.optimize.defrag import DefragReport, defrag, parse_shape
 from ..planner.optimize.preempt import Alternative, PreemptReport, preempt
 from ..planner.optimize.solver import SolveReport
 from ..scenarios import load_cluster, load_pending
 from .apply import (
     ApplyFlag,
-    ContextOpt,
     JournalOpt,
-    KubeconfigOpt,
     PdbTimeoutOpt,
     Target,
     WaitTimeoutOpt,
@@ -32,18 +31,29 @@ from .apply import (
     apply_plan,
     check_apply,
     live_apply,
-    live_cluster,
     options,
 )
 from .common import (
+    DEFAULT_WORKERS,
+    ClusterArg,
+    ClusterOpt,
+    ContextOpt,
     JsonFlag,
+    KubeconfigOpt,
+    NamespaceOpt,
     Seed,
     SolverWorkers,
     TimeLimit,
     app,
+    cluster_source,
+    live,
+    names,
+    namespace_for,
     new_table,
+    object_name,
     out,
     run,
+    shape,
     show,
     solver_config,
 )
@@ -183,22 +193,23 @@ def render_defrag(console: Console, report: DefragReport) -> None:
 # --- commands ----------------------------------------------------------------------------------------------------
 
 
+@names(lambda report: [object_name("pod", victim["pod"]) for victim in report["victims"]])
+@shape(PreemptReport | RunOutcome)
 @app.command("preempt")
 def preempt_command(
-    cluster: Annotated[
-        str, typer.Argument(help="cluster file, scenario, built-in scenario or kubeconfig; with --kubeconfig: POD")
-    ],
-    name: Annotated[
-        str | None, typer.Argument(metavar="POD-OR-JOB", help="the pending pod or job, by name (namespace/name live)")
-    ] = None,
+    name: Annotated[str, typer.Argument(metavar="POD", help="the pending pod or job, by name ([NAMESPACE/]NAME)")],
+    cluster: ClusterOpt = None,
+    namespace: NamespaceOpt = None,
     source: Annotated[
         str | None,
         typer.Option(
-            "--from", help="pods or jobs file, scenario file or built-in scenario holding it (default: CLUSTER)"
+            "--from",
+            metavar="FILE",
+            help="pods or jobs file, scenario file or built-in scenario holding it (default: the cluster's pending)",
         ),
     ] = None,
     time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 2,
+    workers: SolverWorkers = DEFAULT_WORKERS,
     seed: Seed = 0,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -213,16 +224,15 @@ def preempt_command(
     --apply evicts them through the Eviction API (PodDisruptionBudgets apply)."""
 
     def body() -> int:
-        check_apply(apply, kubeconfig, context, yes, journal)
+        server = live(kubeconfig, cluster)
+        check_apply(apply, server, context, yes, journal)
         config = solver_config(time_limit, workers, seed)
-        where, wanted = (live_cluster(None, kubeconfig, context, "POD"), cluster) if kubeconfig else (cluster, name)
-        if kubeconfig and name is not None:
-            raise ValueError("--kubeconfig is the cluster: give only POD")
-        if wanted is None:
-            raise ValueError("give CLUSTER and POD-OR-JOB")
-        with live_apply(apply, kubeconfig, context) as live:  # --apply: plan from the one snapshot the run checks
-            model = live.cluster if live else load_cluster(where)
-            pods, jobs = load_pending(source or (live.scenario if live else where))
+        where = cluster_source(cluster, server, context, "-f/--cluster")
+        with live_apply(apply, server, context) as opened:  # --apply: plan from the one snapshot the run checks
+            model = opened.cluster if opened else load_cluster(where)
+            pods, jobs = load_pending(source or (opened.scenario if opened else where))
+            known = [pod.name for pod in pods.pods] + [job.name for job in jobs.jobs]
+            wanted = pod_named(name, namespace_for(namespace, server, context), known)
             report = preempt(model, pick_pending(pods.pods, jobs.jobs, wanted, source or where), config)
             if not apply or not report.feasible:
                 show(report, as_json, render_preempt)
@@ -234,24 +244,28 @@ def preempt_command(
             def steps(kube: Kube, snapshot: Snapshot, where: Target) -> Journal:
                 return preempt_journal(kube, snapshot, report, wanted, where, settings)
 
-            return apply_plan(live, f"preempt {wanted}", steps, yes, journal, as_json)
+            return apply_plan(opened, f"preempt {wanted}", steps, yes, journal, as_json)
 
     run(body)
 
 
+@names(lambda report: [object_name("pod", move["pod"]) for move in report["moves"]])
+@shape(DefragReport | RunOutcome)
 @app.command("defrag")
 def defrag_command(
     shape: Annotated[
-        str, typer.Option("--for", help="GPUS[xPODS|xmax][@island]: 8@island, 8x2 (two 8-GPU pods), 4xmax@island")
+        str,
+        typer.Option(
+            "--for", metavar="SHAPE", help="GPUS[xPODS|xmax][@island]: 8@island, 8x2 (two 8-GPU pods), 4xmax@island"
+        ),
     ],
-    cluster: Annotated[
-        str | None, typer.Argument(help="cluster file, scenario, built-in scenario or kubeconfig (or --kubeconfig)")
-    ] = None,
+    cluster: ClusterArg = None,
     max_moves: Annotated[
-        int | None, typer.Option("--max-moves", max=MAX_PODS, help="at most this many moves (needed with xmax)")
+        int | None,
+        typer.Option("--max-moves", metavar="N", max=MAX_PODS, help="at most this many moves (needed with xmax)"),
     ] = None,
     time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 2,
+    workers: SolverWorkers = DEFAULT_WORKERS,
     seed: Seed = 0,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -266,12 +280,13 @@ def defrag_command(
     (evict, the owner re-creates, the emptied nodes cordoned meanwhile)."""
 
     def body() -> int:
-        check_apply(apply, kubeconfig, context, yes, journal)
+        server = live(kubeconfig, cluster)
+        check_apply(apply, server, context, yes, journal)
         config = solver_config(time_limit, workers, seed)
         target = parse_shape(shape)
-        source = live_cluster(cluster, kubeconfig, context, "--for")
-        with live_apply(apply, kubeconfig, context) as live:  # --apply: plan from the one snapshot the run checks
-            report = defrag(live.cluster if live else load_cluster(source), target, max_moves, config)
+        source = cluster_source(cluster, server, context)
+        with live_apply(apply, server, context) as opened:  # --apply: plan from the one snapshot the run checks
+            report = defrag(opened.cluster if opened else load_cluster(source), target, max_moves, config)
             if not apply or not report.feasible:
                 show(report, as_json, render_defrag)
                 return 0 if report.feasible else 1
@@ -282,6 +297,6 @@ def defrag_command(
             def steps(kube: Kube, snapshot: Snapshot, where: Target) -> Journal:
                 return defrag_journal(kube, snapshot, report, where, settings)
 
-            return apply_plan(live, f"defrag --for {shape}", steps, yes, journal, as_json)
+            return apply_plan(opened, f"defrag --for {shape}", steps, yes, journal, as_json)
 
     run(body)

@@ -38,17 +38,17 @@ class Strict(BaseModel):
 class MigInstance(Strict):
     """A MIG instance that exists on a GPU: its profile, first memory slice and the pod holding it (if any)."""
 
-    gpu: Count
-    profile: str
-    start: Count
-    holder: str | None = None
+    gpu: Count = Field(description="the GPU's index on its node")
+    profile: str = Field(description="a MIG profile of the model, e.g. 3g.40gb (`gpusched mig plan` lists them)")
+    start: Count = Field(description="the first memory slice it sits on (nvidia-smi mig -lgi's placement start)")
+    holder: str | None = Field(None, description="the pod using it; none: free")
 
 
 class BusyGpu(Strict):
     """A GPU (or, on a time-sliced node, one replica of it) held by a running pod."""
 
-    gpu: Count
-    pod: str
+    gpu: Count = Field(description="the GPU's index on its node")
+    pod: str = Field(description="the pod holding it, NAMESPACE/NAME")
     memory_gib: float = Field(0.0, ge=0, description="GPU memory the pod declared")
 
 
@@ -71,8 +71,10 @@ def _mig_table(info: ValidationInfo) -> dict:
 
 
 class GpuBlock(Strict):
-    model: str
-    count: Annotated[Count, at_most(MAX_GPUS_PER_NODE, "GPUSCHED_MAX_GPUS_PER_NODE")]
+    model: str = Field(description="the GPU model, e.g. A100-SXM4-80GB, H100-80GB-HBM3, L40S (unknown ones: a warning)")
+    count: Annotated[Count, at_most(MAX_GPUS_PER_NODE, "GPUSCHED_MAX_GPUS_PER_NODE")] = Field(
+        description="GPUs on the node"
+    )
     memory_gib: float = Field(gt=0, description="memory per GPU")
     islands: list[list[Count]] = Field(
         default_factory=list, description="GPU indices joined by NVLink; a GPU in no list is an island of one"
@@ -85,12 +87,14 @@ class GpuBlock(Strict):
     rename_shared: bool = Field(
         False, description="the device plugin's renameByDefault: replicas are advertised as nvidia.com/gpu.shared"
     )
-    mig_strategy: Literal["mixed", "single"] = "mixed"
+    mig_strategy: Literal["mixed", "single"] = Field(
+        "mixed", description="the device plugin's MIG strategy: how instances are advertised"
+    )
     mig_profiles: list[str] | None = Field(
         None, description="profiles this node's MIG configuration may create (default: all the model supports)"
     )
-    mig: list[MigInstance] = Field(default_factory=list)
-    busy: list[BusyGpu] = Field(default_factory=list)
+    mig: list[MigInstance] = Field(default_factory=list, description="MIG instances that exist, busy or free")
+    busy: list[BusyGpu] = Field(default_factory=list, description="GPUs (or replicas) held by running pods")
 
     @field_validator("islands")
     @classmethod
@@ -166,13 +170,13 @@ class GpuBlock(Strict):
 
 
 class Node(Strict):
-    name: str = Field(min_length=1)
-    labels: dict[str, str] = Field(default_factory=dict)
-    taints: list[Taint] = Field(default_factory=list)
+    name: str = Field(min_length=1, description="the node's name")
+    labels: dict[str, str] = Field(default_factory=dict, description="the node's labels (node selectors match them)")
+    taints: list[Taint] = Field(default_factory=list, description="the node's taints")
     unschedulable: bool = Field(False, description="cordoned")
     cpu: Quantity | None = Field(None, description="allocatable cpu; absent: not modelled")
     memory: Quantity | None = Field(None, description="allocatable memory; absent: not modelled")
-    gpu: GpuBlock | None = None
+    gpu: GpuBlock | None = Field(None, description="its GPUs; absent: a node without GPUs")
 
     @field_validator("cpu", "memory")
     @classmethod
@@ -193,10 +197,12 @@ class Node(Strict):
 class DisruptionBudget(Strict):
     """A PodDisruptionBudget: of the running pods it selects, at most max_unavailable may be evicted at once."""
 
-    name: str
+    name: str = Field(description="the budget's name")
     selector: dict[str, str] = Field(description="matchLabels over the running pods' labels")
-    max_unavailable: int | None = Field(None, ge=0, strict=True)
-    min_available: int | None = Field(None, ge=0, strict=True)
+    max_unavailable: int | None = Field(None, ge=0, strict=True, description="at most this many evicted at once")
+    min_available: int | None = Field(
+        None, ge=0, strict=True, description="at least this many kept running (give one of the two)"
+    )
 
     @model_validator(mode="after")
     def _one_limit(self) -> DisruptionBudget:
@@ -209,8 +215,8 @@ class NvlinkDomain(Strict):
     """A rack-scale NVLink domain (a GB200 NVL72 rack): the GPUs of these nodes reach each other over NVLink, not
     the network."""
 
-    name: str = Field(min_length=1)
-    nodes: list[str] = Field(min_length=2)
+    name: str = Field(min_length=1, description="the domain's name (a rack)")
+    nodes: list[str] = Field(min_length=2, description="the nodes whose GPUs share the domain")
     gbps: float = Field(gt=0, description="NVLink bandwidth per GPU per direction between the member nodes, GB/s")
 
 
@@ -226,14 +232,16 @@ class RunningPod:
 
 
 class Cluster(Strict):
-    nodes: Annotated[list[Node], at_most(MAX_NODES, "GPUSCHED_MAX_NODES")]
+    nodes: Annotated[list[Node], at_most(MAX_NODES, "GPUSCHED_MAX_NODES")] = Field(description="every node")
     network_gbps: float = Field(25.0, gt=0, description="bandwidth per direction between nodes, GB/s")
     running: dict[str, GpuNeeds] = Field(
         default_factory=dict,
         description="what the pods holding busy GPUs or MIG instances need (priority, labels, nvlink, model...); "
         "a holder not listed has priority 0 and no constraints",
     )
-    disruption_budgets: list[DisruptionBudget] = Field(default_factory=list)
+    disruption_budgets: list[DisruptionBudget] = Field(
+        default_factory=list, description="PodDisruptionBudgets: preempt and defrag keep within them"
+    )
     nvlink_domains: list[NvlinkDomain] = Field(
         default_factory=list, description="rack-scale NVLink domains spanning nodes (GB200 NVL72)"
     )

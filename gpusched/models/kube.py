@@ -21,6 +21,7 @@ from .scheduling import NodeSelectorTerm, Taint, Toleration
 from .topology import METADATA_NAME, LabelSelector, PodAffinityTerm, TopologySpreadConstraint, WeightedPodAffinityTerm
 
 __all__ = [
+    "kubectl_pod",
     "KubeNode",
     "KubePod",
     "PodClaim",
@@ -579,3 +580,10 @@ def is_extended(name: str) -> bool:
 def is_scalar(name: str) -> bool:
     """Resources NodeResourcesFit compares besides cpu/memory/ephemeral-storage: extended, hugepages, volumes."""
     return "/" in name or name.startswith(("hugepages-", "attachable-volumes-"))
+
+
+def kubectl_pod(name: str) -> str:
+    """A pod as a kubectl command line names it: `NAME -n NAMESPACE` for `NAMESPACE/NAME` (kubectl reads no
+    slash in a pod's name), the bare NAME in the current namespace."""
+    namespace, slash, pod = name.partition("/")
+    return f"{pod} -n {namespace}" if slash else name

@@ -31,9 +31,9 @@ class Frozen(BaseModel):
 
 
 class Taint(Frozen):
-    key: str
-    value: str = ""
-    effect: Effect = "NoSchedule"
+    key: str = Field(description="a qualified name, e.g. nvidia.com/gpu")
+    value: str = Field("", description="a label value")
+    effect: Effect = Field("NoSchedule", description="what it does to pods that do not tolerate it")
 
     @model_validator(mode="after")
     def _valid(self) -> Taint:
@@ -44,10 +44,12 @@ class Taint(Frozen):
 
 
 class Toleration(Frozen):
-    key: str = ""
-    operator: Literal["Equal", "Exists"] = "Equal"
-    value: str = ""
-    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+    key: str = Field("", description="the taint's key; empty with Exists: every taint")
+    operator: Literal["Equal", "Exists"] = Field("Equal", description="Exists matches any value")
+    value: str = Field("", description="the taint's value (Equal)")
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
+        "", description="the taint's effect; empty: every effect"
+    )
 
     @model_validator(mode="after")
     def _valid(self) -> Toleration:

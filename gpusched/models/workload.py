@@ -26,11 +26,11 @@ class GpuNeeds(BaseModel):
     nvlink: bool = Field(False, description="all GPUs inside one NVLink island")
     shared: bool = Field(False, description="accepts a time-sliced replica")
     mig_profile: str | None = Field(None, description="needs MIG instances of this profile, e.g. 3g.40gb")
-    cpu: Quantity | None = None
-    memory: Quantity | None = Field(None, description="host memory request")
+    cpu: Quantity | None = Field(None, description="cpu request, a quantity (4, 500m)")
+    memory: Quantity | None = Field(None, description="host memory request, a quantity (64Gi)")
     priority: int = Field(0, ge=INT32_MIN, le=INT32_MAX, description="as a pod's spec.priority: an int32")
-    tolerations: list[Toleration] = Field(default_factory=list)
-    node_selector: dict[str, str] = Field(default_factory=dict)
+    tolerations: list[Toleration] = Field(default_factory=list, description="as a pod's spec.tolerations")
+    node_selector: dict[str, str] = Field(default_factory=dict, description="as a pod's spec.nodeSelector")
     labels: dict[str, str] = Field(
         default_factory=dict, description="the pod's labels (disruption budgets select by them)"
     )
@@ -45,7 +45,7 @@ class GpuNeeds(BaseModel):
 
 
 class Pod(GpuNeeds):
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, description="NAMESPACE/NAME (a bare NAME is in default)")
     gpus: Annotated[int, at_most(MAX_POD_GPUS, "GPUSCHED_MAX_GPUS_PER_NODE or GPUSCHED_MAX_REPLICAS")] = Field(
         1, ge=0, strict=True, description="GPUs (or MIG instances, or replicas when shared)"
     )
@@ -71,10 +71,16 @@ class PodList(BaseModel):
 class Job(GpuNeeds):
     """A distributed training job: `pods` pods of `gpus_per_pod` GPUs that run `duration` seconds together."""
 
-    name: str = Field(min_length=1)
-    pods: Annotated[Positive, at_most(MAX_PODS, "GPUSCHED_MAX_PODS")]
-    gpus_per_pod: Annotated[Positive, at_most(MAX_POD_GPUS, "GPUSCHED_MAX_GPUS_PER_NODE or GPUSCHED_MAX_REPLICAS")]
-    duration: float = Field(gt=0, description="seconds from start to finish")
+    name: str = Field(min_length=1, description="NAMESPACE/NAME (a bare NAME is in default)")
+    pods: Annotated[Positive, at_most(MAX_PODS, "GPUSCHED_MAX_PODS")] = Field(
+        description="its pods, all placed or none"
+    )
+    gpus_per_pod: Annotated[Positive, at_most(MAX_POD_GPUS, "GPUSCHED_MAX_GPUS_PER_NODE or GPUSCHED_MAX_REPLICAS")] = (
+        Field(description="GPUs of each pod")
+    )
+    duration: float | None = Field(
+        None, gt=0, description="seconds from start to finish: only where a clock runs (gang, explain of a job)"
+    )
     arrival: float = Field(0.0, ge=0, description="seconds after the simulation starts")
     nvlink_domain: bool = Field(
         False,

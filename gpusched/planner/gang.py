@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from ..errors import InputError
 from ..models.cluster import Cluster
 from ..models.workload import Job
 from .place import Placer
@@ -165,6 +166,7 @@ class _Simulator:
         run.start = now
         self.queue.remove(run)
         self.running += 1
+        assert run.job.duration is not None  # simulate refuses a job without one
         self.push(now + run.job.duration, "finish", run)
 
     def schedule(self, now: float) -> None:
@@ -241,6 +243,9 @@ def simulate(
 ) -> GangReport:
     if mode == "pod" and timeout:
         raise ValueError("--timeout applies to --mode gang: the default scheduler never gives a bound pod back")
+    untimed = [job.name for job in jobs if job.duration is None]
+    if untimed:
+        raise InputError("jobs", f"the gang simulator runs a clock: give a duration (seconds) to {', '.join(untimed)}")
     simulator = _Simulator(cluster, mode, timeout, policy)
     runs, deadlock = simulator.run(jobs)
     finished = [run.finish for run in runs if run.finish is not None]

@@ -7,6 +7,9 @@ kubectl dumps, or a kubeconfig (a live cluster); the last two are imported on th
 
 from __future__ import annotations
 
+import difflib
+import typing
+import warnings
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -14,12 +17,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import InputError
+from ..errors import GpuschedWarning, InputError
 from ..files import parse as _parse
 from ..files import read_document
 from ..models.cluster import Cluster
 from ..models.workload import JobList, PodList
 from .importer import import_cluster
+from .importer.catalogue import catalogue
 
 __all__ = [
     "Scenario",
@@ -67,6 +71,39 @@ def _location(loc: tuple[Any, ...], data: Any) -> str:
     return text
 
 
+def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model that holds the last key of a location (`nodes[0].gpu.memroy_gib` -> GpuBlock), or None."""
+    current: type[BaseModel] | None = model
+    for part in loc[:-1]:
+        if current is None:
+            return None
+        fields = {info.alias or name: info for name, info in current.model_fields.items()}
+        if isinstance(part, str) and part in fields:
+            current = _nested(fields[part].annotation)
+        # a list's index, or a map's key (`running: {POD: ...}`): its items are of the model found so far
+    return current
+
+
+def _nested(annotation: Any) -> Any:
+    """The model inside list[X], dict[str, X], X | None."""
+    stack = [annotation]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            return item
+        stack.extend(typing.get_args(item))
+    return None
+
+
+def _did_you_mean(model: type[BaseModel], loc: tuple[Any, ...]) -> str:
+    """`unknown field (did you mean memory_gib?)`: the closest of the fields the model has there."""
+    holder = _model_at(model, loc)
+    known = [info.alias or name for name, info in holder.model_fields.items()] if holder else []
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else (f" (known: {', '.join(known)})" if known else "")
+    return f"unknown field{hint}"
+
+
 def validate(source: str, data: Any, model: type[Model], prefix: str = "") -> Model:
     try:
         return model.model_validate(data)
@@ -75,7 +112,10 @@ def validate(source: str, data: Any, model: type[Model], prefix: str = "") -> Mo
         for item in error.errors(include_url=False):
             field = _location(tuple(item["loc"]), data)
             message = item["msg"].removeprefix("Value error, ")
+            if item["type"] == "extra_forbidden":
+                message = _did_you_mean(model, tuple(item["loc"]))
             problems.append((prefix + field, message))
+        problems.sort(key=lambda problem: not problem[1].startswith("unknown field"))  # a typo first
         field, message = problems[0]
         more = "".join(f"\n  {f}: {m}" for f, m in problems[1:])
         raise InputError(source, message + more, field) from None
@@ -140,7 +180,30 @@ def load_scenario(source: str) -> Scenario:
 def _cluster(source: str, data: Any, prefix: str = "") -> Cluster:
     if not isinstance(data, dict):
         raise InputError(source, "expected a mapping with a `nodes` list", prefix.rstrip("."))
-    return validate(source, data, Cluster, prefix)
+    cluster = validate(source, data, Cluster, prefix)
+    _warn_unknown_models(source, cluster, prefix)
+    return cluster
+
+
+def _warn_unknown_models(source: str, cluster: Cluster, prefix: str) -> None:
+    """A GPU model the catalogue does not know is read as written, with a warning naming the known ones: a typo
+    (`A100-SXM-80GB`) would otherwise make every pod asking for the real model Pending without a word."""
+    known = catalogue()
+    unknown: dict[str, list[int]] = {}
+    for at, node in enumerate(cluster.nodes):
+        if node.gpu is not None and known.gpu(node.gpu.model) is None:
+            unknown.setdefault(node.gpu.model, []).append(at)
+    for model, nodes in unknown.items():
+        first = nodes[0]
+        more = f" and {len(nodes) - 1} more node(s)" if len(nodes) > 1 else ""
+        names = ", ".join(gpu.model for gpu in known.gpus)
+        warnings.warn(
+            GpuschedWarning(
+                f"{source}: {prefix}nodes[{first}]({cluster.nodes[first].name}).gpu.model{more}: unknown GPU model "
+                f"{model!r}, read as written (its memory_gib and islands as given); known: {names}"
+            ),
+            stacklevel=2,
+        )
 
 
 def _scenario(source: str, name: str, data: dict[str, Any]) -> Scenario:

@@ -34,7 +34,6 @@ def closed_port() -> int:
         (["--yes"], "--yes: only with --apply"),
         (["--kubeconfig", "k", "--context", "c"], "--kubeconfig, --context: only with --apply"),
         (["--apply"], "--apply needs --kubeconfig PATH"),
-        (["--apply", "--kubeconfig", "k", "--yaml"], "--yaml prints the objects, --apply publishes them"),
     ],
 )
 def test_apply_options_belong_together(gpusched, args, message):

@@ -232,7 +232,7 @@ def test_outputs_and_workers(gpusched, tmp_path):
         "Random,GpuPacking",
         "--workers",
         2,
-        "--out",
+        "--output-dir",
         tmp_path,
         "--json",
     )

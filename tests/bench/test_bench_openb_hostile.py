@@ -62,7 +62,9 @@ def test_a_bound_that_fails_on_one_seed_costs_only_that_bound(gpusched, trace, t
     monkeypatch.setattr(openb_bench, "bracket", unlucky)
     nodes, pods = trace
     out = tmp_path / "out"
-    result = _bench(gpusched, nodes, pods, "--seeds", "42-44", "--policies", "binpack,FGD", "--json", "--out", out)
+    result = _bench(
+        gpusched, nodes, pods, "--seeds", "42-44", "--policies", "binpack,FGD", "--json", "--output-dir", out
+    )
     assert result.exit_code == 0, result.stderr
     data = result.json()
     assert sorted((r["policy"], r["seed"]) for r in data["runs"]) == [

@@ -40,7 +40,7 @@ def test_replay_at_the_trace_own_pace_matches_the_trace(gpusched):
 
 def test_faster_arrivals_make_pods_wait(gpusched, tmp_path):
     args = ("bench", "replay", "--data", DATA, "--nodes", 150, "--speedup", 1e6, "--workers", 1)
-    result = gpusched(*args, "--policies", "binpack,BestFit", "--out", tmp_path, "--json")
+    result = gpusched(*args, "--policies", "binpack,BestFit", "--output-dir", tmp_path, "--json")
     assert result.exit_code == 0, result.stderr
     for policy in result.json()["policies"]:
         assert policy["waited"] > 0 and policy["never_placed"] == 0

@@ -25,7 +25,17 @@ def test_bad_mix_is_bad_input(gpusched):
 
 def test_heuristics_never_beat_the_optimum(gpusched, tmp_path):
     result = gpusched(
-        "bench", "synthetic", "--nodes", "20,60", "--time-limit", "20", "--workers", "1", "--out", tmp_path, "--json"
+        "bench",
+        "synthetic",
+        "--nodes",
+        "20,60",
+        "--time-limit",
+        "20",
+        "--workers",
+        "1",
+        "--output-dir",
+        tmp_path,
+        "--json",
     )
     assert result.exit_code == 0, result.stderr
     rows = result.json()["rows"]

@@ -11,13 +11,16 @@ from gpusched.actions.journal import Journal, Step, save_journal
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["preempt", "preemption", "train-8", "--yes"], "--yes: only with --apply"),
-        (["preempt", "preemption", "train-8", "--journal", "j"], "--journal: only with --apply"),
-        (["preempt", "preemption", "train-8", "--apply"], "--apply needs --kubeconfig PATH"),
-        (["preempt", "train-8", "--kubeconfig", "k", "extra"], "--kubeconfig is the cluster: give only POD"),
+        (["preempt", "train-8", "-f", "preemption", "--yes"], "--yes: only with --apply"),
+        (["preempt", "train-8", "-f", "preemption", "--journal", "j"], "--journal: only with --apply"),
+        (["preempt", "train-8", "-f", "preemption", "--apply"], "--apply needs --kubeconfig PATH"),
+        (["preempt", "train-8", "--kubeconfig", "k", "-f", "monday"], "--kubeconfig is the cluster: drop -f/--cluster"),
         (["defrag", "--for", "8", "--apply"], "--apply needs --kubeconfig PATH"),
         (["defrag", "crowded", "--for", "8", "--kubeconfig", "k"], "--kubeconfig is the cluster: drop CLUSTER"),
-        (["defrag", "--for", "8"], "give CLUSTER (a file, scenario or kubeconfig), or --kubeconfig"),
+        (
+            ["defrag", "--for", "8"],
+            "give CLUSTER (a file, built-in scenario, kubectl dump folder or kubeconfig), or --kubeconfig",
+        ),
         (["plan", "backlog", "--rollback"], "--rollback: only with --apply"),
         (["mig", "plan", "--demand", "1g.10gb=1", "--context", "c"], "--context goes with --kubeconfig"),
         (["apply"], "give exactly one of --resume JOURNAL and --status JOURNAL"),
@@ -30,7 +33,7 @@ def test_apply_options_belong_together(gpusched, args, message):
 
 
 def test_without_apply_the_commands_plan_as_before(gpusched):
-    result = gpusched("preempt", "preemption", "train-8")
+    result = gpusched("preempt", "train-8", "-f", "preemption")
     assert result.exit_code == 0 and "dry run" not in result.stdout and result.lines[1].startswith("evict ")
 
 
@@ -88,23 +91,21 @@ def test_status_contacts_nothing_and_runs_no_exec_plugin(gpusched, tmp_path):
 
 
 def test_the_kubectl_plugin_reads_kubectls_kubeconfig(monkeypatch, tmp_path):
+    """The arguments go to the commands as they came; a command given no cluster reads the first file of
+    $KUBECONFIG that exists, else ~/.kube/config."""
     import gpusched.cli as cli
+    from gpusched.cli.common import live
 
     seen = []
-    monkeypatch.setattr(cli, "main", lambda: seen.append(list(cli.sys.argv)))
+    monkeypatch.setattr(cli, "main", lambda: seen.append((list(cli.sys.argv), live(None), live(None, "monday"))))
     config = tmp_path / "config"
     config.write_text("kind: Config\n")
     monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{config}")
-    for argv in (["explain", "ns/p"], ["explain", "p", "--cluster", "monday"], ["scenarios"]):
-        monkeypatch.setattr(cli.sys, "argv", ["kubectl-gpusched", *argv])
-        cli.kubectl_main()
-    assert seen == [
-        ["kubectl gpusched", "explain", "ns/p", "--kubeconfig", str(config)],
-        ["kubectl gpusched", "explain", "p", "--cluster", "monday"],  # names its cluster: left as it is
-        ["kubectl gpusched", "scenarios"],  # reads no cluster
-    ]
+    monkeypatch.setattr(cli.sys, "argv", ["kubectl-gpusched", "explain", "p", "-n", "ns"])
+    cli.kubectl_main()
+    assert seen == [(["kubectl gpusched", "explain", "p", "-n", "ns"], str(config), None)]
     monkeypatch.delenv("KUBECONFIG")
     monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setattr(cli.sys, "argv", ["kubectl-gpusched", "explain", "ns/p"])
     cli.kubectl_main()
-    assert seen[-1][-1] == str(tmp_path / ".kube" / "config")
+    assert seen[-1][1] == str(tmp_path / ".kube" / "config")
+    assert live(None) is None  # only while the plugin runs

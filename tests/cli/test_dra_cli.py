@@ -80,7 +80,6 @@ def test_kind_walkthrough_predicts_gpu0_and_gpu2(gpusched):
         KIND / "nodes.json",
         "--pods",
         KIND / "pods.json",
-        "--pod",
         KIND / "dra.json",
         "--objects",
         KIND / "dra-objects.json",
@@ -101,7 +100,6 @@ def test_kind_walkthrough_before_the_slice_is_published(gpusched):
         "k8s",
         "--nodes",
         KIND / "nodes.json",
-        "--pod",
         KIND / "dra.json",
         "--objects",
         KIND / "dra-objects.json",
@@ -283,9 +281,10 @@ def test_allocation_results_are_valid_v1_claim_status(gpusched):
     k8s_models.V1AllocationResult.model_validate(report["claims"][0]["allocation"])
 
 
-def test_slices_as_multi_document_yaml(gpusched):
-    docs = list(yaml.safe_load_all(gpusched("slices", "monday", "--yaml").stdout))
-    assert [d["metadata"]["name"] for d in docs] == [
+def test_slices_as_a_yaml_list(gpusched):
+    listed = yaml.safe_load(gpusched("slices", "monday", "-o", "yaml").stdout)
+    assert listed["kind"] == "List"
+    assert [d["metadata"]["name"] for d in listed["items"]] == [
         "dgx-a-gpu.example.com",
         "dgx-b-gpu.example.com",
         "pcie-a-gpu.example.com",
@@ -444,14 +443,15 @@ def test_duplicate_device_names_across_slices_of_a_pool_is_the_scheduler_reason(
 
 def test_unknown_driver_and_missing_file(gpusched):
     assert (
-        "--driver: expected gpu.example.com or gpu.nvidia.com" in gpusched("slices", "monday", "--driver", "x").stderr
+        "Invalid value for '--driver': 'x' is not one of 'gpu.example.com', 'gpu.nvidia.com'"
+        in gpusched("slices", "monday", "--driver", "x").stderr
     )
     result = gpusched("dra", "--cluster", "monday", "--objects", "no-such.yaml")
     assert result.exit_code == 2 and "no-such.yaml: no such file" in result.stderr
 
 
 def test_k8s_pod_with_claims_needs_objects(gpusched):
-    result = gpusched("k8s", "--nodes", KIND / "nodes.json", "--pod", KIND / "dra.json")
+    result = gpusched("k8s", "--nodes", KIND / "nodes.json", KIND / "dra.json")
     assert result.exit_code == 2 and "spec.resourceClaims: ResourceClaims need --objects" in result.stderr
 
 
@@ -472,7 +472,6 @@ def test_k8s_allocated_claim_pinned_elsewhere_is_not_available(gpusched, write):
         "k8s",
         "--nodes",
         KIND / "nodes.json",
-        "--pod",
         KIND / "dra.json",
         "--objects",
         KIND / "dra-objects.json",
@@ -503,7 +502,6 @@ def test_k8s_template_claim_is_stamped_for_the_pod(gpusched, write):
         "k8s",
         "--nodes",
         KIND / "nodes.json",
-        "--pod",
         write("pod.json", pod),
         "--objects",
         KIND / "dra-objects.json",

@@ -97,6 +97,6 @@ def test_k8s_prints_the_share_of_the_pods_claim(gpusched, write):
                     "resourceClaims": [{"name": "g", "resourceClaimName": "a"}]}}  # fmt: skip
     nodes = write("nodes.json", {"apiVersion": "v1", "kind": "List", "items": [node]})
     pods = write("pods.json", {"apiVersion": "v1", "kind": "List", "items": []})
-    result = gpusched("k8s", "--nodes", nodes, "--pods", pods, "--pod", write("pod.json", pod),
+    result = gpusched("k8s", "--nodes", nodes, "--pods", pods, write("pod.json", pod),
                       "--objects", objects(write, slice_(), claim("a", "20Gi")))  # fmt: skip
     assert "claim ml/a -> n1/gpu-0 (a share memory=24Gi)" in result.lines, result.stdout

@@ -1,14 +1,12 @@
-"""The kubectl plugin's arguments: kubectl's --kubeconfig, --context and -n/--namespace, as kubectl passes them
-to a plugin (tests/conformance/test_apply_live.py runs the plugin against a real API server)."""
+"""The kubectl plugin: every command on kubectl's cluster when given none, kubectl's -n/--namespace, --context and
+--kubeconfig parsed by the commands themselves (tests/conformance/test_apply_live.py runs it against a real API
+server)."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from gpusched.cli import load
-from gpusched.cli.kubectl import context_namespace, plugin_argv
+from gpusched.cli.kubectl import context_namespace
 
 KUBECONFIG = """kind: Config
 clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
@@ -28,70 +26,84 @@ def config(tmp_path, monkeypatch):
     return str(path)
 
 
-@pytest.mark.parametrize(
-    ("args", "expected"),
-    [
-        (["explain", "p", "-n", "ns"], ["explain", "ns/p"]),
-        (["explain", "-n", "ns", "p"], ["explain", "ns/p"]),
-        (["explain", "p", "-nns"], ["explain", "ns/p"]),
-        (["explain", "p", "-n=ns"], ["explain", "ns/p"]),
-        (["explain", "p", "--namespace", "ns"], ["explain", "ns/p"]),
-        (["explain", "p", "--namespace=ns"], ["explain", "ns/p"]),
-        (["explain", "other/p", "-n", "ns"], ["explain", "other/p"]),  # a pod named with its namespace keeps it
-        (["explain", "p"], ["explain", "team-ns/p"]),  # the current context's namespace
-        (["explain", "p", "--context", "bare"], ["explain", "default/p", "--context", "bare"]),
-        (["explain", "p", "--context=bare"], ["explain", "default/p", "--context=bare"]),
-        (["explain", "--gradient-gb", "2", "p"], ["explain", "--gradient-gb", "2", "team-ns/p"]),  # an option's value
-        (["preempt", "--time-limit", "3", "p", "-n", "ns"], ["preempt", "--time-limit", "3", "ns/p"]),
-        (["k8s", "--pod", "p", "-n", "ns"], ["k8s", "--pod", "ns/p"]),
-        (["k8s", "--pod=p"], ["k8s", "--pod=team-ns/p"]),
-        (["defrag", "--for", "4"], ["defrag", "--for", "4"]),  # names no pod
-    ],
-)
-def test_the_namespace_completes_the_pods_name(config, args, expected):
-    command = args[0]
-    module = {"explain": "explain", "preempt": "repair", "k8s": "core", "defrag": "repair"}[command]
-    assert plugin_argv(args, load(module)) == [*expected, "--kubeconfig", config]
+@pytest.fixture
+def plugin(monkeypatch, capsys):
+    """`kubectl gpusched ARGS...` as kubectl runs it: the console script, its arguments unparsed."""
+    from gpusched.cli import kubectl_main
+
+    def run(*args: str) -> tuple[int, str, str]:
+        monkeypatch.setattr("sys.argv", ["kubectl-gpusched", *args])
+        with pytest.raises(SystemExit) as exited:
+            kubectl_main()
+        seen = capsys.readouterr()
+        return exited.value.code, seen.out, seen.err
+
+    return run
 
 
-def test_an_explicit_kubeconfig_is_the_one_read_for_the_namespace(config, tmp_path):
-    other = tmp_path / "other"
-    other.write_text(KUBECONFIG.replace("current-context: team", "current-context: bare"))
-    assert plugin_argv(["explain", "p", "--kubeconfig", str(other)], load("explain")) == [
-        "explain", "default/p", "--kubeconfig", str(other)
-    ]  # fmt: skip
+@pytest.mark.parametrize("command", ["map", "frag", "advertised", "place", "plan", "gang", "slices"])
+def test_a_command_given_no_cluster_reads_kubectls(plugin, config, command):
+    """Before: `kubectl gpusched map` was `Missing argument 'cluster'`. Now it reads the current context's cluster:
+    here a server that is not there, named in the error."""
+    code, _, err = plugin(command)
+    assert code == 2 and "127.0.0.1:1" in err and "Missing argument" not in err, err
 
 
-def test_a_cluster_file_names_its_pods_its_own_way(config):
-    assert plugin_argv(["explain", "p", "--cluster", "monday"], load("explain")) == [
-        "explain",
-        "p",
-        "--cluster",
-        "monday",
-    ]
+def test_a_missing_kubeconfig_says_so(plugin, tmp_path, monkeypatch):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    code, _, err = plugin("map")
+    assert code == 2 and "no kubeconfig here (kubectl's: --kubeconfig, else $KUBECONFIG" in err
+    assert "built-in scenario" not in err.split(";")[0]
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["defrag", "--for", "4", "-n", "ns"], "only with explain, preempt, k8s (`defrag` names none)"),
-        (["explain", "p", "-n"], "-n: expected a namespace"),
-        (["explain", "p", "--namespace="], "expected a namespace"),
-    ],
-)
-def test_a_namespace_where_it_means_nothing_is_refused(config, args, message):
-    with pytest.raises(ValueError, match=re.escape(message)):
-        plugin_argv(args, load("repair" if args[0] == "defrag" else "explain"))
+@pytest.mark.parametrize("command", ["map", "frag", "advertised", "place"])
+def test_a_named_cluster_wins_over_the_context(plugin, config, command):
+    code, out, _ = plugin(command, "monday")
+    assert code in (0, 1) and out
+
+
+def test_explain_with_a_cluster_file_and_namespace_default_finds_the_pod(plugin, config):
+    """Before: `-n default` renamed the scenario's `train-8` to `default/train-8`, which no file names."""
+    code, out, err = plugin("explain", "train-8", "--cluster", "monday", "-n", "default")
+    assert code == 0 and out.startswith("train-8 fits on dgx-a"), err
+
+
+def test_preempt_takes_the_pod_then_the_cluster(plugin, config):
+    """Before: `kubectl gpusched preempt SCENARIO POD` failed; the pod is the argument, the cluster -f/--cluster."""
+    code, out, err = plugin("preempt", "train-8", "-f", "preemption")
+    assert code == 0 and out.startswith("train-8: 1 pod x 8 GPUs"), err
+
+
+def test_gang_namespace_is_the_local_queues(plugin, config):
+    """Before: the plugin took gang's --namespace for itself and refused it."""
+    code, out, err = plugin("gang", "training", "--emit-kueue", "-", "--namespace", "ml")
+    assert "namespace: ml" in out and code in (0, 1), err
+
+
+def test_a_namespace_on_a_command_without_one_is_refused_by_its_parser(plugin, config):
+    code, _, err = plugin("defrag", "--for", "4", "-n", "ns")
+    assert code == 2 and "No such option: -n" in err
+
+
+def test_a_live_pods_namespace_is_the_contexts_unless_given(config):
+    from gpusched.cli.common import namespace_for
+
+    assert namespace_for(None, config, None) == "team-ns"
+    assert namespace_for(None, config, "bare") == "default"
+    assert namespace_for("ml", config, None) == "ml"
+    assert namespace_for(None, None, None) is None  # a file names its pods its own way
+
+
+@pytest.mark.parametrize(("context", "namespace"), [(None, "team-ns"), ("bare", "default"), ("absent", "default")])
+def test_the_context_namespace_is_read_as_kubectl_reads_it(config, context, namespace):
+    assert context_namespace(config, context) == namespace
 
 
 def test_the_context_namespace_of_a_file_that_cannot_be_read_is_default(tmp_path):
     assert context_namespace(str(tmp_path / "missing"), None) == "default"
 
 
-def test_the_plugin_says_what_is_wrong_and_exits_2(config, monkeypatch, capsys):
-    import gpusched.cli as cli
-
-    monkeypatch.setattr(cli.sys, "argv", ["kubectl-gpusched", "plan", "-n", "ns"])
-    with pytest.raises(SystemExit) as exited:
-        cli.kubectl_main()
-    assert exited.value.code == 2 and "error: -n/--namespace completes a pod's name" in capsys.readouterr().err
+def test_plugin_mode_ends_with_the_command(plugin, config, gpusched):
+    plugin("map")
+    assert gpusched("map").exit_code == 2  # no cluster, and no longer kubectl's

@@ -33,7 +33,7 @@ def _png(path: Path):
 def test_frag_plot_is_a_png_and_the_report_is_unchanged(gpusched, tmp_path):
     target = tmp_path / "frag.png"
     plain = gpusched("frag", "fragmented")
-    drawn = gpusched("frag", "fragmented", "--plot", target)
+    drawn = gpusched("frag", "fragmented", "--output-file", target)
     assert drawn.exit_code == 0
     assert drawn.lines == [*plain.lines, f"wrote {target}"]
     image = _png(target)
@@ -45,7 +45,7 @@ def test_frag_plot_is_a_png_and_the_report_is_unchanged(gpusched, tmp_path):
 
 def test_frag_plot_keeps_json_one_document(gpusched, tmp_path):
     target = tmp_path / "frag.png"
-    drawn = gpusched("frag", "monday", "--json", "--plot", target)
+    drawn = gpusched("frag", "monday", "--json", "--output-file", target)
     assert drawn.json() == gpusched("frag", "monday", "--json").json()
     assert drawn.stderr.strip() == f"wrote {target}"
     assert _png(target).shape[2] == 4
@@ -61,7 +61,7 @@ def test_frag_plot_with_nothing_free_still_draws(gpusched, write, tmp_path):
         },
     )
     target = tmp_path / "frag.png"
-    assert gpusched("frag", full, "--plot", target).exit_code == 0
+    assert gpusched("frag", full, "--output-file", target).exit_code == 0
     assert _png(target).shape[0] > 300
 
 
@@ -142,9 +142,9 @@ def test_map_text_of_fragmented(gpusched):
 
 def test_map_png_shows_stranded_gpus_only_when_there_are_some(gpusched, tmp_path):
     eight, one = tmp_path / "eight.png", tmp_path / "one.png"
-    result = gpusched("map", "fragmented", "--out", eight)
+    result = gpusched("map", "fragmented", "--output-file", eight)
     assert result.exit_code == 0 and result.lines[-1] == f"wrote {eight}"
-    assert gpusched("map", "fragmented", "--size", 1, "--out", one).exit_code == 0
+    assert gpusched("map", "fragmented", "--size", 1, "--output-file", one).exit_code == 0
     stranded, free = _png(eight), _png(one)
     assert stranded.shape == free.shape and stranded.shape[2] == 4
     legend = _pixels_of(free, COLOURS["stranded"])  # the legend's patch is the only red in the size-1 map
@@ -155,14 +155,14 @@ def test_map_png_shows_stranded_gpus_only_when_there_are_some(gpusched, tmp_path
 
 def test_map_png_grows_with_the_nodes(gpusched, tmp_path):
     small, large = tmp_path / "small.png", tmp_path / "large.png"
-    assert gpusched("map", "fragmented", "--out", small).exit_code == 0  # 5 nodes with GPUs
-    assert gpusched("map", "tests/data/import", "--out", large).exit_code == 0  # 11
+    assert gpusched("map", "fragmented", "--output-file", small).exit_code == 0  # 5 nodes with GPUs
+    assert gpusched("map", "tests/data/import", "--output-file", large).exit_code == 0  # 11
     assert _png(large).shape[0] > _png(small).shape[0] + 200
 
 
 def test_map_json_with_out_stays_one_document(gpusched, tmp_path):
     target = tmp_path / "map.png"
-    drawn = gpusched("map", "fragmented", "--json", "--out", target)
+    drawn = gpusched("map", "fragmented", "--json", "--output-file", target)
     assert drawn.json() == gpusched("map", "fragmented", "--json").json()
     assert target.exists()
 
@@ -170,7 +170,7 @@ def test_map_json_with_out_stays_one_document(gpusched, tmp_path):
 # --- bad input: exit 2, one message, nothing written ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [("frag", "fragmented", "--plot"), ("map", "fragmented", "--out")])
+@pytest.mark.parametrize("command", [("frag", "fragmented", "--output-file"), ("map", "fragmented", "--output-file")])
 @pytest.mark.parametrize(
     ("name", "message"),
     [
@@ -186,7 +186,9 @@ def test_bad_picture_paths(gpusched, tmp_path, command, name, message):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("command", [("frag", "no-such-cluster", "--plot"), ("map", "no-such-cluster", "--out")])
+@pytest.mark.parametrize(
+    "command", [("frag", "no-such-cluster", "--output-file"), ("map", "no-such-cluster", "--output-file")]
+)
 def test_bad_cluster_writes_no_picture(gpusched, tmp_path, command):
     result = gpusched(*command, tmp_path / "x.png")
     assert result.exit_code == 2 and result.stdout == ""
@@ -195,7 +197,10 @@ def test_bad_cluster_writes_no_picture(gpusched, tmp_path, command):
 
 def test_map_bad_options(gpusched):
     placement = gpusched("map", "fragmented", "--placement", "nvlink")
-    assert placement.exit_code == 2 and "--placement: expected island or count, got 'nvlink'" in placement.stderr
+    assert (
+        placement.exit_code == 2
+        and "Invalid value for '--placement': 'nvlink' is not one of 'island', 'count'" in placement.stderr
+    )
     assert gpusched("map", "fragmented", "--size", 0).exit_code == 2
 
 

@@ -56,7 +56,7 @@ def test_cluster_up_and_down(gpusched, tmp_path):
     assert up.exit_code == 0, up.stderr
     info = up.json()
     assert gpusched("cluster", "up", "--dir", folder).exit_code == 2  # one cluster per folder
-    result = gpusched("k8s", "--kubeconfig", info["kubeconfig"], "--pod", "default/none")
+    result = gpusched("k8s", "--kubeconfig", info["kubeconfig"], "default/none")
     assert result.exit_code == 2 and "404" in result.stderr  # reachable, authenticated, and no such pod
     down = gpusched("cluster", "down", "--dir", folder)
     assert down.exit_code == 0, down.stderr

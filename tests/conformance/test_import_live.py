@@ -87,7 +87,7 @@ def _by_name(cluster):
 def test_import_from_the_api_server_gives_the_model_the_files_give(kubeconfig, gpusched, tmp_path):
     out = tmp_path / "cluster.yaml"
     args = [a for t in TOPOLOGY for a in ("--topology", t)]
-    result = gpusched("import", "--kubeconfig", kubeconfig, "-o", out, *args)
+    result = gpusched("import", "--kubeconfig", kubeconfig, "--output-file", out, *args)
     assert result.exit_code == 0, result.stderr
     assert result.lines[0].startswith(
         "imported 12 nodes (11 with GPUs, 41 GPUs), 13 pods holding GPUs, 1 NVLink domain(s)"

@@ -85,7 +85,7 @@ def test_the_real_scheduler_matches_namespace_labels(teams):
 @pytest.mark.parametrize("name", list(CASES))
 def test_gpusched_reads_the_namespaces_from_the_api_server(teams, control_plane, gpusched, name):
     _, verdicts = teams
-    live = gpusched("k8s", "--kubeconfig", control_plane.kubeconfig, "--pod", f"ns-plain/{name}", "--json")
+    live = gpusched("k8s", "--kubeconfig", control_plane.kubeconfig, f"ns-plain/{name}", "--json")
     report = live.json()
     node, message = verdicts[name]
     if node:
@@ -100,7 +100,7 @@ def test_from_files_without_the_namespaces_it_says_it_may_differ(teams, control_
     nodes = write("nodes.json", rest.get("/api/v1/nodes"))
     pods = write("pods.json", rest.get("/api/v1/pods"))
     target = write("avoid-a.json", rest.get(f"{_pods('ns-plain')}/avoid-a"))
-    files = ("k8s", "--nodes", nodes, "--pods", pods, "--pod", target, "--k8s-version", control_plane.info.version)
+    files = ("k8s", "--nodes", nodes, "--pods", pods, target, "--k8s-version", control_plane.info.version)
     files = (*files, "--json")
     blind = gpusched(*files).json()
     assert blind["may_differ"] and any("namespace labels" in note for note in blind["not_modelled"])

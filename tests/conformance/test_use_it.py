@@ -82,7 +82,7 @@ def test_gpusched_predicts_gpu_c_from_the_kubectl_json(walkthrough, control_plan
     pods = write("pods.json", rest.get("/api/v1/pods"))
     target = write("gpu-c.json", rest.get(f"{PODS}/gpu-c"))
     version = control_plane.info.version
-    result = gpusched("k8s", "--nodes", nodes, "--pods", pods, "--pod", target, "--k8s-version", version)
+    result = gpusched("k8s", "--nodes", nodes, "--pods", pods, target, "--k8s-version", version)
     assert result.exit_code == 1
     assert result.lines[0] == f"{NODE} Insufficient {GPU} ({GPU}: requested 2, free 1 of 4)"
     assert result.lines[1] == f"FailedScheduling: {verdicts['gpu-c'][1]}"
@@ -91,14 +91,14 @@ def test_gpusched_predicts_gpu_c_from_the_kubectl_json(walkthrough, control_plan
 def test_gpusched_reads_the_same_from_the_api_server(walkthrough, control_plane, gpusched):
     _, verdicts = walkthrough
     live = ("--kubeconfig", control_plane.kubeconfig, "--k8s-version", control_plane.info.version)
-    result = gpusched("k8s", *live, "--pod", f"{NAMESPACE}/gpu-c", "--json")
+    result = gpusched("k8s", *live, f"{NAMESPACE}/gpu-c", "--json")
     assert result.exit_code == 1
     assert result.json()["message"] == verdicts["gpu-c"][1]
 
 
 def test_without_a_version_the_prediction_follows_the_server(walkthrough, control_plane, gpusched):
     _, verdicts = walkthrough
-    result = gpusched("k8s", "--kubeconfig", control_plane.kubeconfig, "--pod", f"{NAMESPACE}/gpu-c", "--json")
+    result = gpusched("k8s", "--kubeconfig", control_plane.kubeconfig, f"{NAMESPACE}/gpu-c", "--json")
     assert result.exit_code == 1
     report = result.json()
     assert report["version"] == control_plane.info.version.lstrip("v")
@@ -141,6 +141,6 @@ def test_bad_kubeconfig_context_and_server_exit_2(control_plane, gpusched, write
         "GET /api/v1/nodes: 403": ("--kubeconfig", control_plane.kubeconfig, "--context", "viewer"),
     }
     for needle, args in cases.items():
-        result = gpusched("k8s", *args, "--pod", f"{NAMESPACE}/gpu-c")
+        result = gpusched("k8s", *args, f"{NAMESPACE}/gpu-c")
         assert result.exit_code == 2, (needle, result.stdout, result.stderr)
         assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr

@@ -65,7 +65,7 @@ def predict(rest: Rest, gpusched, write, version: str, pod: dict, extra: list[di
     objects = [
         arg for name, path in paths.items() if name not in ("nodes.json", "pod.json") for arg in ("--objects", path)
     ]
-    files_args = ("--nodes", paths["nodes.json"], "--pod", paths["pod.json"], *objects)
+    files_args = ("--nodes", paths["nodes.json"], paths["pod.json"], *objects)
     result = gpusched("k8s", *files_args, "--k8s-version", version, "--json")
     assert result.exit_code in (0, 1), result.stderr
     return result.json()
@@ -117,7 +117,7 @@ def test_pair_pending_then_allocated_as_gpusched_predicts(cluster, control_plane
     pending = predict(rest, gpusched, write, version, rest.get(f"{PODS}/dra"))
     assert pending["message"] == message
     live = gpusched("k8s", "--kubeconfig", control_plane.kubeconfig, "--k8s-version", version,
-                    "--pod", f"{NAMESPACE}/dra", "--json")  # fmt: skip
+                    f"{NAMESPACE}/dra", "--json")  # fmt: skip
     assert live.exit_code == 1 and live.json()["message"] == message  # the DRA objects read from the server
     slices = gpusched("slices", ROOT / "examples" / "kind" / "kind-model.json")
     assert slices.exit_code == 0, slices.stderr

@@ -225,9 +225,11 @@ def scenario_case(rng: random.Random) -> Case:
     suffix, content = _serialise(changed, rng)
     command = rng.choice(COMMANDS)
     if command[0] in ("preempt", "defrag"):
-        command = [command[0], "{scenario}", "--pod", rng.choice(["x", MARKUP]), *command[1:]]
-        if command[0] == "defrag":
-            command = ["defrag", "{scenario}", *command[3:]]
+        command = (
+            ["preempt", rng.choice(["x", MARKUP]), "-f", "{scenario}", *command[1:]]
+            if command[0] == "preempt"
+            else ["defrag", "{scenario}", *command[1:]]
+        )
     else:
         command = [command[0], "{scenario}", *command[1:]]
     return Case(command, {f"scenario{suffix}": content}, f"{name} mutated, {' '.join(command)}")
@@ -246,9 +248,7 @@ def dump_case(rng: random.Random) -> Case:
     files = {"nodes.json": _dump(nodes, ".json"), "pods.json": _dump(pods, ".json"), "pod.json": _dump(pod, ".json")}
     if rng.random() < 0.5:
         return Case(["import", "--nodes", "{nodes}", "--pods", "{pods}"], files, f"dump ({which}) mutated, import")
-    return Case(
-        ["k8s", "--nodes", "{nodes}", "--pods", "{pods}", "--pod", "{pod}"], files, f"dump ({which}) mutated, k8s"
-    )
+    return Case(["k8s", "--nodes", "{nodes}", "--pods", "{pods}", "{pod}"], files, f"dump ({which}) mutated, k8s")
 
 
 def raw_case(rng: random.Random) -> Case:
@@ -256,8 +256,8 @@ def raw_case(rng: random.Random) -> Case:
     command = rng.choice(
         [
             ["frag", "{%s}"],
-            ["place", "monday", "{%s}"],
-            ["k8s", "--nodes", "{%s}", "--pod", "{%s}"],
+            ["place", "monday", "--pods", "{%s}"],
+            ["k8s", "--nodes", "{%s}", "{%s}"],
             ["dra", "--objects", "{%s}"],
             ["validate", "monday", "{%s}"],
             ["import", "--nodes", "{%s}"],

@@ -57,7 +57,7 @@ def test_the_corpus_is_current() -> None:
 @pytest.mark.parametrize("command", ["frag", "place"])
 def test_each_corpus_file_exits_2_naming_it(name: str, command: str) -> None:
     path = CORPUS / name
-    outcome = invoke(*(["frag", path] if command == "frag" else ["place", "monday", path]))
+    outcome = invoke(*(["frag", path] if command == "frag" else ["place", "monday", "--pods", path]))
     assert not outcome.crash and outcome.code == 2 and str(path) in outcome.stderr, outcome
     assert len(outcome.stderr.strip().splitlines()) <= 3, outcome.stderr
 
@@ -169,7 +169,7 @@ def test_huge_and_special_numbers(tmp_path: Path, document: str, expected: str) 
 def test_huge_pod_numbers(tmp_path: Path, pods: str, expected: str) -> None:
     path = tmp_path / "pods.yaml"
     path.write_text(pods + "\n")
-    outcome = invoke("place", "monday", path)
+    outcome = invoke("place", "monday", "--pods", path)
     assert not outcome.crash and outcome.code == 2 and expected in outcome.stderr, outcome
 
 

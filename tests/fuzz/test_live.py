@@ -58,7 +58,7 @@ def test_a_bad_answer_is_one_clear_error(tmp_path: Path, kind: str, command: str
     server, stop = _serve(BODIES[kind])
     try:
         config = _kubeconfig(tmp_path, server.server_address[1])
-        args = ["k8s", "--kubeconfig", config, "--pod", "p"] if command == "k8s" else ["import", "--kubeconfig", config]
+        args = ["k8s", "--kubeconfig", config, "p"] if command == "k8s" else ["import", "--kubeconfig", config]
         outcome = invoke(*args)
     finally:
         stop.set()
@@ -84,7 +84,7 @@ def test_a_silent_server_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("GPUSCHED_API_TIMEOUT", "0.5")
     server, stop = _serve(None)
     try:
-        outcome = invoke("k8s", "--kubeconfig", _kubeconfig(tmp_path, server.server_address[1]), "--pod", "p")
+        outcome = invoke("k8s", "--kubeconfig", _kubeconfig(tmp_path, server.server_address[1]), "p")
     finally:
         stop.set()
         server.shutdown()
@@ -125,7 +125,7 @@ def test_a_trickling_server_meets_the_whole_deadline(
     listener, stop = _trickler(head)
     started = time.monotonic()
     try:
-        outcome = invoke("k8s", "--kubeconfig", _kubeconfig(tmp_path, listener.getsockname()[1]), "--pod", "p")
+        outcome = invoke("k8s", "--kubeconfig", _kubeconfig(tmp_path, listener.getsockname()[1]), "p")
     finally:
         stop.set()
         listener.close()

@@ -13,24 +13,24 @@ pytestmark = pytest.mark.fuzz
 DUMP = Path(__file__).resolve().parents[1] / "data" / "import"
 OUTPUTS = {
     "place --emit-scheduler-config": (["place", "monday", "--emit-scheduler-config", "{T}"], "out.yaml"),
-    "gang --emit-kueue": (["gang", "monday", "training", "--emit-kueue", "{T}"], "out.yaml"),
-    "frag --plot": (["frag", "monday", "--plot", "{T}"], "out.png"),
-    "map --out": (["map", "monday", "--out", "{T}"], "out.png"),
+    "gang --emit-kueue": (["gang", "monday", "--jobs", "training", "--emit-kueue", "{T}"], "out.yaml"),
+    "frag --output-file": (["frag", "monday", "--output-file", "{T}"], "out.png"),
+    "map --output-file": (["map", "monday", "--output-file", "{T}"], "out.png"),
     "explain --emit-claim": (["explain", "train-8", "--cluster", "monday", "--emit-claim", "{T}"], "out.yaml"),
-    "import -o": (
-        ["import", "--nodes", str(DUMP / "nodes.json"), "--pods", str(DUMP / "pods.json"), "-o", "{T}"],
+    "import --output-file": (
+        ["import", "--nodes", str(DUMP / "nodes.json"), "--pods", str(DUMP / "pods.json"), "--output-file", "{T}"],
         "out.yaml",
     ),
-    "import --pods-out": (
-        ["import", "--nodes", str(DUMP / "nodes.json"), "--pods", str(DUMP / "pods.json"), "--pods-out", "{T}"],
+    "import --emit-pods": (
+        ["import", "--nodes", str(DUMP / "nodes.json"), "--pods", str(DUMP / "pods.json"), "--emit-pods", "{T}"],
         "out.yaml",
     ),
     "mig plan --emit": (
-        ["mig", "plan", "fragmented", "--demand", "3g.40gb=2", "--emit", "mig-parted", "{T}"],
+        ["mig", "plan", "fragmented", "--demand", "3g.40gb=2", "--emit-mig-parted", "{T}"],
         "out.yaml",
     ),
     "bench synthetic --out": (
-        ["bench", "synthetic", "--nodes", "10", "--time-limit", "2", "--workers", "1", "--out", "{T}"],
+        ["bench", "synthetic", "--nodes", "10", "--time-limit", "2", "--workers", "1", "--output-dir", "{T}"],
         "results",
     ),
 }
@@ -88,9 +88,9 @@ def test_import_replaces_nothing_when_a_later_output_fails(tmp_path: Path) -> No
         DUMP / "nodes.json",
         "--pods",
         DUMP / "pods.json",
-        "-o",
+        "--output-file",
         cluster,
-        "--pods-out",
+        "--emit-pods",
         tmp_path / "pods",
     )
     assert outcome.code == 2 and cluster.read_text() == "old\n" and not leftovers(tmp_path), outcome

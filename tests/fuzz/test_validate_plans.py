@@ -49,7 +49,7 @@ def test_validate_accepts_a_whole_pod(tmp_path: Path) -> None:
 def test_plan_refuses_a_pod_without_gpus(tmp_path: Path) -> None:
     pods = tmp_path / "pods.yaml"
     pods.write_text("pods: [{name: z, gpus: 0}]\n")
-    outcome = invoke("plan", "monday", pods)
+    outcome = invoke("plan", "monday", "--pending", pods)
     assert not outcome.crash and outcome.code == 2 and "gpus must be at least 1" in outcome.stderr, outcome
     assert str(pods) in outcome.stderr, outcome  # the message names the file
 

@@ -14,41 +14,42 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from ...bench import bench_place
-from ...bench.cel_bench import bench_cel
-from ...bench.dra_bench import bench_dra
+from ...bench import PlaceBench, bench_place
+from ...bench.cel_bench import CelBench, bench_cel
+from ...bench.dra_bench import DraBench, bench_dra
 from ...bench.fanout import LOCAL_RAY
-from ...bench.mig_bench import bench_mig
+from ...bench.mig_bench import MigBench, bench_mig
 from ...bench.openb import DEFAULT_RATIO, MAX_TASKS, require_at_most
-from ...bench.openb_bench import bench_openb, write_outputs
-from ...bench.plan_bench import bench_plan
-from ...bench.repair import FILL, bench_defrag, bench_explain, bench_preempt
-from ...bench.replay import bench_replay, write_replay
-from ...bench.synthetic_bench import bench_synthetic, write_synthetic
+from ...bench.openb_bench import OpenbBench, bench_openb, write_outputs
+from ...bench.plan_bench import PlanBench, bench_plan
+from ...bench.repair import FILL, ExplainBench, RepairBench, bench_defrag, bench_explain, bench_preempt
+from ...bench.replay import ReplayBench, bench_replay, write_replay
+from ...bench.synthetic_bench import SyntheticBench, bench_synthetic, write_synthetic
 from ...errors import InputError, require
 from ...limits import MAX_NODES, MAX_POD_GPUS, MAX_PODS
 from ...planner.gpushare import POLICIES, policy_named
 from ...planner.optimize.defrag import parse_shape
+from ...planner.scheduler.views import View
 from ...scenarios.openb import OPENB_TRACES, openb_dir
 from ...scenarios.openb_download import OPENB_URL, download_openb
 from ...scenarios.openb_variants import VARIANT_KINDS, parse_variant
 from ..common import (
-    POLICY_CHOICES,
+    DEFAULT_WORKERS,
     SECONDS_MAX,
     SEED_MAX,
-    VIEW_CHOICES,
     WORKERS_MAX,
     JsonFlag,
+    PolicyOpt,
     Seed,
     SolverWorkers,
     TimeLimit,
     app,
-    choice,
     counts,
     err,
     finite,
     run,
     run_and_show,
+    shape,
     show,
     solver_config,
 )
@@ -82,7 +83,9 @@ Workers = Annotated[
 CPUS = os.cpu_count() or 1
 Ray = Annotated[bool, typer.Option("--ray", help="run on a Ray instance started here (needs the ray extra)")]
 RayAddress = Annotated[str | None, typer.Option("--ray-address", help="run on the Ray cluster at this address")]
-Out = Annotated[Path | None, typer.Option("--out", help="write CSV, JSON and a PNG plot into this folder")]
+Out = Annotated[
+    Path | None, typer.Option("--output-dir", metavar="DIR", help="write CSV, JSON and a PNG plot into this folder")
+]
 Timing = Annotated[bool, typer.Option("--timing/--no-timing", help="show times (off: output that repeats exactly)")]
 BusyNodes = Annotated[
     int, typer.Option(min=1, max=MAX_NODES, help="generated nodes, made busy by placing generated pods")
@@ -168,7 +171,7 @@ def _write_and_show(
     render: Callable[[Console, Any, bool], None],
     timing: bool,
 ) -> int:
-    """A bench's outputs (CSV, JSON and the plot named `plot`) written when --out asks, then its result shown."""
+    """A bench's outputs (CSV, JSON and the plot named `plot`) written when --output-dir asks, then its result shown."""
     if out is not None:
         require("matplotlib", "plots")
         from ...bench import plots  # matplotlib only when a plot is wanted
@@ -178,23 +181,22 @@ def _write_and_show(
     return 0
 
 
+@shape(PlaceBench)
 @bench_app.command("place")
 def bench_place_command(
     nodes: Annotated[
         int, typer.Option(min=1, max=MAX_NODES, help="generated nodes (DGX, PCIe pairs, time-sliced L4, 5:3:2)")
     ] = 1000,
     pods: Annotated[int, typer.Option(min=1, max=MAX_PODS, help="generated pods")] = 10000,
-    sizes: Annotated[str, typer.Option(help="GPU counts to draw pods from, comma-separated")] = "1",
-    view: Annotated[str, typer.Option(help="gpu | extended")] = "gpu",
-    policy: Annotated[str, typer.Option(help="binpack | spread | topology")] = "binpack",
+    sizes: Annotated[str, typer.Option(metavar="N,N", help="GPU counts to draw pods from, comma-separated")] = "1",
+    view: Annotated[View, typer.Option(help="gpu | extended")] = "gpu",
+    policy: PolicyOpt = "binpack",
     seed: Annotated[int, typer.Option(min=0, max=SEED_MAX, help="generator seed")] = 42,
     as_json: JsonFlag = False,
 ) -> None:
     """Time `place` on a generated cluster: how fast the greedy placer is at scale."""
 
     def body() -> int:
-        choice("--view", view, VIEW_CHOICES)
-        choice("--policy", policy, POLICY_CHOICES)
         result = bench_place(nodes, pods, view, policy, seed, counts("--sizes", sizes) or (1,))
         show(result, as_json, render_place_bench)
         return 0
@@ -202,6 +204,7 @@ def bench_place_command(
     run(body)
 
 
+@shape(OpenbBench | Downloaded)
 @bench_app.command("openb")
 def bench_openb_command(
     trace: Annotated[
@@ -284,6 +287,7 @@ def bench_openb_command(
     run(body)
 
 
+@shape(SyntheticBench)
 @bench_app.command("synthetic")
 def bench_synthetic_command(
     nodes: Annotated[str, typer.Option("--nodes", help="cluster sizes, comma-separated")] = "100,1000,10000",
@@ -339,6 +343,7 @@ def _mix(text: str) -> dict[str, float]:
     return found
 
 
+@shape(ReplayBench)
 @bench_app.command("replay")
 def bench_replay_command(
     trace: Annotated[
@@ -382,6 +387,7 @@ def bench_replay_command(
     run(body)
 
 
+@shape(CelBench)
 @bench_app.command("cel")
 def bench_cel_command(
     selectors: Annotated[int, typer.Option(min=1, max=100_000, help="distinct device selectors to compile")] = 2000,
@@ -398,6 +404,7 @@ def bench_cel_command(
     run(body)
 
 
+@shape(DraBench)
 @bench_app.command("dra")
 def bench_dra_command(
     nodes: Annotated[
@@ -416,6 +423,7 @@ def bench_dra_command(
     run_and_show(lambda: bench_dra(nodes, every, prune), as_json, render_dra_bench)
 
 
+@shape(MigBench)
 @bench_app.command("mig")
 def bench_mig_command(
     gpus: Annotated[int, typer.Option(min=8, max=8 * MAX_NODES, help="generated MIG-capable GPUs (8 per node)")] = 1000,
@@ -427,7 +435,7 @@ def bench_mig_command(
         ),
     ] = False,
     time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 2,
+    workers: SolverWorkers = DEFAULT_WORKERS,
     as_json: JsonFlag = False,
 ) -> None:
     """Time `mig plan` on a generated cluster of MIG GPUs (half their instances busy) against a demand."""
@@ -439,6 +447,7 @@ def bench_mig_command(
     )
 
 
+@shape(PlanBench)
 @bench_app.command("plan")
 def bench_plan_command(
     nodes: Annotated[
@@ -478,6 +487,7 @@ def bench_plan_command(
     run(body)
 
 
+@shape(RepairBench)
 @bench_app.command("preempt")
 def bench_preempt_command(
     nodes: BusyNodes = 1000,
@@ -486,7 +496,7 @@ def bench_preempt_command(
     seed: GeneratorSeed = 42,
     fill: Fill = FILL,
     time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 2,
+    workers: SolverWorkers = DEFAULT_WORKERS,
     as_json: JsonFlag = False,
 ) -> None:
     """Time `preempt` on a busy generated cluster."""
@@ -498,6 +508,7 @@ def bench_preempt_command(
     )
 
 
+@shape(RepairBench)
 @bench_app.command("defrag")
 def bench_defrag_command(
     nodes: BusyNodes = 1000,
@@ -506,7 +517,7 @@ def bench_defrag_command(
     seed: GeneratorSeed = 42,
     fill: Fill = FILL,
     time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 2,
+    workers: SolverWorkers = DEFAULT_WORKERS,
     as_json: JsonFlag = False,
 ) -> None:
     """Time `defrag` on a busy generated cluster."""
@@ -520,6 +531,7 @@ def bench_defrag_command(
     run(body)
 
 
+@shape(ExplainBench)
 @bench_app.command("explain")
 def bench_explain_command(
     nodes: BusyNodes = 1000,
@@ -527,7 +539,7 @@ def bench_explain_command(
     seed: GeneratorSeed = 42,
     fill: Fill = FILL,
     time_limit: TimeLimit = 10.0,
-    workers: SolverWorkers = 2,
+    workers: SolverWorkers = DEFAULT_WORKERS,
     as_json: JsonFlag = False,
 ) -> None:
     """Time `explain` on a busy generated cluster: the diagnosis and every planner behind its changes."""

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ...errors import InputError
 from ...models.cluster import Cluster
 from ...models.workload import Job, Pod
 from ...scenarios import scenario_names
 
-__all__ = ["pick_pending", "running_node"]
+__all__ = ["pick_pending", "pod_named", "running_node"]
+
+
+def pod_named(name: str, namespace: str | None, known: Iterable[str]) -> str:
+    """The name a pod or job goes by in the cluster, given its NAME and a namespace (kubectl's `-n`): `NS/NAME`,
+    or a bare NAME when the namespace is `default` and the files name it so (a scenario names pods without one)."""
+    if namespace is None or "/" in name:
+        return name
+    names = set(known)
+    if namespace == "default" and name in names and f"default/{name}" not in names:
+        return name
+    return f"{namespace}/{name}"
 
 
 def pick_pending(pods: list[Pod], jobs: list[Job], name: str, source: str) -> Pod | Job:

@@ -17,6 +17,7 @@ from .gfd import GfdLabels, mig_profile_name, model_name
 from .mig_layout import layout, per_gpu
 from .nvidia_dra import DraNode
 from .nvsmi import Capture, SmiLog, SmiTopology
+from .nvsmi_mig import SmiComputeInstances, SmiGpuInstances, listed_layout, split_instances
 from .report import Findings
 
 __all__ = ["GPU", "MIG_PREFIX", "SHARED", "Gpus", "NodeContext", "infer_gpus"]
@@ -70,6 +71,14 @@ class NodeContext:
     @property
     def smi(self) -> SmiLog | None:
         return next((c for c in reversed(self.captures) if isinstance(c, SmiLog)), None)
+
+    @property
+    def mig_listing(self) -> SmiGpuInstances | None:
+        return next((c for c in reversed(self.captures) if isinstance(c, SmiGpuInstances)), None)
+
+    @property
+    def compute_listing(self) -> SmiComputeInstances | None:
+        return next((c for c in reversed(self.captures) if isinstance(c, SmiComputeInstances)), None)
 
     def allocatable(self, name: str) -> int:
         return self.kube.allocatable.get(name, 0)
@@ -258,6 +267,10 @@ def _mig_from_counts(
             "labels-contradict-allocatable",
             f"MIG counts in labels {labelled} differ from allocatable {known}: modelled the allocatable",
         )
+    _split_instances(ctx)
+    listed = _mig_from_listing(ctx, profiles, known, gpus)
+    if listed is not None:
+        return listed
     found = layout(profiles, known, gpus)
     if found is None:
         ctx.note("error", "mig-unfit", f"MIG instances {known} do not fit on {len(gpus)} GPU(s): left out")
@@ -266,6 +279,30 @@ def _mig_from_counts(
     ctx.sources["mig"] = "allocatable nvidia.com/mig-* and nvidia.com/gpu (positions inferred)"
     _mig_config(ctx)
     return [MigInstance(gpu=gpu, profile=name, start=start) for gpu, name, start in found]
+
+
+def _mig_from_listing(
+    ctx: NodeContext, profiles: dict, counts: dict[str, int], gpus: list[int]
+) -> list[MigInstance] | None:
+    """The instances exactly as `nvidia-smi mig -lgi` lists them, when it was captured on the node and fits what
+    the node advertises; None (the layout inferred) otherwise, with why."""
+    listing = ctx.mig_listing
+    if listing is None:
+        return None
+    found, problem = listed_layout(listing, profiles, counts, gpus)
+    if found is None:
+        ctx.note("warning", "capture-contradicts", f"nvidia-smi mig -lgi ({listing.source}) {problem}: layout inferred")
+        return None
+    ctx.sources["mig"] = f"nvidia-smi mig -lgi ({listing.source})"
+    _mig_config(ctx)
+    return [MigInstance(gpu=gpu, profile=name, start=start) for gpu, name, start in found]
+
+
+def _split_instances(ctx: NodeContext) -> None:
+    """A GPU instance split into compute instances (`nvidia-smi mig -lci`) is modelled whole: said."""
+    if ctx.compute_listing is not None:
+        for message in split_instances(ctx.compute_listing):
+            ctx.note("info", "mig-compute-instances", message)
 
 
 def _mig_config(ctx: NodeContext) -> None:

@@ -1,4 +1,5 @@
-"""What `nvidia-smi` prints on a node, captured to a file: `topo -m` (which GPUs share NVLink) and `-q -x` (the GPUs).
+"""What `nvidia-smi` prints on a node, captured to a file: `topo -m` (which GPUs share NVLink), `-q -x` (the GPUs),
+and `mig -lgi` / `mig -lci` (the MIG instances: gpusched.scenarios.importer.nvsmi_mig).
 
 Formats, from NVIDIA's output as shown in public captures (sources in tests/data/nvidia-smi/*):
 - `nvidia-smi topo -m`: a header row of device columns (GPU0 GPU1 ... then NICs such as mlx5_0 or NIC0, then
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 
 from ...errors import InputError
 from ...files import read_bytes
+from .nvsmi_mig import SmiComputeInstances, SmiGpuInstances, is_mig_listing, parse_mig_listing
 
 __all__ = ["Capture", "SmiGpu", "SmiLog", "SmiTopology", "parse_smi_log", "parse_topology", "read_capture"]
 
@@ -75,11 +77,12 @@ class SmiLog:
     gpus: tuple[SmiGpu, ...]
 
 
-Capture = SmiTopology | SmiLog
+Capture = SmiTopology | SmiLog | SmiGpuInstances | SmiComputeInstances
 
 
 def read_capture(path: str) -> Capture:
-    """A file captured from a node: XML is read as `-q -x`, anything else as `topo -m`."""
+    """A file captured from a node: XML is read as `-q -x`, a MIG listing as `mig -lgi`/`-lci`, anything else as
+    `topo -m`."""
     raw = read_bytes(path)
     try:
         text = raw.decode("utf-8")
@@ -87,10 +90,12 @@ def read_capture(path: str) -> Capture:
         raise InputError(
             path,
             f"not UTF-8 text (byte 0x{raw[error.start]:02x} at offset {error.start}): "
-            "expected what `nvidia-smi topo -m` or `nvidia-smi -q -x` prints",
+            "expected what `nvidia-smi topo -m`, `nvidia-smi -q -x` or `nvidia-smi mig -lgi` prints",
         ) from None
     if text.lstrip().startswith("<"):
         return parse_smi_log(text, path)
+    if is_mig_listing(text):
+        return parse_mig_listing(text, path)
     return parse_topology(text, path)
 
 

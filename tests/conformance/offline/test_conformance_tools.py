@@ -49,17 +49,17 @@ def test_a_disagreement_prints_as_a_reproducer(capsys):
 
 def test_k8s_needs_nodes_or_a_kubeconfig_and_not_both(gpusched, write):
     pod = write("pod.json", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}})
-    result = gpusched("k8s", "--pod", pod)
+    result = gpusched("k8s", pod)
     assert result.exit_code == 2 and "--nodes is required" in result.stderr
-    result = gpusched("k8s", "--pod", "p", "--kubeconfig", write("k.yaml", "{}"), "--nodes", pod)
+    result = gpusched("k8s", "p", "--kubeconfig", write("k.yaml", "{}"), "--nodes", pod)
     assert result.exit_code == 2 and "drop --nodes" in result.stderr
 
 
 def test_a_kubeconfig_that_is_missing_or_has_no_current_context_exits_2(gpusched, write, tmp_path):
-    result = gpusched("k8s", "--pod", "p", "--kubeconfig", tmp_path / "absent")
+    result = gpusched("k8s", "p", "--kubeconfig", tmp_path / "absent")
     assert result.exit_code == 2 and "cannot read the kubeconfig" in result.stderr
     config = write("k.yaml", {"apiVersion": "v1", "kind": "Config", "contexts": []})
-    result = gpusched("k8s", "--pod", "p", "--kubeconfig", config)
+    result = gpusched("k8s", "p", "--kubeconfig", config)
     assert result.exit_code == 2 and "no current-context; name one with --context" in result.stderr
 
 

@@ -170,7 +170,7 @@ def test_scheduler_config_json_adds_the_emitted_profile(gpusched, tmp_path):
         (["--policy", "topology"], "kube-scheduler cannot score NVLink islands"),
         (["--view", "extended", "--gpu-weight", "101"], "resource weights 1 to 100, got --gpu-weight 101"),
         (["--gpu-weight", "10"], "--gpu-weight scores the scheduler's integers"),  # place refuses it: no file either
-        (["--json", "--emit-scheduler-config", "-"], "--json and --emit-scheduler-config - both want stdout"),
+        (["--json", "--emit-scheduler-config", "-"], "-o json and --emit-scheduler-config - both want stdout"),
         (["--emit-scheduler-config", " "], "expected a file name or - for stdout"),
     ],
 )
@@ -298,7 +298,7 @@ def quotas(queue: ClusterQueue) -> dict[str, dict[str, Decimal]]:
 
 def test_kueue_flavor_per_gpu_product_with_the_nodes_whole_allocatable(gpusched, tmp_path):
     out = tmp_path / "kueue.yaml"
-    result = gpusched("gang", "monday", "training", "--emit-kueue", out)
+    result = gpusched("gang", "monday", "--jobs", "training", "--emit-kueue", out)
     assert result.exit_code == 0, result.stderr
     flavors, queue, local = kueue_objects(out)
     cluster = load_cluster("monday")
@@ -323,7 +323,7 @@ def test_kueue_flavor_per_gpu_product_with_the_nodes_whole_allocatable(gpusched,
 
 def test_kueue_queue_and_namespace_options_and_the_json_label(gpusched, tmp_path):
     out = tmp_path / "kueue.yaml"
-    report = gpusched("gang", "monday", "training", "--emit-kueue", out, "--queue", "gpu-jobs",
+    report = gpusched("gang", "monday", "--jobs", "training", "--emit-kueue", out, "--queue", "gpu-jobs",
                       "--namespace", "research", "--json").json()  # fmt: skip
     _, queue, local = kueue_objects(out)
     assert (queue.metadata.name, local.metadata.name, local.metadata.namespace) == ("gpu-jobs", "gpu-jobs", "research")
@@ -349,19 +349,19 @@ def test_kueue_names_a_job_no_flavor_can_ever_admit(gpusched, write, tmp_path):
         {"name": "too-big", "pods": 3, "gpus_per_pod": 8, "duration": 60},
         {"name": "wrong-model", "pods": 1, "gpus_per_pod": 2, "duration": 60, "model": "H100-SXM5-80GB"},
     ]})  # fmt: skip
-    report = gpusched("gang", "monday", jobs, "--emit-kueue", tmp_path / "k.yaml", "--json").json()
+    report = gpusched("gang", "monday", "--jobs", jobs, "--emit-kueue", tmp_path / "k.yaml", "--json").json()
     admission = {job["job"]: job for job in report["kueue"]["jobs"]}
     assert admission["fits"]["flavors"] == ["nvidia-a100-sxm4-80gb"]
     assert admission["fits"]["requests"] == {"cpu": "128", "memory": "1Ti", "nvidia.com/gpu": "16"}
     assert admission["too-big"]["flavors"] == [] and "never admits it" in admission["too-big"]["reason"]
     assert admission["wrong-model"]["reason"] == "no flavor has GPU model H100-SXM5-80GB: Kueue never admits it"
-    text = gpusched("gang", "monday", jobs, "--emit-kueue", tmp_path / "k.yaml")
+    text = gpusched("gang", "monday", "--jobs", jobs, "--emit-kueue", tmp_path / "k.yaml")
     assert "! too-big: no flavor's quota holds all of it (nvidia.com/gpu 24): Kueue never admits it" in text.lines
 
 
 def test_kueue_says_a_job_asking_for_what_the_queue_does_not_cover_is_never_admitted(gpusched, write, tmp_path):
     jobs = write("jobs.yaml", {"jobs": [{"name": "j", "pods": 1, "gpus_per_pod": 1, "duration": 60, "cpu": 4}]})
-    report = gpusched("gang", "training", jobs, "--emit-kueue", tmp_path / "k.yaml", "--json").json()
+    report = gpusched("gang", "training", "--jobs", jobs, "--emit-kueue", tmp_path / "k.yaml", "--json").json()
     (job,) = report["kueue"]["jobs"]
     assert job["flavors"] == [] and job["reason"].startswith("the ClusterQueue does not cover cpu")
 
@@ -371,12 +371,12 @@ def test_kueue_says_a_job_asking_for_what_the_queue_does_not_cover_is_never_admi
     [
         (["--namespace", "Research"], "--namespace: 'Research' is not a valid name"),
         (["--queue", "gpu_jobs"], "--queue: 'gpu_jobs' is not a valid name"),
-        (["--json", "--emit-kueue", "-"], "--json and --emit-kueue - both want stdout"),
-        (["--mode", "fifo"], "--mode: expected pod or gang"),
+        (["--json", "--emit-kueue", "-"], "-o json and --emit-kueue - both want stdout"),
+        (["--mode", "fifo"], "Invalid value for '--mode': 'fifo' is not one of 'pod', 'gang'"),
     ],
 )
 def test_kueue_bad_input_writes_nothing(gpusched, tmp_path, args, message):
-    result = gpusched("gang", "monday", "training", "--emit-kueue", tmp_path / "k.yaml", *args)
+    result = gpusched("gang", "monday", "--jobs", "training", "--emit-kueue", tmp_path / "k.yaml", *args)
     assert result.exit_code == 2 and message in result.stderr
     assert result.stdout == "" and list(tmp_path.iterdir()) == []
 
@@ -384,7 +384,7 @@ def test_kueue_bad_input_writes_nothing(gpusched, tmp_path, args, message):
 def test_kueue_needs_gpu_nodes(gpusched, write, tmp_path):
     cluster = write("c.json", {"nodes": [{"name": "cpu-only", "cpu": 8, "memory": "32Gi"}]})
     jobs = write("j.json", {"jobs": [{"name": "j", "pods": 1, "gpus_per_pod": 1, "duration": 1}]})
-    result = gpusched("gang", cluster, jobs, "--emit-kueue", tmp_path / "k.yaml")
+    result = gpusched("gang", cluster, "--jobs", jobs, "--emit-kueue", tmp_path / "k.yaml")
     assert result.exit_code == 2 and "no GPU nodes" in result.stderr and not (tmp_path / "k.yaml").exists()
 
 
@@ -440,7 +440,7 @@ def labels_from(path) -> dict[str, str]:
                                                  (ONE_GPU, "3g.40gb=1,2g.20gb=2")])  # fmt: skip
 def test_mig_parted_file_is_a_valid_config_and_every_gpu_layout_is_placeable(gpusched, tmp_path, cluster, demand):
     out = tmp_path / "mig.yaml"
-    result = gpusched("mig", "plan", cluster, "--demand", demand, "--emit", "mig-parted", out)
+    result = gpusched("mig", "plan", cluster, "--demand", demand, "--emit-mig-parted", out)
     assert result.exit_code in (0, 1), result.stderr
     assert f"mig-parted config -> {out}" in result.stdout
     (doc,) = documents(out)
@@ -470,11 +470,11 @@ def test_placement_search_refuses_what_no_gpu_holds():
 
 
 def test_mig_parted_to_stdout_and_nothing_when_nothing_changes(gpusched, tmp_path):
-    result = gpusched("mig", "plan", ONE_GPU, "--demand", "2g.20gb=1", "--emit", "mig-parted", "-")
+    result = gpusched("mig", "plan", ONE_GPU, "--demand", "2g.20gb=1", "--emit-mig-parted", "-")
     check_mig_parted_spec(yaml.safe_load(result.stdout))
     assert "mig-parted config -> stdout" in result.stderr
     out = tmp_path / "none.yaml"
-    result = gpusched("mig", "plan", INFERENCE, "--demand", "1g.10gb=1", "--emit", "mig-parted", out)
+    result = gpusched("mig", "plan", INFERENCE, "--demand", "1g.10gb=1", "--emit-mig-parted", out)
     assert result.exit_code == 0 and not out.exists()
     assert f"mig-parted config not written ({out}): no GPU to reconfigure" in result.stdout
 
@@ -482,9 +482,9 @@ def test_mig_parted_to_stdout_and_nothing_when_nothing_changes(gpusched, tmp_pat
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--emit", "kueue", "x.yaml"], "--emit: expected mig-parted FILE|-, got format 'kueue'"),
-        (["--emit", "mig-parted", "-", "--json"], "--json and --emit mig-parted - both want stdout"),
-        (["--demand", "5g.50gb=1", "--emit", "mig-parted", "x.yaml"], "5g.50gb"),
+        (["--emit", "kueue", "x.yaml"], "No such option: --emit"),
+        (["--emit-mig-parted", "-", "--json"], "-o json and --emit-mig-parted - both want stdout"),
+        (["--demand", "5g.50gb=1", "--emit-mig-parted", "x.yaml"], "5g.50gb"),
     ],
 )
 def test_mig_parted_bad_input_writes_nothing(gpusched, tmp_path, monkeypatch, args, message):

@@ -221,7 +221,7 @@ def test_cli_explains_an_imported_kubectl_dump(gpusched):
 
 def test_emit_claim_is_a_valid_v1_claim_that_gpusched_allocates(gpusched, tmp_path):
     path = tmp_path / "claim.yaml"
-    result = gpusched("explain", "train-8", "--cluster", "monday", "--emit-claim", path)
+    result = gpusched("explain", "train-8", "--cluster", "monday", "--emit-claim", path, "--driver", "gpu.nvidia.com")
     assert result.exit_code == 0
     claim = yaml.safe_load(path.read_text())
     k8s_models.ResourceV1ResourceClaim.model_validate(claim)
@@ -231,9 +231,7 @@ def test_emit_claim_is_a_valid_v1_claim_that_gpusched_allocates(gpusched, tmp_pa
         {"requests": ["gpus"], "matchAttribute": "gpusched.io/nvlinkIsland"}
     ]
     assert f"DRA claim default/train-8-gpus (written to {path}): allocates on dgx-a:" in result.stdout
-    stdout = gpusched(
-        "explain", "embed", "--cluster", "ticket-embed", "--emit-claim", "-", "--driver", "gpu.example.com"
-    )
+    stdout = gpusched("explain", "embed", "--cluster", "ticket-embed", "--emit-claim", "-")  # the default driver
     assert yaml.safe_load(stdout.stdout)["spec"]["devices"]["requests"][0]["exactly"]["selectors"] == [
         {"cel": {"expression": "device.capacity['gpu.example.com'].memory.compareTo(quantity('40Gi')) >= 0"}}
     ]
@@ -250,8 +248,8 @@ def test_claim_for_a_mig_pod_and_a_shared_pod():
     ("args", "message"),
     [
         (("nobody", "--cluster", "monday"), "scenario monday: no pod or job named 'nobody' (pods: notebook-0,"),
-        (("train-8",), "give the cluster"),
-        (("train-8", "--cluster", "monday", "--kubeconfig", "x"), "give the cluster"),
+        (("train-8",), "give -f/--cluster (a file, built-in scenario, kubectl dump folder or kubeconfig)"),
+        (("train-8", "--cluster", "monday", "--kubeconfig", "x"), "--kubeconfig is the cluster: drop -f/--cluster"),
         (("train-8", "--cluster", "monday", "--context", "c"), "--context goes with --kubeconfig"),
         (("train-8", "--cluster", "monday", "--driver", "x"), "--driver"),
         (("llm-a", "--cluster", "ticket-gang", "--emit-claim", "-"), "--emit-claim writes a claim for one pod"),

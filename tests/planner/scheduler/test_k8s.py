@@ -80,7 +80,7 @@ def k8s(gpusched, write):
     """Write nodes, pods and the pod into files and run `gpusched k8s` on them."""
 
     def run(nodes, pods, target, *args):
-        paths = ["--nodes", write("nodes.json", nodes), "--pod", write("pod.json", target)]
+        paths = ["--nodes", write("nodes.json", nodes), write("pod.json", target)]
         if pods is not None:
             paths += ["--pods", write("pods.json", pods)]
         return gpusched("k8s", *paths, *args)
@@ -587,9 +587,9 @@ def test_bad_input_exits_2_naming_the_file_and_field(k8s, write, which, content,
 
 def test_a_missing_file_and_a_bad_version_exit_2(gpusched, write, tmp_path):
     nodes, target = write("nodes.json", listed(node())), write("pod.json", pod("p", 1))
-    result = gpusched("k8s", "--nodes", tmp_path / "absent.json", "--pod", target)
+    result = gpusched("k8s", "--nodes", tmp_path / "absent.json", target)
     assert result.exit_code == 2 and "absent.json: no such file" in result.stderr
-    result = gpusched("k8s", "--nodes", nodes, "--pod", target, "--k8s-version", "1.30")
+    result = gpusched("k8s", "--nodes", nodes, target, "--k8s-version", "1.30")
     assert result.exit_code == 2 and "--k8s-version: expected 1.34 to 1.37" in result.stderr
 
 

@@ -176,7 +176,7 @@ def test_k8s_prints_never_tried_and_not_modelled(gpusched, write):
     gated = pod(
         "p", schedulingGates=[{"name": "g"}], volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "d"}}]
     )
-    result = gpusched("k8s", "--nodes", write("nodes.json", listed(node("a"))), "--pod", write("pod.json", gated))
+    result = gpusched("k8s", "--nodes", write("nodes.json", listed(node("a"))), write("pod.json", gated))
     assert result.exit_code == 1
     assert result.lines == [
         "not modelled: volume d (persistentVolumeClaim): VolumeBinding, VolumeRestrictions, VolumeZone, "
@@ -189,7 +189,7 @@ def test_k8s_prints_never_tried_and_not_modelled(gpusched, write):
 def test_k8s_json_names_each_plugins_status_per_node_and_what_is_not_modelled(gpusched, write):
     target = pod("p", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "d"}}])
     result = gpusched("k8s", "--nodes", write("nodes.json", listed(node("a", cordoned=True))),
-                      "--pod", write("pod.json", target), "--json")  # fmt: skip
+                      write("pod.json", target), "--json")  # fmt: skip
     found = json.loads(result.stdout)
     assert result.exit_code == 1 and found["may_differ"] is True
     assert found["not_modelled"] == [

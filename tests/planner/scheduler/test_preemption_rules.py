@@ -151,7 +151,7 @@ def test_k8s_reads_budgets_from_pdbs_and_refuses_a_bad_one(gpusched, write):
     nodes = write("nodes.json", listed(node("n1"), node("n2")))
     pods = write("pods.json", listed(pod("a", "n1", priority=1, app="web"), pod("b", "n2", priority=5)))
     target = write("pod.json", pod("p", priority=100))
-    args = ["k8s", "--nodes", nodes, "--pods", pods, "--pod", target, "--json"]
+    args = ["k8s", "--nodes", nodes, "--pods", pods, target, "--json"]
     assert '"node": "n1"' in gpusched(*args).stdout
     guarded = gpusched(*args, "--pdbs", write("pdbs.json", listed(budget("web", 0))))
     assert guarded.exit_code == 1 and '"node": "n2"' in guarded.stdout and '"node": "n1"' not in guarded.stdout

@@ -166,7 +166,7 @@ def test_what_could_not_be_known_is_said_once_for_all_nodes(imported):
 
 def test_import_command_writes_a_cluster_file_that_loads_back(gpusched, tmp_path):
     out = tmp_path / "cluster.yaml"
-    result = gpusched(*CLI_ARGS, "-o", out)
+    result = gpusched(*CLI_ARGS, "--output-file", out)
     assert result.exit_code == 0, result.stderr
     assert result.lines[0].startswith(
         "imported 12 nodes (11 with GPUs, 41 GPUs), 13 pods holding GPUs, 1 NVLink domain(s)"
@@ -177,20 +177,20 @@ def test_import_command_writes_a_cluster_file_that_loads_back(gpusched, tmp_path
 
 def test_import_json_report_and_json_cluster_file(gpusched, tmp_path):
     out = tmp_path / "cluster.json"
-    report = gpusched(*CLI_ARGS, "-o", out, "--json").json()
+    report = gpusched(*CLI_ARGS, "--output-file", out, "--json").json()
     assert (report["gpus"], report["holders"], report["output"]) == (41, 13, str(out))
     assert json.loads(out.read_text())["nvlink_domains"][0]["gbps"] == 900
 
 
 def test_cluster_to_stdout_and_report_to_stderr(gpusched):
-    result = gpusched(*CLI_ARGS, "-o", "-")
+    result = gpusched(*CLI_ARGS, "--output-file", "-")
     assert result.exit_code == 0
     assert result.stdout.startswith("nodes:\n") and result.stderr.startswith("imported 12 nodes")
 
 
 def test_pods_out_writes_the_pending_pods(gpusched, tmp_path):
     out = tmp_path / "pending.yaml"
-    assert gpusched(*CLI_ARGS, "--pods-out", out).exit_code == 0
+    assert gpusched(*CLI_ARGS, "--emit-pods", out).exit_code == 0
     assert "name: ml/llm-pretrain-1" in out.read_text()
 
 
@@ -280,7 +280,7 @@ def test_mig_counts_in_labels_that_contradict_allocatable(tmp_path):
 
 def test_no_nodes_is_nothing_usable(gpusched, tmp_path):
     (tmp_path / "nodes.json").write_text('{"apiVersion": "v1", "kind": "NodeList", "items": []}')
-    result = gpusched("import", "--nodes", tmp_path / "nodes.json", "-o", tmp_path / "out.yaml")
+    result = gpusched("import", "--nodes", tmp_path / "nodes.json", "--output-file", tmp_path / "out.yaml")
     assert result.exit_code == 2 and "no Nodes: nothing to import" in result.stderr
     assert not (tmp_path / "out.yaml").exists()
 
@@ -288,7 +288,7 @@ def test_no_nodes_is_nothing_usable(gpusched, tmp_path):
 def test_unreadable_capture_exits_2_and_writes_nothing(gpusched, tmp_path):
     bad = tmp_path / "topo.txt"
     bad.write_bytes(b"\x89PNG\r\n")
-    result = gpusched("import", "--nodes", NODES, "--topology", f"p4d-1={bad}", "-o", tmp_path / "out.yaml")
+    result = gpusched("import", "--nodes", NODES, "--topology", f"p4d-1={bad}", "--output-file", tmp_path / "out.yaml")
     assert result.exit_code == 2 and "not UTF-8 text" in result.stderr
     assert not (tmp_path / "out.yaml").exists()
 

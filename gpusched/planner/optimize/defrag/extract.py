@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....models.cluster import RunningPod
+from ....models.kube import kubectl_pod
 from ..disrupt import Budgets, spread_over_classes
 from .model import DefragNodeClass, MoveOption, caps_after, pack
 from .report import Move, Step, TargetPlacement
@@ -214,9 +215,11 @@ def commands_for(steps: list[Step]) -> list[str]:
     lines = []
     for step in steps:
         if step.action == "move":
-            lines.append(f"kubectl delete pod {step.pod}   # re-create on {step.node}, GPUs {step.gpus}")
+            lines.append(f"kubectl delete pod {kubectl_pod(step.pod)}   # re-create on {step.node}, GPUs {step.gpus}")
         elif step.action == "evict":
-            lines.append(f"kubectl delete pod {step.pod}   # keep it down until the step that re-creates it")
+            lines.append(
+                f"kubectl delete pod {kubectl_pod(step.pod)}   # keep it down until the step that re-creates it"
+            )
         else:
             lines.append(f"# re-create {step.pod} on {step.node}, GPUs {step.gpus}")
     return lines

@@ -122,15 +122,16 @@ class TestCli:
 
     def test_bad_options_and_inputs(self, gpusched, write):
         assert gpusched("plan", "backlog", "--time-limit", "0").exit_code == 2
-        result = gpusched("plan", "backlog", write("pending.yaml", "pods: [{name: a, gpus: x}]"))
+        result = gpusched("plan", "backlog", "--pending", write("pending.yaml", "pods: [{name: a, gpus: x}]"))
         assert result.exit_code == 2 and "pods[0](a).gpus" in result.stderr
         result = gpusched(
             "plan",
             "backlog",
+            "--pending",
             write("both.yaml", "pods: [{name: a}]\njobs: [{name: a, pods: 1, gpus_per_pod: 1, duration: 1}]"),
         )
         assert result.exit_code == 2 and "distinct names: a" in result.stderr
-        result = gpusched("plan", "backlog", write("other.yaml", "nodes: []"))
+        result = gpusched("plan", "backlog", "--pending", write("other.yaml", "nodes: []"))
         assert result.exit_code == 2 and "expected a mapping with `pods` and/or `jobs`" in result.stderr
 
     def test_time_limited_runs_never_claim_optimality_falsely(self, gpusched):

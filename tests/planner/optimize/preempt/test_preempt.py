@@ -52,7 +52,7 @@ class TestMediumExercise:
     """The seed's Medium exercise, through the CLI."""
 
     def test_eight_gpu_training_pod_evicts_four_notebooks_from_one_dgx_node(self, gpusched):
-        result = gpusched("preempt", "preemption", "train-8")
+        result = gpusched("preempt", "train-8", "-f", "preemption")
         assert result.exit_code == 0
         assert result.lines[1:6] == [
             "evict notebook-a0 on dgx-a (priority 0, 1 GPU)",
@@ -62,25 +62,25 @@ class TestMediumExercise:
             "train-8 -> dgx-a nvidia.com/gpu GPUs [0, 1, 2, 3, 4, 5, 6, 7] islands [0]",
         ]
         assert "solver: OPTIMAL (proven): highest victim priority 0, victims' GPUs 4, victims 4" in result.lines
-        report = gpusched("preempt", "preemption", "train-8", "--json").json()
+        report = gpusched("preempt", "train-8", "-f", "preemption", "--json").json()
         assert {v["node"] for v in report["victims"]} == {"dgx-a"}  # not one from each node
         assert report["cost"] == {"highest_priority": 0, "units": 4, "victims": 4, "budget_violations": 0}
         assert report["solve"]["status"] == "OPTIMAL" and all(level["gap"] == 0 for level in report["solve"]["levels"])
 
     def test_a_pod_whose_only_problem_is_gpu_memory_evicts_nothing_and_says_why(self, gpusched):
-        result = gpusched("preempt", "preemption", "big-model")
+        result = gpusched("preempt", "big-model", "-f", "preemption")
         assert result.exit_code == 1
         assert result.lines[1] == (
             "no plan: big-model cannot run even with every evictable lower-priority pod gone: "
             "0/3 nodes are available: 3 GPU memory below 120 GiB."
         )
-        report = gpusched("preempt", "preemption", "big-model", "--json").json()
+        report = gpusched("preempt", "big-model", "-f", "preemption", "--json").json()
         assert report["feasible"] is False and report["victims"] == [] and report["solve"] is None
         extended = report["comparison"][1]  # the integer view would schedule it, and it would not load
         assert extended["valid"] is False and "GPU memory 80 GiB below 120 GiB" in extended["problems"][0]
 
     def test_nvlink_pod_frees_a_whole_pair_where_the_integer_view_scatters_it(self, gpusched):
-        report = gpusched("preempt", "preemption", "pair-2", "--json").json()
+        report = gpusched("preempt", "pair-2", "-f", "preemption", "--json").json()
         assert [v["pod"] for v in report["victims"]] in (["svc-1"], ["svc-3"])  # the priority-10 services
         (placed,) = report["placements"]
         assert placed["node"] == "pcie-a" and len(placed["islands"]) == 1
@@ -90,7 +90,7 @@ class TestMediumExercise:
         assert "NVLink required but the GPUs span islands" in extended["problems"][0]
 
     def test_a_gang_frees_both_nodes(self, gpusched):
-        report = gpusched("preempt", "preemption", "llm-2x8", "--json").json()
+        report = gpusched("preempt", "llm-2x8", "-f", "preemption", "--json").json()
         assert report["pending"]["kind"] == "job"
         assert sorted(p["pod"] for p in report["placements"]) == ["llm-2x8-0", "llm-2x8-1"]
         assert report["cost"]["victims"] == 8 and {p["node"] for p in report["placements"]} == {"dgx-a", "dgx-b"}
@@ -135,7 +135,7 @@ class TestHandWorked:
         budget = [{"name": "notebooks", "selector": {"app": "notebook"}, "min_available": 5}]
         cluster = write("c.json", {"nodes": nodes, "running": running, "disruption_budgets": budget})
         pods = write("p.json", [{"name": "p", "gpus": 8, "nvlink": True, "priority": 10}])
-        result = gpusched("preempt", cluster, "p", "--from", pods, "--json")
+        result = gpusched("preempt", "p", "-f", cluster, "--from", pods, "--json")
         assert result.exit_code == 1
         report = result.json()
         assert report["reason"] == "the evictions it needs would break disruption budgets: notebooks"
@@ -145,7 +145,7 @@ class TestHandWorked:
     def test_a_pod_that_fits_evicts_nothing(self, gpusched, write):
         cluster = write("c.json", {"nodes": [_node("a", {0: "x"})]})
         pods = write("p.json", {"pods": [{"name": "p", "gpus": 4, "priority": 1}]})
-        result = gpusched("preempt", cluster, "p", "--from", pods)
+        result = gpusched("preempt", "p", "-f", cluster, "--from", pods)
         assert result.exit_code == 0 and "nothing to evict: it fits as the cluster is" in result.lines
 
     def test_mig_pod_evicts_the_holder_of_its_profile(self):
@@ -171,7 +171,7 @@ class TestHandWorked:
         jobs = write(
             "j.json", [{"name": "j", "pods": 2, "gpus_per_pod": 4, "nvlink": True, "priority": 3, "duration": 60}]
         )
-        report = gpusched("preempt", cluster, "j", "--from", jobs, "--json").json()
+        report = gpusched("preempt", "j", "-f", cluster, "--from", jobs, "--json").json()
         assert report["cost"]["victims"] == 0  # each node already has four free GPUs in its one island
         assert sorted(p["node"] for p in report["placements"]) == ["dgx-a", "dgx-b"]
 
@@ -180,12 +180,18 @@ class TestBadInput:
     @pytest.mark.parametrize(
         ("args", "message"),
         [
-            (("preemption", "nope"), "no pod or job named 'nope' (pods: train-8, pair-2, big-model; jobs: llm-2x8)"),
-            (("preemption", "train-8", "--time-limit", "0"), "--time-limit: must be more than 0 seconds, got 0"),
-            (("preemption", "train-8", "--time-limit", "-1"), "--time-limit: must be more than 0 seconds, got -1"),
-            (("preemption", "train-8", "--workers", "0"), "--workers: must be at least 1, got 0"),
-            (("preemption", "train-8", "--from", "missing.yaml"), "missing.yaml: no such file"),
-            (("monday", "train-8", "--from", "monday", "--json"), None),
+            (
+                ("nope", "-f", "preemption"),
+                "no pod or job named 'nope' (pods: train-8, pair-2, big-model; jobs: llm-2x8)",
+            ),
+            (("train-8", "-f", "preemption", "--time-limit", "0"), "--time-limit: must be more than 0 seconds, got 0"),
+            (
+                ("train-8", "-f", "preemption", "--time-limit", "-1"),
+                "--time-limit: must be more than 0 seconds, got -1",
+            ),
+            (("train-8", "-f", "preemption", "--workers", "0"), "--workers: must be at least 1, got 0"),
+            (("train-8", "-f", "preemption", "--from", "missing.yaml"), "missing.yaml: no such file"),
+            (("train-8", "-f", "monday", "--from", "monday", "--json"), None),
         ],
     )
     def test_exit_2_with_one_message(self, gpusched, args, message):
@@ -198,7 +204,7 @@ class TestBadInput:
     def test_a_running_pod_is_not_pending(self, gpusched, write):
         cluster = write("c.json", {"nodes": [_node("a", {0: "x"})]})
         pods = write("p.json", [{"name": "x", "gpus": 1}])
-        result = gpusched("preempt", cluster, "x", "--from", pods)
+        result = gpusched("preempt", "x", "-f", cluster, "--from", pods)
         assert result.exit_code == 2 and "x is already running on a" in result.stderr
 
 
@@ -345,6 +351,6 @@ def test_a_file_with_both_pods_and_jobs(gpusched, write):
             "jobs": [{"name": "j", "pods": 1, "gpus_per_pod": 1, "duration": 1}],
         },
     )
-    assert gpusched("preempt", cluster, "p", "--from", both, "--json").json()["cost"]["victims"] == 4
-    result = gpusched("preempt", cluster, "p", "--from", write("x.json", {"pod": []}))
+    assert gpusched("preempt", "p", "-f", cluster, "--from", both, "--json").json()["cost"]["victims"] == 4
+    result = gpusched("preempt", "p", "-f", cluster, "--from", write("x.json", {"pod": []}))
     assert result.exit_code == 2 and "expected `pods` and/or `jobs` lists" in result.stderr
