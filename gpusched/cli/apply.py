@@ -31,10 +31,10 @@ from ..actions.signals import Signalled, handled
 from ..errors import Interrupted
 from ..models.cluster import Cluster
 from ..scenarios import Scenario
-from .common import ContextOpt, JsonFlag, KubeconfigOpt, app, err, out, run, shape, show
+from .common import JsonFlag, app, err, out, run, shape, show
 
 __all__ = [
-    "ApplyFlag", "ContextOpt", "JournalOpt", "KubeconfigOpt", "Live", "PdbTimeoutOpt", "WaitTimeoutOpt", "YesFlag",
+    "ApplyFlag", "JournalOpt", "Live", "PdbTimeoutOpt", "WaitTimeoutOpt", "YesFlag",
     "apply_plan", "check_apply", "finish", "live_apply", "options", "progress", "replan_command",
 ]  # fmt: skip
 

@@ -566,7 +566,7 @@ def plugin_mode(kubeconfig: str) -> Iterator[None]:
         _plugin_kubeconfig.clear()
 
 
-def live_kubeconfig(kubeconfig: str | None, cluster: str | None = None) -> str | None:
+def live(kubeconfig: str | None, cluster: str | None = None) -> str | None:
     """The kubeconfig a command reads: --kubeconfig, else (under `kubectl gpusched`, no CLUSTER given) kubectl's."""
     if kubeconfig or cluster:
         return kubeconfig
@@ -575,7 +575,7 @@ def live_kubeconfig(kubeconfig: str | None, cluster: str | None = None) -> str |
 
 def cluster_source(cluster: str | None, kubeconfig: str | None, context: str | None, what: str = "CLUSTER") -> str:
     """The one cluster a command reads: CLUSTER, or the live one (`KUBECONFIG#CONTEXT`), never both."""
-    kubeconfig = live_kubeconfig(kubeconfig, cluster)
+    kubeconfig = live(kubeconfig, cluster)
     if kubeconfig and cluster:
         raise ValueError(f"--kubeconfig is the cluster: drop {what}")
     if context and not kubeconfig:

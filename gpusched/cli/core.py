@@ -49,7 +49,7 @@ from .common import (
     emit_target,
     finite,
     in_namespace,
-    live_kubeconfig,
+    live,
     names,
     namespace_for,
     object_name,
@@ -337,7 +337,7 @@ def gang_command(
         source = cluster_source(cluster, kubeconfig, context)
         model = load_cluster(source)
         job_list = load_jobs(jobs or source)
-        queue_namespace = namespace_for(namespace, live_kubeconfig(kubeconfig, cluster), context) or "default"
+        queue_namespace = namespace_for(namespace, live(kubeconfig, cluster), context) or "default"
         setup = kueue_setup(model, job_list.jobs, queue, queue_namespace) if emit_kueue else None
         report = simulate(model, job_list.jobs, mode, timeout, policy)
         if setup is None:
@@ -406,7 +406,7 @@ def k8s_command(
     """Predict kube-scheduler's verdict for one pod: the nodes that fit, or the FailedScheduling message word for word."""
 
     def body() -> int:
-        server = live_kubeconfig(kubeconfig, nodes)
+        server = live(kubeconfig, nodes)
         if server:
             if nodes or pods or objects or pdbs or namespaces:
                 raise ValueError(

@@ -28,7 +28,7 @@ from .common import (
     app,
     cluster_source,
     emit_json,
-    live_kubeconfig,
+    live,
     names,
     object_name,
     run,
@@ -76,9 +76,9 @@ def slices_command(
     YAML): `kubectl apply -f` them."""
 
     def body() -> int:
-        server = live_kubeconfig(kubeconfig) if apply else kubeconfig
+        server = live(kubeconfig) if apply else kubeconfig
         _check_apply(apply, server, context, yes)
-        model = load_cluster(cluster_source(cluster, None if cluster else live_kubeconfig(None), None))
+        model = load_cluster(cluster_source(cluster, None if cluster else live(None), None))
         objects = [*(driver_classes(driver) if classes else []), *cluster_slices(model, driver)]
         wire = [obj.wire() for obj in objects]
         if apply:
@@ -154,7 +154,7 @@ def dra_command(
 
     def body() -> int:
         version = parse_version(k8s_version or NEWEST_RELEASE)
-        kubeconfig = live_kubeconfig(given_kubeconfig, cluster)
+        kubeconfig = live(given_kubeconfig, cluster)
         if not objects and not kubeconfig:
             raise ValueError(
                 "give the DRA objects: --objects FILE (or a built-in set), or --kubeconfig to read a cluster's"

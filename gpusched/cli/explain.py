@@ -36,7 +36,7 @@ from .common import (
     cluster_source,
     emit_json,
     finite,
-    live_kubeconfig,
+    live,
     names,
     namespace_for,
     object_name,
@@ -118,7 +118,7 @@ def explain_command(
         model = scenario.cluster
         pending = load_pending(scenario, pods, jobs)
         pending_pods, pending_jobs = pending[0].pods, pending[1].jobs
-        space = namespace_for(namespace, live_kubeconfig(kubeconfig, cluster), context)
+        space = namespace_for(namespace, live(kubeconfig, cluster), context)
         known = [p.name for p in pending_pods] + [j.name for j in pending_jobs] + [r.name for r in model.running_pods()]
         wanted = pod_named(target, space, known)
         node = running_node(model, pending_pods, pending_jobs, wanted)

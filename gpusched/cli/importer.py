@@ -24,7 +24,7 @@ from .common import (
     emit_json,
     emit_target,
     err,
-    live_kubeconfig,
+    live,
     names,
     new_table,
     object_name,
@@ -88,7 +88,7 @@ def import_command(
         emit_target("--emit-pods", pods_out, as_json)
         if output_file == "-" and pods_out == "-":
             raise ValueError("--output-file - and --emit-pods - both want stdout: give one of them a FILE")
-        server = live_kubeconfig(kubeconfig, nodes)
+        server = live(kubeconfig, nodes)
         if server and (nodes or pods or objects):
             raise ValueError("--kubeconfig reads the cluster itself: drop --nodes, --pods and --objects")
         if server:

@@ -49,7 +49,7 @@ from .common import (
     emit_json,
     emit_target,
     err,
-    live_kubeconfig,
+    live,
     names,
     new_table,
     object_name,
@@ -108,7 +108,7 @@ def plan_command(
     --apply repartitions node by node: cordon, evict the pods on the GPUs to change, label, wait, uncordon."""
 
     def body() -> int:
-        server = live_kubeconfig(kubeconfig, cluster)
+        server = live(kubeconfig, cluster)
         check_apply(apply, server, context, yes, journal)
         config = solver_config(time_limit, workers, seed)
         if (demand is None) == (pending is None):
@@ -116,8 +116,8 @@ def plan_command(
         target = emit
         console = emit_target("--emit-mig-parted", target, as_json)
         source = cluster_source(cluster, server, context)
-        with live_apply(apply, server, context) as live:  # --apply: plan from the one snapshot the run checks
-            model = live.cluster if live else load_cluster(source)
+        with live_apply(apply, server, context) as opened:  # --apply: plan from the one snapshot the run checks
+            model = opened.cluster if opened else load_cluster(source)
             wanted = _demand(inventory(model), demand, pending)
             try:
                 plan = plan_mig(model, wanted, config)
@@ -140,7 +140,7 @@ def plan_command(
                 def steps(kube: Kube, snapshot: Snapshot, where: Target) -> Journal:
                     return mig_journal(kube, snapshot, plan, where, settings)
 
-                code = apply_plan(live, "mig plan", steps, yes, journal, as_json)
+                code = apply_plan(opened, "mig plan", steps, yes, journal, as_json)
                 return code or (0 if plan.outcome.met else 1)
             return 0 if plan.outcome.met else 1
 

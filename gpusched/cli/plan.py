@@ -48,7 +48,7 @@ from .common import (
     check_namespaces,
     cluster_source,
     in_namespace,
-    live_kubeconfig,
+    live,
     names,
     new_table,
     object_name,
@@ -107,7 +107,7 @@ def plan_command(
     began = time.perf_counter()  # the time limit covers the whole command, reading its input included
 
     def body() -> int:
-        server = live_kubeconfig(kubeconfig, cluster)
+        server = live(kubeconfig, cluster)
         check_apply(apply, server, context, yes, journal)
         check_namespaces(namespace, all_namespaces)
         if rollback and not apply:
@@ -130,13 +130,13 @@ def plan_command(
             return 1 if report.unplaced else 0
         if pending:
             raise ValueError("--apply binds the cluster's own pending pods: drop --pending")
-        with live_apply(apply, server, context) as live:  # plan from the one snapshot the run checks
-            assert live is not None
-            found, members = gpusched_jobs(live.snapshot, scheduler_name)
+        with live_apply(apply, server, context) as opened:  # plan from the one snapshot the run checks
+            assert opened is not None
+            found, members = gpusched_jobs(opened.snapshot, scheduler_name)
             found = [job for job in found if in_namespace(job.name, namespace)]
             if not found:
                 raise ValueError(f"no pending GPU pod has schedulerName {scheduler_name!r}: nothing to bind")
-            report = plan(live.cluster, found, config, parse_sizes(sizes), began=began)
+            report = plan(opened.cluster, found, config, parse_sizes(sizes), began=began)
             if not as_json:
                 render_plan(out, report)
             settings = options(0.0, wait_timeout, rollback=rollback)
@@ -144,7 +144,7 @@ def plan_command(
             def steps(kube: Kube, snapshot: Snapshot, where: Target) -> Journal:
                 return bind_journal(kube, snapshot, report, members, where, settings)
 
-            code = apply_plan(live, "plan", steps, yes, journal, as_json)
+            code = apply_plan(opened, "plan", steps, yes, journal, as_json)
             return code or (1 if report.unplaced else 0)
 
     run(body)

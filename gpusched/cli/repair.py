@@ -46,7 +46,7 @@ from .common import (
     TimeLimit,
     app,
     cluster_source,
-    live_kubeconfig,
+    live,
     names,
     namespace_for,
     new_table,
@@ -224,13 +224,13 @@ def preempt_command(
     --apply evicts them through the Eviction API (PodDisruptionBudgets apply)."""
 
     def body() -> int:
-        server = live_kubeconfig(kubeconfig, cluster)
+        server = live(kubeconfig, cluster)
         check_apply(apply, server, context, yes, journal)
         config = solver_config(time_limit, workers, seed)
         where = cluster_source(cluster, server, context, "-f/--cluster")
-        with live_apply(apply, server, context) as live:  # --apply: plan from the one snapshot the run checks
-            model = live.cluster if live else load_cluster(where)
-            pods, jobs = load_pending(source or (live.scenario if live else where))
+        with live_apply(apply, server, context) as opened:  # --apply: plan from the one snapshot the run checks
+            model = opened.cluster if opened else load_cluster(where)
+            pods, jobs = load_pending(source or (opened.scenario if opened else where))
             known = [pod.name for pod in pods.pods] + [job.name for job in jobs.jobs]
             wanted = pod_named(name, namespace_for(namespace, server, context), known)
             report = preempt(model, pick_pending(pods.pods, jobs.jobs, wanted, source or where), config)
@@ -244,7 +244,7 @@ def preempt_command(
             def steps(kube: Kube, snapshot: Snapshot, where: Target) -> Journal:
                 return preempt_journal(kube, snapshot, report, wanted, where, settings)
 
-            return apply_plan(live, f"preempt {wanted}", steps, yes, journal, as_json)
+            return apply_plan(opened, f"preempt {wanted}", steps, yes, journal, as_json)
 
     run(body)
 
@@ -280,13 +280,13 @@ def defrag_command(
     (evict, the owner re-creates, the emptied nodes cordoned meanwhile)."""
 
     def body() -> int:
-        server = live_kubeconfig(kubeconfig, cluster)
+        server = live(kubeconfig, cluster)
         check_apply(apply, server, context, yes, journal)
         config = solver_config(time_limit, workers, seed)
         target = parse_shape(shape)
         source = cluster_source(cluster, server, context)
-        with live_apply(apply, server, context) as live:  # --apply: plan from the one snapshot the run checks
-            report = defrag(live.cluster if live else load_cluster(source), target, max_moves, config)
+        with live_apply(apply, server, context) as opened:  # --apply: plan from the one snapshot the run checks
+            report = defrag(opened.cluster if opened else load_cluster(source), target, max_moves, config)
             if not apply or not report.feasible:
                 show(report, as_json, render_defrag)
                 return 0 if report.feasible else 1
@@ -297,6 +297,6 @@ def defrag_command(
             def steps(kube: Kube, snapshot: Snapshot, where: Target) -> Journal:
                 return defrag_journal(kube, snapshot, report, where, settings)
 
-            return apply_plan(live, f"defrag --for {shape}", steps, yes, journal, as_json)
+            return apply_plan(opened, f"defrag --for {shape}", steps, yes, journal, as_json)
 
     run(body)

@@ -94,12 +94,10 @@ def test_the_kubectl_plugin_reads_kubectls_kubeconfig(monkeypatch, tmp_path):
     """The arguments go to the commands as they came; a command given no cluster reads the first file of
     $KUBECONFIG that exists, else ~/.kube/config."""
     import gpusched.cli as cli
-    from gpusched.cli.common import live_kubeconfig
+    from gpusched.cli.common import live
 
     seen = []
-    monkeypatch.setattr(
-        cli, "main", lambda: seen.append((list(cli.sys.argv), live_kubeconfig(None), live_kubeconfig(None, "monday")))
-    )
+    monkeypatch.setattr(cli, "main", lambda: seen.append((list(cli.sys.argv), live(None), live(None, "monday"))))
     config = tmp_path / "config"
     config.write_text("kind: Config\n")
     monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{config}")
@@ -110,4 +108,4 @@ def test_the_kubectl_plugin_reads_kubectls_kubeconfig(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
     cli.kubectl_main()
     assert seen[-1][1] == str(tmp_path / ".kube" / "config")
-    assert live_kubeconfig(None) is None  # only while the plugin runs
+    assert live(None) is None  # only while the plugin runs
