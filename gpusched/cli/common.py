@@ -46,6 +46,7 @@ from rich.table import Table
 
 from ..errors import GpuschedError, GpuschedWarning, Infeasible, InputError
 from ..files import check_target, write_files
+from ..limits import check_settings
 from ..planner.frag import DEFAULT_SIZES
 
 
@@ -361,6 +362,7 @@ def _run(body: Callable[[], int]) -> None:
         with warnings.catch_warnings(record=True) as doubts:
             warnings.simplefilter("always", GpuschedWarning)
             try:
+                check_settings()
                 code = body()
             finally:
                 for doubt in dict.fromkeys(str(item.message) for item in doubts if item.category is GpuschedWarning):
