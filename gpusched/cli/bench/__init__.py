@@ -434,6 +434,10 @@ def bench_mig_command(
             "--random-layouts", help="random instances on every GPU (few identical GPUs) instead of common layouts"
         ),
     ] = False,
+    realistic: Annotated[
+        bool,
+        typer.Option("--realistic", help="GPUs that differ (A100/H100/H200/L4/L40S/GB200, MIG, time-slicing, taints)"),
+    ] = False,
     time_limit: TimeLimit = 10.0,
     workers: SolverWorkers = DEFAULT_WORKERS,
     as_json: JsonFlag = False,
@@ -441,7 +445,7 @@ def bench_mig_command(
     """Time `mig plan` on a generated cluster of MIG GPUs (half their instances busy) against a demand."""
 
     run_and_show(
-        lambda: bench_mig(gpus, seed, solver_config(time_limit, workers, seed), random_layouts),
+        lambda: bench_mig(gpus, seed, solver_config(time_limit, workers, seed), random_layouts, realistic),
         as_json,
         render_mig_bench,
     )
@@ -471,6 +475,10 @@ def bench_plan_command(
         bool,
         typer.Option("--compare", help="plan as the plan command does: every heuristic, once, inside the time limit"),
     ] = False,
+    realistic: Annotated[
+        bool,
+        typer.Option("--realistic", help="GPUs that differ (A100/H100/H200/L4/L40S/GB200, MIG, time-slicing, taints)"),
+    ] = False,
     seed: Seed = 42,
     time_limit: TimeLimit = 60.0,
     as_json: JsonFlag = False,
@@ -480,7 +488,9 @@ def bench_plan_command(
 
     def body() -> int:
         solver_config(time_limit, 1, seed)
-        result = bench_plan(nodes, jobs, busy, seed, time_limit, domain_jobs, shapes, distinct_nodes, compare)
+        result = bench_plan(
+            nodes, jobs, busy, seed, time_limit, domain_jobs, shapes, distinct_nodes, compare, realistic
+        )
         show(result, as_json, render_plan_bench)
         return 0
 
@@ -516,6 +526,10 @@ def bench_defrag_command(
     max_moves: Annotated[int | None, typer.Option("--max-moves", max=MAX_PODS, help="at most this many moves")] = None,
     seed: GeneratorSeed = 42,
     fill: Fill = FILL,
+    realistic: Annotated[
+        bool,
+        typer.Option("--realistic", help="GPUs that differ (A100/H100/H200/L4/L40S/GB200, MIG, time-slicing, taints)"),
+    ] = False,
     time_limit: TimeLimit = 10.0,
     workers: SolverWorkers = DEFAULT_WORKERS,
     as_json: JsonFlag = False,
@@ -524,7 +538,7 @@ def bench_defrag_command(
 
     def body() -> int:
         parse_shape(shape)
-        result = bench_defrag(nodes, seed, shape, max_moves, solver_config(time_limit, workers, 0), fill)
+        result = bench_defrag(nodes, seed, shape, max_moves, solver_config(time_limit, workers, 0), fill, realistic)
         show(result, as_json, render_repair_bench)
         return 0
 
