@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
@@ -234,7 +233,7 @@ def frag_command(
     cluster: ClusterArg = None,
     sizes: SizesOpt = "",
     plot: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--output-file",
             metavar="FILE",
