@@ -16,7 +16,7 @@ from ..models.graph import build_graph, gpu_id
 from ..models.workload import GpuNeeds, Pod
 from .allreduce import AllReduce, allreduce_for
 from .frag import DEFAULT_SIZES, FragReport, fragmentation
-from .policies import Policy, rank
+from .ranking import Ranking, rank
 from .scheduler.framework import Diagnosis, Status
 from .scheduler.plugins.gpudevices import GpuChoice
 from .scheduler.plugins.noderesources import HostResourcesFit
@@ -92,11 +92,11 @@ class Placer:
     """Places pods on a ClusterState; reusable by the gang simulator, which also releases them."""
 
     def __init__(
-        self, state: ClusterState, view: View = "gpu", policy: Policy = "binpack", gpu_weight: int | None = None
+        self, state: ClusterState, view: View = "gpu", policy: Ranking = "binpack", gpu_weight: int | None = None
     ):
         self.state = state
         self.view: View = view
-        self.policy: Policy = policy
+        self.policy: Ranking = policy
         self.gpu_weight = gpu_weight
         self._changes: list[str] = []  # node names in order of change
         self._cache: dict[str, _ShapeCache] = {}
@@ -225,7 +225,7 @@ def place(
     cluster: Cluster,
     pods: list[Pod],
     view: View = "gpu",
-    policy: Policy = "binpack",
+    policy: Ranking = "binpack",
     gpu_weight: int | None = None,
     gradient_gb: float = DEFAULT_GRADIENT_GB,
     sizes: tuple[int, ...] = DEFAULT_SIZES,

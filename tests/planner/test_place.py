@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from gpusched.models.cluster import Cluster
 from gpusched.models.workload import Pod
 from gpusched.planner.place import place
-from gpusched.planner.policies import fit_score
+from gpusched.planner.ranking import fit_score
 from gpusched.planner.scheduler.plugins.gpudevices import GpuChoice
 from gpusched.planner.state import ClusterState
 from gpusched.planner.validate import Assignment, violations
