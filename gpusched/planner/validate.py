@@ -61,7 +61,7 @@ def _pod_problems(node: Node, a: Assignment, hardware: bool) -> list[str]:
         found.append("node selector does not match")
     block = node.gpu
     if block is None:
-        return found + (["node has no GPUs"] if a.gpus else [])
+        return found + (["node has no GPUs"] if a.gpus or a.mig else [])
     given = len(a.mig) or len(a.gpus)
     if a.units is not None and given != a.units:
         found.append(f"given {given} GPU(s), asked for {a.units}")
@@ -70,6 +70,12 @@ def _pod_problems(node: Node, a: Assignment, hardware: bool) -> list[str]:
         return found + [f"GPU index {', '.join(map(str, wrong))} out of range (the node has GPUs 0..{block.count - 1})"]
     mig_gpus = {m.gpu for m in block.mig}
     instances = {(m.gpu, m.start): m for m in block.mig}
+    if needs.mig_profile and not a.mig and a.gpus:
+        found.append(f"a MIG pod ({needs.mig_profile}) given whole GPUs")
+    if a.mig and not needs.mig_profile and (hardware or block.mig_strategy == "mixed"):
+        found.append("a whole-GPU pod given MIG instances")  # the integer view: single-strategy instances are GPUs
+    if a.mig and a.gpus and sorted(a.gpus) != sorted(gpu for gpu, _ in a.mig):
+        found.append(f"GPUs {list(a.gpus)} are not those of its MIG instances")
     for gpu, start in a.mig:
         instance = instances.get((gpu, start))
         if instance is None:
@@ -128,14 +134,17 @@ def _capacity_problems(node: Node, placed: list[Assignment], running: list[GpuNe
         if used > block.replicas:
             found.append(f"GPU {gpu} holds {used} pods, has {block.replicas} replica(s)")
     if hardware and block.replicas > 1:
-        declared: defaultdict[int, float] = defaultdict(float, {b.gpu: b.memory_gib for b in block.busy})
+        declared: defaultdict[int, float] = defaultdict(float)
+        for busy in block.busy:  # every replica's pod declares its own memory
+            declared[busy.gpu] += busy.memory_gib
         for a in placed:
             for gpu in a.gpus:
                 declared[gpu] += a.needs.memory_gib or 0.0
+        touched = {gpu for a in placed for gpu in a.gpus}  # a GPU the plan leaves alone is not the plan's doing
         found += [
             f"GPU {gpu} memory oversubscribed: {gib:g} of {block.memory_gib:g} GiB declared"
             for gpu, gib in sorted(declared.items())
-            if gib > block.memory_gib
+            if gib > block.memory_gib and gpu in touched
         ]
     for (gpu, start), used in Counter(m for a in placed for m in a.mig).items():
         if used > 1:
