@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import InputError
 from ..models.cluster import Cluster
 from ..scenarios import read_document, validate
 from .optimize.plan import PlanJob, PlannedPod, PlanReport, check_plan
+from .validate import Violation
 
 __all__ = ["PlanFile", "PlanValidation", "check_plan_file", "load_plan"]
 
@@ -39,7 +40,7 @@ class PlanFile(BaseModel):
 
 class PlanValidation(BaseModel):
     valid: bool
-    violations: list[str]
+    violations: list[Violation] = Field(description="each rule the plan breaks: its kind and, in words, where")
 
 
 def load_plan(source: str) -> PlanFile:

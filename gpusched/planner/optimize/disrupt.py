@@ -19,7 +19,7 @@ from ...models.cluster import Cluster, RunningPod
 from ...models.scheduling import selector_matches
 from ..place import Placer
 from ..state import ClusterState, GpuState, MigSlot, NodeState
-from ..validate import Assignment, violations
+from ..validate import Assignment, Violation, violations
 from .solver import SolverConfig, SolveReport, solve_lexicographic
 
 __all__ = [
@@ -124,7 +124,7 @@ def without(cluster: Cluster, gone: Iterable[str]) -> Cluster:
     return cluster.model_copy(update={"nodes": nodes, "running": running})
 
 
-def problems(cluster: Cluster, gone: Iterable[str], placed: Sequence[Assignment]) -> list[str]:
+def problems(cluster: Cluster, gone: Iterable[str], placed: Sequence[Assignment]) -> list[Violation]:
     """Everything wrong with the cluster once `gone` are off it and `placed` are on it: the independent validator
     on the changed model, which counts cpu and memory with the running pods that stay, on the nodes that take a pod
     (a node already over its allocatable elsewhere is not the plan's doing: kube-scheduler lets it be)."""

@@ -77,7 +77,7 @@ class TestMediumExercise:
         report = gpusched("preempt", "big-model", "-f", "preemption", "--json").json()
         assert report["feasible"] is False and report["victims"] == [] and report["solve"] is None
         extended = report["comparison"][1]  # the integer view would schedule it, and it would not load
-        assert extended["valid"] is False and "GPU memory 80 GiB below 120 GiB" in extended["problems"][0]
+        assert extended["valid"] is False and "GPU memory 80 GiB below 120 GiB" in extended["problems"][0]["message"]
 
     def test_nvlink_pod_frees_a_whole_pair_where_the_integer_view_scatters_it(self, gpusched):
         report = gpusched("preempt", "pair-2", "-f", "preemption", "--json").json()
@@ -87,7 +87,7 @@ class TestMediumExercise:
         gpu_view, extended = report["comparison"]
         assert gpu_view["cost"] == report["cost"]
         assert extended["victims"] == [] and not extended["valid"]
-        assert "NVLink required but the GPUs span islands" in extended["problems"][0]
+        assert "NVLink required but the GPUs span islands" in extended["problems"][0]["message"]
 
     def test_a_gang_frees_both_nodes(self, gpusched):
         report = gpusched("preempt", "llm-2x8", "-f", "preemption", "--json").json()
