@@ -22,7 +22,7 @@ from .scheduler.plugins.gpudevices import GpuChoice
 from .scheduler.plugins.noderesources import HostResourcesFit
 from .scheduler.views import MODEL_VIEWS, View, evaluate
 from .state import ClusterState, NodeState
-from .validate import Assignment, violations
+from .validate import Assignment, require_valid, violations
 
 __all__ = ["needs_key", "PodResult", "PlaceReport", "Placer", "place", "DEFAULT_GRADIENT_GB"]
 
@@ -259,9 +259,7 @@ def _check(cluster: Cluster, pods: list[Pod], results: list[PodResult], view: Vi
     placed = [
         Assignment(r.pod, needs[r.pod], r.node, tuple(r.gpus), tuple(r.mig)) for r in results if r.node is not None
     ]
-    problems = violations(cluster, placed, hardware=view == "gpu")
-    if problems:
-        raise RuntimeError("internal error: a placement failed validation: " + "; ".join(problems))
+    require_valid("a placement", violations(cluster, placed, hardware=view == "gpu"))
 
 
 def _result(pod: Pod, option: GpuChoice, view: View, graph, gradient_gb: float) -> PodResult:
