@@ -404,6 +404,10 @@ def k8s_command(
             "--namespaces", metavar="FILE", help="kubectl get namespaces -o json: the labels namespaceSelectors match"
         ),
     ] = None,
+    pvcs: Annotated[
+        str | None,
+        typer.Option("--pvcs", metavar="FILE", help="kubectl get pvc -A -o json: the volume claims that exist"),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Predict kube-scheduler's verdict for one pod: the nodes that fit, or the FailedScheduling message word for word."""
@@ -411,10 +415,10 @@ def k8s_command(
     def body() -> int:
         server = live(kubeconfig, nodes)
         if server:
-            if nodes or pods or objects or pdbs or namespaces:
+            if nodes or pods or objects or pdbs or namespaces or pvcs:
                 raise ValueError(
                     "--kubeconfig reads nodes and pods from the cluster: "
-                    "drop --nodes, --pods, --objects, --pdbs and --namespaces"
+                    "drop --nodes, --pods, --objects, --pdbs, --namespaces and --pvcs"
                 )
             result = predict_live(
                 server, context, qualified(pod, namespace_for(namespace, server, context)), k8s_version
@@ -422,7 +426,8 @@ def k8s_command(
         elif nodes:
             if namespace is not None:
                 raise ValueError("-n/--namespace names a live pod; POD is a file here (kubectl get pod NAME -o json)")
-            result = predict_files(nodes, pods, pod, k8s_version or NEWEST_RELEASE, objects, pdbs, namespaces)
+            release = k8s_version or NEWEST_RELEASE
+            result = predict_files(nodes, pods, pod, release, objects, pdbs, namespaces, pvcs)
         else:
             raise ValueError("--nodes is required (kubectl get nodes -o json), or --kubeconfig to read a cluster")
         show(result, as_json, render.k8s)
