@@ -10,6 +10,7 @@ from pydantic import BaseModel, TypeAdapter
 from ..models.cluster import Cluster
 from ..models.dra import ClaimList
 from ..models.graph import build_graph
+from ..models.offers import Offers
 from ..models.workload import JobList, PodList
 from ..planner.allreduce import AllReduce, ring_allreduce
 from ..planner.emit import DEFAULT_GPU_WEIGHT, kueue_setup, scheduler_config
@@ -98,13 +99,16 @@ def scenarios(as_json: JsonFlag = False) -> None:
     run(body)
 
 
-SCHEMAS: dict[str, type[BaseModel]] = {"cluster": Cluster, "pods": PodList, "jobs": JobList, "claims": ClaimList}
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "cluster": Cluster, "pods": PodList, "jobs": JobList, "claims": ClaimList, "offers": Offers,
+}  # fmt: skip
 
 
 @app.command()
 def schema(
     kind: Annotated[
-        Literal["cluster", "pods", "jobs", "claims"] | None, typer.Argument(metavar="KIND", help="an input file")
+        Literal["cluster", "pods", "jobs", "claims", "offers"] | None,
+        typer.Argument(metavar="KIND", help="an input file"),
     ] = None,
     output: Annotated[
         str | None,
@@ -119,7 +123,7 @@ def schema(
 
     def body() -> int:
         if (kind is None) == (output is None):
-            raise ValueError("give KIND (cluster, pods, jobs, claims) or --output COMMAND")
+            raise ValueError("give KIND (cluster, pods, jobs, claims, offers) or --output COMMAND")
         if kind is not None:
             emit_json(SCHEMAS[kind].model_json_schema(by_alias=True))
             return 0
@@ -400,6 +404,10 @@ def k8s_command(
             "--namespaces", metavar="FILE", help="kubectl get namespaces -o json: the labels namespaceSelectors match"
         ),
     ] = None,
+    pvcs: Annotated[
+        str | None,
+        typer.Option("--pvcs", metavar="FILE", help="kubectl get pvc -A -o json: the volume claims that exist"),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Predict kube-scheduler's verdict for one pod: the nodes that fit, or the FailedScheduling message word for word."""
@@ -407,10 +415,10 @@ def k8s_command(
     def body() -> int:
         server = live(kubeconfig, nodes)
         if server:
-            if nodes or pods or objects or pdbs or namespaces:
+            if nodes or pods or objects or pdbs or namespaces or pvcs:
                 raise ValueError(
                     "--kubeconfig reads nodes and pods from the cluster: "
-                    "drop --nodes, --pods, --objects, --pdbs and --namespaces"
+                    "drop --nodes, --pods, --objects, --pdbs, --namespaces and --pvcs"
                 )
             result = predict_live(
                 server, context, qualified(pod, namespace_for(namespace, server, context)), k8s_version
@@ -418,7 +426,8 @@ def k8s_command(
         elif nodes:
             if namespace is not None:
                 raise ValueError("-n/--namespace names a live pod; POD is a file here (kubectl get pod NAME -o json)")
-            result = predict_files(nodes, pods, pod, k8s_version or NEWEST_RELEASE, objects, pdbs, namespaces)
+            release = k8s_version or NEWEST_RELEASE
+            result = predict_files(nodes, pods, pod, release, objects, pdbs, namespaces, pvcs)
         else:
             raise ValueError("--nodes is required (kubectl get nodes -o json), or --kubeconfig to read a cluster")
         show(result, as_json, render.k8s)

@@ -129,6 +129,9 @@ def gang(console: Console, report: GangReport) -> None:
 def k8s(console: Console, result: K8sPrediction) -> None:
     for what in result.not_modelled:
         console.print(f"not modelled: {what} (the real verdict may differ)", markup=False)
+    if result.never_tried:
+        console.print(result.never_tried, markup=False)
+        return
     if result.pre_enqueue:
         held = result.pre_enqueue
         shown = held.condition["message"] if held.condition else "no PodScheduled condition"

@@ -6,6 +6,7 @@ user can find the bad value in a large dump.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -31,6 +32,7 @@ __all__ = [
     "parse_namespaces",
     "parse_nodes",
     "parse_pdbs",
+    "parse_pvcs",
     "parse_pods",
     "parse_pod",
     "add",
@@ -38,6 +40,7 @@ __all__ = [
 ]
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
+DEFAULT_SCHEDULER = "default-scheduler"  # what the API server sets when spec.schedulerName is empty
 _TOLERATION_KEYS = ("key", "operator", "value", "effect")  # tolerationSeconds does not affect scheduling
 Requests = dict[str, int]  # cpu in millicores, everything else in whole units
 Exact = dict[str, Decimal]  # the same before rounding, as Quantity keeps them
@@ -109,6 +112,9 @@ class KubePod:
     host_ports: tuple[HostPort, ...] = ()  # of the containers and sidecars, what NodePorts reads
     scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates names: the pod is not scheduled while any remain
     volumes: tuple[str, ...] = ()  # `name (kind)` of volumes whose scheduling gpusched does not model
+    # (kind, claim name) of persistentVolumeClaim and ephemeral volumes, in order: the claims the volume plugins read
+    claim_volumes: tuple[tuple[str, str], ...] = ()
+    scheduler_name: str = DEFAULT_SCHEDULER  # spec.schedulerName: only that scheduler's profile tries the pod
 
     @property
     def key(self) -> str:
@@ -335,6 +341,8 @@ def _pod(item: _Value) -> KubePod:
         host_ports=_host_ports(spec),
         scheduling_gates=_gates(spec),
         volumes=_unmodelled_volumes(spec),
+        claim_volumes=_claim_volumes(spec, _name(item)),
+        scheduler_name=spec.get("schedulerName").text() or DEFAULT_SCHEDULER,
     )
 
 
@@ -472,7 +480,42 @@ def _unmodelled_volumes(spec: _Value) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _claim_volumes(spec: _Value, pod: str) -> tuple[tuple[str, str], ...]:
+    """An ephemeral volume's claim is named `<pod>-<volume>` (ephemeral.VolumeClaimName)."""
+    found = []
+    for volume in spec.get("volumes").items():
+        if volume.get("persistentVolumeClaim").value is not None:
+            found.append(("persistentVolumeClaim", volume.get("persistentVolumeClaim").get("claimName").text()))
+        elif volume.get("ephemeral").value is not None:
+            found.append(("ephemeral", f"{pod}-{volume.get('name').text()}"))
+    return tuple(found)
+
+
+def parse_pvcs(doc: Any, source: str) -> frozenset[str]:
+    """`kubectl get pvc -A -o json`: the claims that exist, as namespace/name."""
+    return frozenset(
+        f"{item.get('metadata').get('namespace').text('default') or 'default'}/{_name(item)}"
+        for item in _objects(doc, "PersistentVolumeClaim", source)
+    )
+
+
+def _container_names(spec: _Value) -> None:
+    """The API server's validation of container names (validateContainers, then validateInitContainers): unique
+    across containers and init containers. (A missing name, which it also refuses, is let pass: a hand-written
+    pod file may leave names out.)"""
+    seen: set[str] = set()
+    for kind in ("containers", "initContainers"):
+        for container in spec.get(kind).items():
+            name = container.get("name")
+            if not name.text():
+                continue
+            if name.text() in seen:
+                name.fail(f"Duplicate value: {json.dumps(name.text())}")
+            seen.add(name.text())
+
+
 def _containers(spec: _Value) -> tuple[ContainerRequests, ...]:
+    _container_names(spec)
     found = [
         ContainerRequests(
             c.get("name").text(),

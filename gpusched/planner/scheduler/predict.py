@@ -22,7 +22,17 @@ from typing import Any
 from pydantic import BaseModel, Field, computed_field
 
 from ...errors import InputError
-from ...models.kube import KubePdb, KubePod, parse_namespaces, parse_nodes, parse_pdbs, parse_pod, parse_pods
+from ...models.kube import (
+    DEFAULT_SCHEDULER,
+    KubePdb,
+    KubePod,
+    parse_namespaces,
+    parse_nodes,
+    parse_pdbs,
+    parse_pod,
+    parse_pods,
+    parse_pvcs,
+)
 from ...models.topology import NamespaceLabels
 from ...scenarios import read_document
 from ..dra import features
@@ -43,7 +53,15 @@ from .framework import (
 )
 from .names import NODE_AFFINITY, NODE_NAME, NODE_UNSCHEDULABLE, TAINT_TOLERATION
 from .nodeinfo import KubeNodeInfo, snapshot
-from .plugins import defaultpreemption, dynamicresources, interpodaffinity, nodeaffinity, noderesources, schedulinggates
+from .plugins import (
+    defaultpreemption,
+    dynamicresources,
+    interpodaffinity,
+    nodeaffinity,
+    noderesources,
+    schedulinggates,
+    volumes,
+)
 from .plugins.defaultpreemption import Candidate
 from .plugins.dynamicresources import ClaimPrediction, DynamicResources
 from .plugins.interpodaffinity import InterPodAffinity
@@ -69,6 +87,7 @@ __all__ = [
 ]
 
 NO_NODES = "no nodes available to schedule pods"
+NOT_OURS = "not this scheduler's pod: never tried by {names}"
 EVENT_LIMIT = 1024  # bytes kept of an event's note
 
 
@@ -135,6 +154,11 @@ class K8sPrediction(BaseModel):
         "breaks a final tie by that order): its choice is random among these; the first is `nomination`",
     )
     pre_enqueue: PreEnqueue | None = Field(None, description="when the scheduler never tries the pod, and why")
+    never_tried: str | None = Field(
+        None,
+        description="the pod names another scheduler (spec.schedulerName) than the profiles': no profile of this "
+        "scheduler ever tries it, it gets no condition and no event (pending, exit 1)",
+    )
     not_modelled: list[str] = Field(
         default_factory=list, description="what the real scheduler checks here that gpusched does not model"
     )
@@ -202,8 +226,11 @@ class _PreFilter:
     failed_plugin: str = nodeaffinity.NAME
 
 
-def _prefilter(pod: KubePod, version: Version, dra: DynamicResources | None) -> _PreFilter:
-    """1.37's NodeName and NodeAffinity's `metadata.name` matchFields narrow the nodes; DRA's PreFilter may fail."""
+def _prefilter(
+    pod: KubePod, version: Version, dra: DynamicResources | None, claims: frozenset[str] | None = None
+) -> _PreFilter:
+    """1.37's NodeName and NodeAffinity's `metadata.name` matchFields narrow the nodes; a missing volume claim (when
+    the claims are known) or DRA's PreFilter may fail."""
     names = NodeName.prefilter(pod, version)
     plugins = [NodeName.name] if names is not None else []
     pinned = NodeAffinity.prefilter(pod)
@@ -215,6 +242,9 @@ def _prefilter(pod: KubePod, version: Version, dra: DynamicResources | None) -> 
         if not names:  # RunPreFilterPlugins' words, the plugins in the order they ran
             return _PreFilter(failure=ERR_REASON_PREFILTER_DISJOINT.format(plugins=" ".join(plugins)),
                               failed_plugin="")  # fmt: skip
+    missing = volumes.missing_claim(pod, claims) if claims is not None else None
+    if missing is not None:
+        return _PreFilter(failure=missing[1], failed_plugin=missing[0])
     if dra is not None and dra.cycle.prefilter:
         return _PreFilter(failure=dra.cycle.prefilter, failed_plugin=dynamicresources.NAME)
     return _PreFilter(names, tuple(sorted(plugins)))
@@ -355,12 +385,13 @@ def _schedule(
     dra: DynamicResources | None,
     pdbs: list[KubePdb] | None = None,
     namespaces: NamespaceLabels | None = None,
+    claims: frozenset[str] | None = None,
 ) -> K8sPrediction:
     result = _unscheduled(pod, version)
     if not infos:
         return result.model_copy(update={"message": NO_NODES, "event": NO_NODES})
     filters = (*kubectl_filters(version), *_pod_filters(pod, infos, namespaces, version), *([dra] if dra else []))
-    pre = _prefilter(pod, version, dra)
+    pre = _prefilter(pod, version, dra, claims)
     each = _statuses(pod, infos, pre, filters)
     statuses = {name: status for name, (status, _) in each.items()}
     result.nodes = [_verdict(pod, info, *each[info.name]) for info in infos]
@@ -417,12 +448,17 @@ def predict(
     pdbs_source: str = "pdbs",
     namespaces_doc: Any = None,
     namespaces_source: str = "namespaces",
+    pvcs_doc: Any = None,
+    pvcs_source: str = "pvcs",
+    scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER,),
 ) -> K8sPrediction:
     """Parsed `kubectl get -o json` documents in; `sources` names them in errors. `pods_doc` may be None.
 
     A pod with spec.resourceClaims needs `objects`: the DeviceClasses, ResourceSlices and claims or templates.
     `pdbs_doc` (`kubectl get pdb -A -o json`) gives preemption its disruption budgets, `namespaces_doc`
-    (`kubectl get namespaces -o json`) the labels namespaceSelectors match.
+    (`kubectl get namespaces -o json`) the labels namespaceSelectors match, `pvcs_doc` (`kubectl get pvc -A -o
+    json`) the volume claims that exist. A pod naming a scheduler other than `scheduler_names` (the profiles') is
+    never tried.
     """
     release = parse_version(version)
     nodes = parse_nodes(nodes_doc, sources[0])
@@ -441,14 +477,19 @@ def predict(
                 "spec.resourceClaims",
             )
         dra = DynamicResources.for_pod(pod, nodes, objects, mapping, release)
+    claims = parse_pvcs(pvcs_doc, pvcs_source) if pvcs_doc is not None else None
+    if pod.scheduler_name not in scheduler_names:
+        never = NOT_OURS.format(names=", ".join(scheduler_names))
+        return _unscheduled(pod, release).model_copy(update={"never_tried": never})
     held = _pre_enqueue(pod, objects)
     if held is not None:
         result = _unscheduled(pod, release).model_copy(update={"pre_enqueue": held})
     else:
-        result = _schedule(pod, snapshot(nodes, pods, pod, frozenset(mapping)), release, dra, pdbs, namespaces)
-    return result.model_copy(
-        update={"not_modelled": not_modelled(pod, pods, namespaces) + (dra.not_modelled if dra else [])}
-    )
+        infos = snapshot(nodes, pods, pod, frozenset(mapping))
+        result = _schedule(pod, infos, release, dra, pdbs, namespaces, claims)
+    decided = claims is not None and volumes.missing_claim(pod, claims) is not None and held is None
+    notes = [] if decided else not_modelled(pod, pods, namespaces)  # a missing claim decides: nothing else counts
+    return result.model_copy(update={"not_modelled": notes + (dra.not_modelled if dra else [])})
 
 
 def _pre_enqueue(pod: KubePod, objects: DraObjects | None) -> PreEnqueue | None:
@@ -483,6 +524,7 @@ def predict_files(
     objects: list[str] | None = None,
     pdbs: str | None = None,
     namespaces: str | None = None,
+    pvcs: str | None = None,
 ) -> K8sPrediction:
     """The same from file paths, each named in any error."""
     release = parse_version(version)
@@ -501,4 +543,6 @@ def predict_files(
         pdbs or "pdbs",
         namespaces_doc,
         namespaces or "namespaces",
+        read_document(pvcs) if pvcs else None,
+        pvcs or "pvcs",
     )
