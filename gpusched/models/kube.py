@@ -495,7 +495,7 @@ def parse_pvcs(doc: Any, source: str) -> frozenset[str]:
     """`kubectl get pvc -A -o json`: the claims that exist, as namespace/name."""
     return frozenset(
         f"{item.get('metadata').get('namespace').text('default') or 'default'}/{_name(item)}"
-        for item in _objects(doc, "PersistentVolumeClaim", source)
+        for item in _objects(doc, "PersistentVolumeClaim", source, _MOST_PODS)
     )
 
 
