@@ -165,8 +165,8 @@ def _demand(gpus: list[MigGpu], demand: str | None, pending: str | None) -> dict
     pods = load_pods(pending or "").pods
     for pod in pods:
         if pod.mig_profile:
-            check_demand({pod.mig_profile: 1}, gpus, f"--pending {pending}: pod {pod.name}")
-    return demand_from_pods(pods, f"--pending {pending}")
+            check_demand({pod.mig_profile: 1}, gpus, f"--pending: pod {pod.name}")
+    return demand_from_pods(pods, "--pending")
 
 
 def _timing(plan: MigPlan) -> None:

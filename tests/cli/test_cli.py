@@ -209,7 +209,9 @@ def test_an_unexpected_exception_is_exit_3_in_one_line(monkeypatch) -> None:
     result = CliRunner().invoke(app, ["frag", "monday"])
     assert result.exit_code == 3, result.output
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("internal error (a gpusched bug, not your input): KeyError: 'oops'"), lines
+    assert len(lines) == 1 and lines[0].startswith(
+        "internal error (a gpusched bug, not your input): KeyError: 'oops'"
+    ), lines
     assert "Traceback" not in result.stderr
     result = CliRunner().invoke(app, ["--debug", "frag", "monday"])
     assert result.exit_code == 3 and "Traceback" in result.stderr
