@@ -281,13 +281,25 @@ class RepartitionOutcome(BaseModel):
     unused_slices: int  # compute slices of reconfigured GPUs in no instance
 
 
+def mixed_single(gpus: list[MigGpu], layouts: dict[str, Layout]) -> set[str]:
+    """Single-strategy nodes that end with more than one profile (busy or free): the device plugin advertises none
+    of their instances (it needs one profile per node, and the busy instances fix which)."""
+    names: dict[str, set[str]] = {}
+    for gpu in gpus:
+        if gpu.single:
+            names.setdefault(gpu.node, set()).update(n for n, _ in gpu.kept + (layouts.get(gpu.name, gpu.free) or ()))
+    return {node for node, found in names.items() if len(found) > 1}
+
+
 def outcome(gpus: list[MigGpu], layouts: dict[str, Layout], demand: dict[str, int]) -> RepartitionOutcome:
     """Score layouts (GPU name -> layout; a GPU not named keeps its own) against the demand."""
     supply: Counter[str] = Counter()
     reconfigured = unused = 0
+    silent = mixed_single(gpus, layouts)
     for gpu in gpus:
         layout = layouts.get(gpu.name, gpu.free)
-        supply.update(name for name, _ in layout or ())
+        if gpu.node not in silent:
+            supply.update(name for name, _ in layout or ())
         if is_reconfigured(gpu, layout):
             reconfigured += 1
             instances = gpu.kept + (layout or ())
