@@ -409,6 +409,15 @@ def k8s_command(
         str | None,
         typer.Option("--pvcs", metavar="FILE", help="kubectl get pvc -A -o json: the volume claims that exist"),
     ] = None,
+    scheduler_config: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler-config",
+            metavar="FILE",
+            help="a KubeSchedulerConfiguration: its profiles score the nodes (weights, scoring strategy, "
+            "percentageOfNodesToScore); default: the release's default profile",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Predict kube-scheduler's verdict for one pod: the nodes that fit, or the FailedScheduling message word for word."""
@@ -416,10 +425,10 @@ def k8s_command(
     def body() -> int:
         server = live(kubeconfig, nodes)
         if server:
-            if nodes or pods or objects or pdbs or namespaces or pvcs:
+            if nodes or pods or objects or pdbs or namespaces or pvcs or scheduler_config:
                 raise usage(
                     "--kubeconfig reads nodes and pods from the cluster: "
-                    "drop --nodes, --pods, --objects, --pdbs, --namespaces and --pvcs"
+                    "drop --nodes, --pods, --objects, --pdbs, --namespaces, --pvcs and --scheduler-config"
                 )
             result = predict_live(
                 server, context, qualified(pod, namespace_for(namespace, server, context)), k8s_version
@@ -428,7 +437,7 @@ def k8s_command(
             if namespace is not None:
                 raise usage("-n/--namespace names a live pod; POD is a file here (kubectl get pod NAME -o json)")
             release = k8s_version or NEWEST_RELEASE
-            result = predict_files(nodes, pods, pod, release, objects, pdbs, namespaces, pvcs)
+            result = predict_files(nodes, pods, pod, release, objects, pdbs, namespaces, pvcs, scheduler_config)
         else:
             raise usage("--nodes is required (kubectl get nodes -o json), or --kubeconfig to read a cluster")
         show(result, as_json, render.k8s)
