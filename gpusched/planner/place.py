@@ -1,13 +1,15 @@
 """Place pods one after another, as the scheduler does, under a view and a policy.
 
-Identical pods are common (forty notebooks), so each node's verdict is cached per pod shape and recomputed only
-for nodes that changed since: placing N pods on M nodes costs about N·(changed nodes) evaluations, not N·M.
+Identical pods are common (forty notebooks), and so are identical nodes: each pod shape's verdict is cached per
+node signature (Placer) and recomputed only for signatures that changed since: placing N pods on M nodes costs
+about N·(changed signatures) evaluations, not N·M.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pydantic import BaseModel, Field
 
@@ -17,10 +19,10 @@ from ..models.workload import GpuNeeds, Pod
 from .allreduce import AllReduce, allreduce_for
 from .frag import DEFAULT_SIZES, FragReport, fragmentation
 from .policies import Policy, rank
-from .scheduler.framework import Diagnosis, Status
-from .scheduler.plugins.gpudevices import GpuChoice
+from .scheduler.framework import Code, Diagnosis, Status
+from .scheduler.plugins.gpudevices import GpuChoice, mismatch
 from .scheduler.plugins.noderesources import HostResourcesFit
-from .scheduler.views import MODEL_VIEWS, View, evaluate
+from .scheduler.views import MODEL_VIEWS, View, evaluate, node_filters
 from .state import ClusterState, NodeState
 from .validate import Assignment, violations
 
@@ -70,12 +72,13 @@ def _shape(pod: GpuNeeds, gpus: int) -> str:
 
 @dataclass
 class _ShapeCache:
-    """Every node's verdict for one pod shape, the feasible ones in a heap by rank (stale entries skipped)."""
+    """One pod shape's verdict per node signature (a signature's verdict never changes: it holds all the filters
+    and the allocator read), and the feasible signatures in a heap by rank (stale entries skipped)."""
 
-    seen: int = 0  # how much of the change log these verdicts reflect
-    verdicts: dict[str, Status | GpuChoice] = field(default_factory=dict)
-    heap: list[tuple[tuple, int, str]] = field(default_factory=list)  # (rank, token, node)
-    tokens: dict[str, int] = field(default_factory=dict)  # node -> token of its current verdict
+    seen: int = -1  # how much of the change log these verdicts reflect (-1: none yet)
+    verdicts: dict[tuple, tuple[Status | GpuChoice, tuple]] = field(default_factory=dict)  # sig -> verdict, lists
+    refused: dict[int, Status | None] = field(default_factory=dict)  # kind of node -> its refusal (None: passes)
+    heap: list[tuple[tuple, str, int, int, tuple]] = field(default_factory=list)  # (rank, first, seq, gen, sig)
     diagnoses: dict[str, Diagnosis] = field(default_factory=dict)  # per full shape, reused while no node changes
 
 
@@ -88,8 +91,56 @@ def _gpu_part(pod: GpuNeeds) -> GpuNeeds:
     return pod if pod.cpu is None and pod.memory is None else pod.model_copy(update={"cpu": None, "memory": None})
 
 
+def _static(node: NodeState) -> tuple:
+    """What of a node never changes and the filters and the allocator read: labels, taints, cordon, the GPUs."""
+    gpu = node.spec.gpu
+    block = None
+    if gpu is not None:
+        profiles = None if gpu.mig_profiles is None else tuple(gpu.mig_profiles)
+        islands = tuple(state.island for state in node.gpus)
+        block = (gpu.model, gpu.memory_gib, gpu.replicas, gpu.rename_shared, gpu.mig_strategy, profiles, islands)
+    return (tuple(sorted(node.labels.items())), tuple(node.taints), node.unschedulable, block)
+
+
+def _free_lists(node: NodeState) -> tuple[tuple[int, ...], ...]:
+    """Each island's free whole GPUs in index order, islands by (free GPUs, number): best fit picks the least
+    free island that holds the pod, ties by number, so two nodes with the same counts choose position for position
+    the same (GpuDevices reads nothing else of a node of exclusive whole GPUs)."""
+    by_island: dict[int, list[int]] = {}
+    for gpu in node.gpus:
+        by_island.setdefault(gpu.island, [])
+        if gpu.free_replicas:
+            by_island[gpu.island].append(gpu.index)
+    return tuple(tuple(free) for _, free in sorted(by_island.items(), key=lambda item: (len(item[1]), item[0])))
+
+
+def _units(node: NodeState) -> tuple[int, dict[str, int]]:
+    """What the GPU view's allocator can still give: whole GPUs with a free replica, free MIG instances by profile
+    (a pod of N takes N of one kind: fewer, and it is refused before anything is chosen)."""
+    mig: dict[str, int] = {}
+    whole = 0
+    for gpu in node.gpus:
+        if gpu.mig:
+            for slot in gpu.mig:
+                if slot.holder is None:
+                    mig[slot.profile] = mig.get(slot.profile, 0) + 1
+        elif gpu.free_replicas:
+            whole += 1
+    return whole, mig
+
+
+_SHORT = Status(Code.UNSCHEDULABLE, ("short of units",), "")  # placeholder: too few units; evaluated if diagnosed
+
+
 class Placer:
-    """Places pods on a ClusterState; reusable by the gang simulator, which also releases them."""
+    """Places pods on a ClusterState; reusable by the gang simulator, which also releases them.
+
+    Nodes are indexed by what they can still hold: a signature of everything the filters and the allocator read
+    (labels, taints, the GPU block, each GPU's holders; cpu and memory unless the GPU view checks them apart).
+    On a node of exclusive whole GPUs only which island has how many free counts (GpuDevices' best fit takes the
+    lowest free indices of an island, so the GPUs chosen on one node map position by position onto another's).
+    A pod shape is evaluated once per signature, not per node, and its heap holds signatures, each at its
+    first node by name: placing N pods costs about N·(signatures changed), whatever the node count."""
 
     def __init__(
         self, state: ClusterState, view: View = "gpu", policy: Policy = "binpack", gpu_weight: int | None = None
@@ -98,31 +149,137 @@ class Placer:
         self.view: View = view
         self.policy: Policy = policy
         self.gpu_weight = gpu_weight
-        self._changes: list[str] = []  # node names in order of change
-        self._cache: dict[str, _ShapeCache] = {}
-        self._token = 0
         # In the GPU view, ranked by GPUs alone, cpu and memory only filter (HostResourcesFit, whose verdict
         # does not change the GPUs chosen): pods that differ only there share one cache, checked node by node.
         self._host_apart = view == "gpu" and gpu_weight is None
+        self._static: dict[tuple, int] = {}
+        self._sig: dict[str, tuple] = {}
+        self._groups: dict[tuple, list[str]] = {}  # sig -> its nodes' names, sorted
+        self._kinds: dict[int, dict[tuple, None]] = {}  # kind of node (what never changes) -> its signatures
+        self._gen: dict[tuple, int] = {}  # sig -> how often its members changed (a heap entry's freshness)
+        self._changes: list[tuple] = []  # signatures whose members changed, in order
+        self._cache: dict[str, _ShapeCache] = {}
+        self._units: dict[tuple, tuple[int, dict[str, int]]] = {}  # sig -> what its nodes can still give
+        self._seq = 0
+        for node in state.nodes:
+            sig = self._signature(node)
+            self._sig[node.name] = sig
+            self._units.setdefault(sig, _units(node))
+            self._kinds.setdefault(sig[0], {})[sig] = None
+            self._groups.setdefault(sig, []).append(node.name)
+        for members in self._groups.values():
+            members.sort()
+
+    def _signature(self, node: NodeState) -> tuple:
+        static = self._static.setdefault(_static(node), len(self._static))
+        host = (
+            ()
+            if self._host_apart
+            else (node.cpu_requested, node.memory_requested, node.cpu_nonzero, node.memory_nonzero)
+        )
+        if self.view == "gpu" and all(gpu.replicas == 1 and not gpu.mig for gpu in node.gpus):
+            return (static, host, tuple(len(free) for free in _free_lists(node)))  # canonical: counts, sorted
+        exact = tuple(
+            (tuple(gpu.holders), tuple((m.start, m.profile, m.holder is None) for m in gpu.mig)) for gpu in node.gpus
+        )
+        return (static, host, exact)
+
+    def _moved(self, node: NodeState) -> None:
+        """The node changed: it leaves its signature's group for its new one."""
+        old, new = self._sig[node.name], self._signature(node)
+        if old == new:
+            return
+        self._groups[old].remove(node.name)
+        bisect.insort(self._groups.setdefault(new, []), node.name)
+        self._sig[node.name] = new
+        self._units.setdefault(new, _units(node))
+        self._kinds[new[0]][new] = None
+        for sig in (old, new):
+            self._gen[sig] = self._gen.get(sig, 0) + 1
+            self._changes.append(sig)
 
     def _refresh(self, pod: GpuNeeds, gpus: int) -> _ShapeCache:
         probe = _gpu_part(pod) if self._host_apart else pod
         cache = self._cache.setdefault(_shape(probe, gpus), _ShapeCache())
-        if cache.verdicts:
-            stale = set(self._changes[cache.seen :])
+        if cache.seen < 0:
+            stale = [
+                sig for static, sigs in self._kinds.items() if self._passes(probe, gpus, cache, static) for sig in sigs
+            ]
         else:
-            stale = {node.name for node in self.state.nodes}
-        for name in stale:
-            verdict = evaluate(probe, gpus, self.state.node(name), self.view)
-            cache.verdicts[name] = verdict
-            self._token += 1
-            cache.tokens[name] = self._token
+            stale = [
+                sig for sig in dict.fromkeys(self._changes[cache.seen :]) if self._passes(probe, gpus, cache, sig[0])
+            ]
+        for sig in stale:
+            members = self._groups.get(sig)
+            if not members:
+                continue
+            if sig not in cache.verdicts:
+                cache.verdicts[sig] = self._evaluate(probe, gpus, sig, members[0])
+            verdict = cache.verdicts[sig][0]
             if isinstance(verdict, GpuChoice):
-                heapq.heappush(cache.heap, (rank(verdict, pod, gpus, self.policy, self.gpu_weight), self._token, name))
+                self._seq += 1
+                key = rank(verdict, pod, gpus, self.policy, self.gpu_weight)[:-1]
+                heapq.heappush(cache.heap, (key, members[0], self._seq, self._gen.get(sig, 0), sig))
         if stale:
             cache.diagnoses.clear()
         cache.seen = len(self._changes)
         return cache
+
+    def _passes(self, probe: GpuNeeds, gpus: int, cache: _ShapeCache, static: int) -> bool:
+        """Whether this kind of node passes what never changes on it: the node filters and, in the GPU view, the
+        GPUs' kind (time-sliced, model, memory). Worked out once per kind on one of its nodes; a refusal is that
+        node's whole verdict, and every node of the kind's."""
+        if static not in cache.refused:
+            name = next(members[0] for sig in self._kinds[static] if (members := self._groups[sig]))
+            node = self.state.node(name)
+            refused = node_filters(probe, node)
+            if refused is None and self.view == "gpu" and gpus and not probe.mig_profile and mismatch(probe, node):
+                found = evaluate(probe, gpus, node, self.view)
+                refused = found if isinstance(found, Status) else None
+            cache.refused[static] = refused
+        return cache.refused[static] is None
+
+    def _evaluate(self, probe: GpuNeeds, gpus: int, sig: tuple, name: str) -> tuple:
+        """The signature's verdict, found on its node `name`; too few units without evaluating (`_SHORT`, worked
+        out if a diagnosis asks)."""
+        node = self.state.node(name)
+        if self.view == "gpu" and gpus:
+            whole, mig = self._units[sig]
+            if (mig.get(probe.mig_profile, 0) if probe.mig_profile else whole) < gpus:
+                return _SHORT, ()
+        verdict = evaluate(probe, gpus, node, self.view)
+        return verdict, _free_lists(node) if isinstance(verdict, GpuChoice) else ()
+
+    def _cached(self, cache: _ShapeCache, sig: tuple) -> Status | GpuChoice:
+        """The verdict of a signature whose nodes the refresh has seen: their kind's refusal, or its own."""
+        refused = cache.refused[sig[0]]
+        return refused if refused is not None else cache.verdicts[sig][0]
+
+    def _diagnosed(self, pod: GpuNeeds, gpus: int, sig: tuple, cache: _ShapeCache) -> Status | GpuChoice:
+        """The verdict as the scheduler words it: a placeholder evaluated on one of the signature's nodes."""
+        verdict = self._cached(cache, sig)
+        if verdict is _SHORT:
+            probe = _gpu_part(pod) if self._host_apart else pod
+            verdict = evaluate(probe, gpus, self.state.node(self._groups[sig][0]), self.view)
+            cache.verdicts[sig] = (verdict, ())
+        return verdict
+
+    def _on(self, sig: tuple, cache: _ShapeCache, name: str) -> Status | GpuChoice:
+        """The signature's verdict for this node: its Status, or its GPUs mapped onto the node's own."""
+        verdict, lists = cache.verdicts[sig]
+        node = self.state.node(name)
+        if not isinstance(verdict, GpuChoice):
+            return verdict
+        if verdict.mig or not sig[2] or not isinstance(sig[2][0], int):  # an exact signature: the same GPUs
+            return verdict if verdict.node is node else replace(verdict, node=node)
+        # counts only (the node it was found on may hold other GPUs of the same counts since): mapped
+        mapping = {
+            rep: own
+            for rep_list, own_list in zip(lists, _free_lists(node), strict=True)
+            for rep, own in zip(rep_list, own_list, strict=True)
+        }
+        chosen = tuple(mapping[index] for index in verdict.gpus)
+        return replace(verdict, node=node, gpus=tuple(sorted(chosen)) if verdict.spans else chosen)
 
     def _verdict(self, pod: GpuNeeds, verdict: Status | GpuChoice, name: str) -> Status | GpuChoice:
         """The full pipeline's verdict from the cached one: HostResourcesFit runs after the node filters and
@@ -132,6 +289,11 @@ class Placer:
         host = _HOST.filter(pod, self.state.node(name))
         return verdict if host.ok else host
 
+    def _statuses(self, pod: GpuNeeds, gpus: int, cache: _ShapeCache, within: set[str] | None) -> Diagnosis:
+        names = self._sig if within is None else within
+        verdicts = {n: self._verdict(pod, self._diagnosed(pod, gpus, self._sig[n], cache), n) for n in names}
+        return Diagnosis(len(verdicts), {n: v for n, v in verdicts.items() if isinstance(v, Status)})
+
     def best(self, pod: GpuNeeds, gpus: int, within: set[str] | None = None) -> GpuChoice | Diagnosis:
         """The best node for the pod, or why none fits; `within` confines the choice to those nodes."""
         found = self.choose(pod, gpus, within)
@@ -139,50 +301,58 @@ class Placer:
             return found
         cache = self._refresh(pod, gpus)
         if within is not None:
-            statuses = {n: self._verdict(pod, v, n) for n, v in cache.verdicts.items() if n in within}
-            return Diagnosis(len(statuses), {n: v for n, v in statuses.items() if isinstance(v, Status)})
+            return self._statuses(pod, gpus, cache, within)
         key = _shape(pod, gpus)
         if key not in cache.diagnoses:
-            verdicts = {n: self._verdict(pod, v, n) for n, v in cache.verdicts.items()}
-            cache.diagnoses[key] = Diagnosis(
-                len(verdicts), {n: v for n, v in verdicts.items() if isinstance(v, Status)}
-            )
+            cache.diagnoses[key] = self._statuses(pod, gpus, cache, None)
         return cache.diagnoses[key]
 
     def choose(self, pod: GpuNeeds, gpus: int, within: set[str] | None = None) -> GpuChoice | None:
         """The best node for the pod, or None, without the diagnosis (which costs a verdict from every node)."""
         cache = self._refresh(pod, gpus)
         if within is not None:
-            ranked = [
-                (rank(verdict, pod, gpus, self.policy, self.gpu_weight), cache.tokens[name], verdict)
-                for name, cached in cache.verdicts.items()
-                if name in within and isinstance(verdict := self._verdict(pod, cached, name), GpuChoice)
-            ]
-            return min(ranked, key=lambda entry: entry[:2])[2] if ranked else None
+            ranked = []
+            for name in within:
+                verdict = self._cached(cache, self._sig[name])
+                if isinstance(verdict, GpuChoice) and isinstance(self._verdict(pod, verdict, name), GpuChoice):
+                    ranked.append((rank(verdict, pod, gpus, self.policy, self.gpu_weight)[:-1], name))
+            if not ranked:
+                return None
+            name = min(ranked)[1]
+            found = self._on(self._sig[name], cache, name)
+            assert isinstance(found, GpuChoice)
+            return found
         heap = cache.heap
-        passed: list[tuple[tuple, int, str]] = []  # fit the GPUs, not the cpu or memory: back in the heap after
-        found: GpuChoice | None = None
+        passed: list[tuple[tuple, str, int, int, tuple]] = []  # popped while looking: back in the heap after
+        best: tuple[tuple, str, tuple] | None = None  # (rank, node, sig) of the best node that fits so far
         while heap:
-            _, token, name = heap[0]
-            if cache.tokens[name] != token:
+            entry = heap[0]
+            sig = entry[4]
+            if self._gen.get(sig, 0) != entry[3]:
                 heapq.heappop(heap)
                 continue
-            verdict = self._verdict(pod, cache.verdicts[name], name)
-            if isinstance(verdict, GpuChoice):
-                found = verdict
-                break
+            if best is not None and entry[:2] >= best[:2]:
+                break  # every node left ranks after the best one found: a group's first node is its least
             passed.append(heapq.heappop(heap))
+            verdict = cache.verdicts[sig][0]  # fits the GPUs; the first of its nodes whose cpu and memory fit
+            fits = next((n for n in self._groups[sig] if isinstance(self._verdict(pod, verdict, n), GpuChoice)), None)
+            if fits is not None and (best is None or (entry[0], fits) < best[:2]):
+                best = (entry[0], fits, sig)
         for entry in passed:
             heapq.heappush(heap, entry)
+        if best is None:
+            return None
+        found = self._on(best[2], cache, best[1])
+        assert isinstance(found, GpuChoice)
         return found
 
     def bind(self, name: str, pod: GpuNeeds, option: GpuChoice) -> None:
         option.node.occupy(name, pod, option.gpus, option.mig)
-        self._changes.append(option.node.name)
+        self._moved(option.node)
 
     def release(self, name: str, pod: GpuNeeds, node: NodeState) -> None:
         node.vacate(name, pod)
-        self._changes.append(node.name)
+        self._moved(node)
 
 
 def consequences(pod: GpuNeeds, option: GpuChoice) -> list[str]:
