@@ -25,6 +25,7 @@ __all__ = [
     "INT32_MIN",
     "INT32_MAX",
     "INT64_MAX",
+    "MAX_MEMORY_GIB",
     "MAX_SECONDS",
     "setting",
     "at_import",
@@ -83,6 +84,7 @@ MAX_REPLICAS = at_import("GPUSCHED_MAX_REPLICAS", 1024)  # time-slicing replicas
 MAX_PODS = at_import("GPUSCHED_MAX_PODS", 1_000_000)  # pods or jobs in one file, or GPUs one pod asks for
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1  # pod priority (spec.priority) is an int32
 INT64_MAX = 2**63 - 1  # the largest quantity Kubernetes keeps as an integer
+MAX_MEMORY_GIB = float(INT64_MAX >> 30)  # GPU memory in GiB whose bytes are still an int64 quantity
 MAX_POD_GPUS = MAX_GPUS_PER_NODE * MAX_REPLICAS  # no node could hold more GPUs (or replicas) for one pod
 
 
