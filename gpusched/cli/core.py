@@ -20,7 +20,7 @@ from ..planner.gpumap import node_summaries
 from ..planner.place import DEFAULT_GRADIENT_GB, PlaceReport, place
 from ..planner.scheduler.framework import NEWEST as NEWEST_RELEASE
 from ..planner.scheduler.live import predict_live
-from ..planner.scheduler.predict import K8sPrediction, predict_files
+from ..planner.scheduler.predict import K8sPrediction, parse_version, predict_files
 from ..planner.scheduler.views import View
 from ..planner.state import ClusterState, advertised
 from ..scenarios import (
@@ -423,6 +423,8 @@ def k8s_command(
     """Predict kube-scheduler's verdict for one pod: the nodes that fit, or the FailedScheduling message word for word."""
 
     def body() -> int:
+        if k8s_version is not None:
+            parse_version(k8s_version, "--k8s-version")
         server = live(kubeconfig, nodes)
         if server:
             if nodes or pods or objects or pdbs or namespaces or pvcs or scheduler_config:

@@ -283,7 +283,7 @@ def defrag_command(
         server = live(kubeconfig, cluster)
         check_apply(apply, server, context, yes, journal)
         config = solver_config(time_limit, workers, seed)
-        target = parse_shape(shape)
+        target = parse_shape(shape, "--for")
         source = cluster_source(cluster, server, context)
         with live_apply(apply, server, context) as opened:  # --apply: plan from the one snapshot the run checks
             report = defrag(opened.cluster if opened else load_cluster(source), target, max_moves, config)
