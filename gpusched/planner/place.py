@@ -19,13 +19,13 @@ from ..models.graph import build_graph, gpu_id
 from ..models.workload import GpuNeeds, Pod
 from .allreduce import AllReduce, allreduce_for
 from .frag import DEFAULT_SIZES, FragReport, fragmentation
-from .policies import Policy, rank
+from .ranking import Ranking, rank
 from .scheduler.framework import Code, Diagnosis, Status
 from .scheduler.plugins.gpudevices import GpuChoice, mismatch
 from .scheduler.plugins.noderesources import HostResourcesFit
 from .scheduler.views import MODEL_VIEWS, View, evaluate, node_filters
 from .state import ClusterState, NodeState, mig_resource
-from .validate import Assignment, violations
+from .validate import Assignment, require_valid, violations
 
 __all__ = ["needs_key", "PodResult", "PlaceReport", "Placer", "place", "DEFAULT_GRADIENT_GB"]
 
@@ -203,11 +203,11 @@ class Placer:
     the top: placing N pods costs about N·(signatures changed), whatever the node count."""
 
     def __init__(
-        self, state: ClusterState, view: View = "gpu", policy: Policy = "binpack", gpu_weight: int | None = None
+        self, state: ClusterState, view: View = "gpu", policy: Ranking = "binpack", gpu_weight: int | None = None
     ):
         self.state = state
         self.view: View = view
-        self.policy: Policy = policy
+        self.policy: Ranking = policy
         self.gpu_weight = gpu_weight
         # In the GPU view, ranked by GPUs alone, cpu and memory only filter (HostResourcesFit, whose verdict
         # does not change the GPUs chosen): pods that differ only there share one cache, checked node by node.
@@ -493,7 +493,7 @@ def place(
     cluster: Cluster,
     pods: list[Pod],
     view: View = "gpu",
-    policy: Policy = "binpack",
+    policy: Ranking = "binpack",
     gpu_weight: int | None = None,
     gradient_gb: float = DEFAULT_GRADIENT_GB,
     sizes: tuple[int, ...] = DEFAULT_SIZES,
@@ -527,9 +527,7 @@ def _check(cluster: Cluster, pods: list[Pod], results: list[PodResult], view: Vi
     placed = [
         Assignment(r.pod, needs[r.pod], r.node, tuple(r.gpus), tuple(r.mig)) for r in results if r.node is not None
     ]
-    problems = violations(cluster, placed, hardware=view == "gpu")
-    if problems:
-        raise RuntimeError("internal error: a placement failed validation: " + "; ".join(problems))
+    require_valid("a placement", violations(cluster, placed, hardware=view == "gpu"))
 
 
 def _result(pod: Pod, option: GpuChoice, view: View, graph, gradient_gb: float) -> PodResult:

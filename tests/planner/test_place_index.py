@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from gpusched.models.workload import GpuNeeds
 from gpusched.planner.place import Placer
-from gpusched.planner.policies import rank
+from gpusched.planner.ranking import rank
 from gpusched.planner.scheduler.plugins.gpudevices import GpuChoice
 from gpusched.planner.scheduler.views import evaluate
 from gpusched.planner.state import ClusterState

@@ -69,7 +69,7 @@ def render_openb(console: Console, result: OpenbBench, timing: bool) -> None:
             f"{trace.arrivals:g} arrive ({100 * trace.ratio:g}% of GPU capacity); seeds {_seeds_text(trace.seeds)}",
             markup=False,
         )
-        columns = ["policy", "paper", "alloc", "sd", "diff", "to opt", "dropped"]
+        columns = ["policy", "paper", "alloc", "sd", "diff", "to opt", "closed%", "wins", "dropped"]
         table = new_table(*columns, *(["µs/dec"] if timing else []))
         for p in trace.policies:
             row = [
@@ -79,6 +79,8 @@ def render_openb(console: Console, result: OpenbBench, timing: bool) -> None:
                 _number(p.std_pct),
                 _number(p.difference_pp, True),
                 _number(p.to_upper_pp),
+                _number(p.closed_pct),
+                "-" if p.wins is None else f"{p.wins}/{p.paired}",
                 f"{p.dropped:g}",
             ]
             table.add_row(*row, *([f"{p.decision_us:.0f}"] if timing else []))
@@ -91,6 +93,11 @@ def render_openb(console: Console, result: OpenbBench, timing: bool) -> None:
                 f"{ours.allocation_pct - fgd:+.2f} points",
                 markup=False,
             )
+        if ours is not None and ours.wins is not None:
+            closed = (
+                "" if ours.closed_pct is None else f"closes {ours.closed_pct:.1f}% of FGD's distance to the bound, "
+            )
+            console.print(f"gpusched {closed}beats FGD on {ours.wins} of {ours.paired} seeds", markup=False)
         if trace.upper_pct is not None and trace.lower_pct is not None and trace.gap_pp is not None:
             console.print(
                 f"offline optimum of these pods, placed all at once: between {trace.lower_pct:.2f}% (a checked "
