@@ -31,7 +31,7 @@ from ..actions.signals import Signalled, handled
 from ..errors import Interrupted
 from ..models.cluster import Cluster
 from ..scenarios import Scenario
-from .common import JsonFlag, app, err, out, run, shape, show
+from .common import JsonFlag, app, check_output, err, out, run, shape, show
 
 __all__ = [
     "ApplyFlag", "JournalOpt", "Live", "PdbTimeoutOpt", "WaitTimeoutOpt", "YesFlag",
@@ -75,13 +75,15 @@ WaitTimeoutOpt = Annotated[
 def check_apply(apply: bool, kubeconfig: str | None, context: str | None, yes: bool, journal: str | None) -> None:
     """--yes and --journal belong to --apply, which acts on the --kubeconfig cluster; --context to --kubeconfig."""
     if not apply:
-        stray = [name for name, value in (("--yes", yes), ("--journal", journal)) if value]
+        stray = [name for name, value in (("--yes", yes), ("--journal", journal is not None)) if value]
         if stray:
             raise ValueError(f"{', '.join(stray)}: only with --apply")
     elif not kubeconfig:
         raise ValueError("--apply needs --kubeconfig PATH: the cluster to plan from and act on")
     if context and not kubeconfig:
         raise ValueError("--context goes with --kubeconfig")
+    if journal is not None:
+        check_output("--journal", journal)
 
 
 def options(pdb_timeout: float, wait_timeout: float, **more: object) -> dict:

@@ -20,6 +20,7 @@ Exit codes: 0 everything fits, 1 something Pending / deadlocked / unallocatable,
 
 from __future__ import annotations
 
+import errno
 import functools
 import inspect
 import json
@@ -44,7 +45,8 @@ from rich.console import Console, ConsoleDimensions
 from rich.table import Table
 
 from ..errors import GpuschedError, GpuschedWarning, Infeasible, InputError
-from ..files import write_files
+from ..files import check_target, write_files
+from ..limits import check_settings
 from ..planner.frag import DEFAULT_SIZES
 
 
@@ -324,13 +326,43 @@ def conventions(typer_app: typer.Typer = app, prefix: str = "") -> typer.Typer:
     return typer_app
 
 
+_OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EPIPE, errno.EIO)  # stdout's: full, closed, broken
+
+
 def run(body: Callable[[], int]) -> None:
     """Run a command body; bad input becomes one clear message on stderr and exit code 2, a doubt (GpuschedWarning)
-    a `warning:` line."""
+    a `warning:` line. Standard output is flushed here, so a full disk or a closed pipe behind it is one line
+    (exit 2) too, never a traceback or Python's "Exception ignored" at exit."""
+    try:
+        try:
+            _run(body)
+        finally:
+            sys.stdout.flush()
+    except OSError as error:
+        if error.errno not in _OUTPUT_ERRNOS:
+            raise
+        _silence_stdout()
+        err.print(f"error: standard output: cannot write: {error.strerror or error}", markup=False)
+        raise typer.Exit(2) from None
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at os.devnull: what is still buffered for the broken stdout goes nowhere quietly."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a test's captured stdout: nothing to redirect
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)
+
+
+def _run(body: Callable[[], int]) -> None:
     try:
         with warnings.catch_warnings(record=True) as doubts:
             warnings.simplefilter("always", GpuschedWarning)
             try:
+                check_settings()
                 code = body()
             finally:
                 for doubt in dict.fromkeys(str(item.message) for item in doubts if item.category is GpuschedWarning):
@@ -448,13 +480,23 @@ def solver_config(time_limit: float, workers: int, seed: int) -> Any:
 
 
 def emit_target(option: str, target: str | None, as_json: bool) -> Console:
-    """Where the report goes when a file is emitted: stderr if the file takes stdout (`-`), which -o json|yaml|name
-    cannot share."""
+    """Check an output before any work (gpusched.files.check_target: no FIFO, device, folder or empty name) and
+    say where the report goes: stderr if the file takes stdout (`-`), which -o json|yaml|name cannot share."""
     if target == "-" and as_json:
         raise ValueError(f"-o {output_format()} and {option} - both want stdout: give {option} FILE")
     if target is not None and not target.strip():
         raise ValueError(f"{option}: expected a file name or - for stdout")
+    if target is not None and target != "-":
+        check_output(option, target)
     return err if target == "-" else out
+
+
+def check_output(option: str, target: str) -> None:
+    """gpusched.files.check_target, its message naming the option too."""
+    try:
+        check_target(target)
+    except InputError as error:
+        raise InputError(f"{option} {error.source}", error.message) from None
 
 
 def write_output(target: str, text: str, *more: tuple[str, str]) -> None:

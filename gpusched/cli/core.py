@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
@@ -11,6 +10,7 @@ from pydantic import BaseModel, TypeAdapter
 from ..models.cluster import Cluster
 from ..models.dra import ClaimList
 from ..models.graph import build_graph
+from ..models.offers import Offers
 from ..models.workload import JobList, PodList
 from ..planner.allreduce import AllReduce, ring_allreduce
 from ..planner.emit import DEFAULT_GPU_WEIGHT, kueue_setup, scheduler_config
@@ -99,13 +99,16 @@ def scenarios(as_json: JsonFlag = False) -> None:
     run(body)
 
 
-SCHEMAS: dict[str, type[BaseModel]] = {"cluster": Cluster, "pods": PodList, "jobs": JobList, "claims": ClaimList}
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "cluster": Cluster, "pods": PodList, "jobs": JobList, "claims": ClaimList, "offers": Offers,
+}  # fmt: skip
 
 
 @app.command()
 def schema(
     kind: Annotated[
-        Literal["cluster", "pods", "jobs", "claims"] | None, typer.Argument(metavar="KIND", help="an input file")
+        Literal["cluster", "pods", "jobs", "claims", "offers"] | None,
+        typer.Argument(metavar="KIND", help="an input file"),
     ] = None,
     output: Annotated[
         str | None,
@@ -120,7 +123,7 @@ def schema(
 
     def body() -> int:
         if (kind is None) == (output is None):
-            raise ValueError("give KIND (cluster, pods, jobs, claims) or --output COMMAND")
+            raise ValueError("give KIND (cluster, pods, jobs, claims, offers) or --output COMMAND")
         if kind is not None:
             emit_json(SCHEMAS[kind].model_json_schema(by_alias=True))
             return 0
@@ -234,7 +237,7 @@ def frag_command(
     cluster: ClusterArg = None,
     sizes: SizesOpt = "",
     plot: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--output-file",
             metavar="FILE",

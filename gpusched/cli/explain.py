@@ -35,6 +35,7 @@ from .common import (
     app,
     cluster_source,
     emit_json,
+    emit_target,
     finite,
     live,
     names,
@@ -108,6 +109,8 @@ def explain_command(
 
     def body() -> int:
         config = solver_config(time_limit, workers, seed)
+        if emit_claim is not None:
+            emit_target("--emit-claim", emit_claim, False)  # `-` with --json: the claim alone is printed
         if objects:
             claim = _claim(cluster, objects, driver, target)
             if claim is not None:

@@ -250,6 +250,5 @@ def render_validation(console: Console, result: PlanValidation) -> None:
     if result.valid:
         console.print("valid", markup=False)
     else:
-        console.print(f"invalid: {result.violations[0]}", markup=False)
-        if len(result.violations) > 1:
-            console.print(f"({len(result.violations) - 1} more; --json lists all)", markup=False)
+        for violation in result.violations:  # every one, with the kind of rule it breaks
+            console.print(f"invalid: {violation.message} ({violation.kind})", markup=False)

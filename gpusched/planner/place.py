@@ -16,13 +16,13 @@ from ..models.graph import build_graph, gpu_id
 from ..models.workload import GpuNeeds, Pod
 from .allreduce import AllReduce, allreduce_for
 from .frag import DEFAULT_SIZES, FragReport, fragmentation
-from .policies import Policy, rank
+from .ranking import Ranking, rank
 from .scheduler.framework import Diagnosis, Status
 from .scheduler.plugins.gpudevices import GpuChoice
 from .scheduler.plugins.noderesources import HostResourcesFit
 from .scheduler.views import MODEL_VIEWS, View, evaluate
 from .state import ClusterState, NodeState
-from .validate import Assignment, violations
+from .validate import Assignment, require_valid, violations
 
 __all__ = ["needs_key", "PodResult", "PlaceReport", "Placer", "place", "DEFAULT_GRADIENT_GB"]
 
@@ -92,11 +92,11 @@ class Placer:
     """Places pods on a ClusterState; reusable by the gang simulator, which also releases them."""
 
     def __init__(
-        self, state: ClusterState, view: View = "gpu", policy: Policy = "binpack", gpu_weight: int | None = None
+        self, state: ClusterState, view: View = "gpu", policy: Ranking = "binpack", gpu_weight: int | None = None
     ):
         self.state = state
         self.view: View = view
-        self.policy: Policy = policy
+        self.policy: Ranking = policy
         self.gpu_weight = gpu_weight
         self._changes: list[str] = []  # node names in order of change
         self._cache: dict[str, _ShapeCache] = {}
@@ -225,7 +225,7 @@ def place(
     cluster: Cluster,
     pods: list[Pod],
     view: View = "gpu",
-    policy: Policy = "binpack",
+    policy: Ranking = "binpack",
     gpu_weight: int | None = None,
     gradient_gb: float = DEFAULT_GRADIENT_GB,
     sizes: tuple[int, ...] = DEFAULT_SIZES,
@@ -259,9 +259,7 @@ def _check(cluster: Cluster, pods: list[Pod], results: list[PodResult], view: Vi
     placed = [
         Assignment(r.pod, needs[r.pod], r.node, tuple(r.gpus), tuple(r.mig)) for r in results if r.node is not None
     ]
-    problems = violations(cluster, placed, hardware=view == "gpu")
-    if problems:
-        raise RuntimeError("internal error: a placement failed validation: " + "; ".join(problems))
+    require_valid("a placement", violations(cluster, placed, hardware=view == "gpu"))
 
 
 def _result(pod: Pod, option: GpuChoice, view: View, graph, gradient_gb: float) -> PodResult:

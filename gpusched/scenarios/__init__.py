@@ -8,6 +8,7 @@ kubectl dumps, or a kubeconfig (a live cluster); the last two are imported on th
 from __future__ import annotations
 
 import difflib
+import os
 import typing
 import warnings
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from ..models.cluster import Cluster
 from ..models.workload import JobList, PodList
 from .importer import import_cluster
 from .importer.catalogue import catalogue
+from .kubeconfig import paths_of
 
 __all__ = [
     "Scenario",
@@ -129,19 +131,26 @@ _KUBECONFIG_MAX_BYTES = 1 << 20  # a kubeconfig is small; larger files are not w
 
 
 def _kubeconfig(source: str) -> tuple[str, str | None] | None:
-    """`KUBECONFIG[#CONTEXT]`, when the file is a kubeconfig (`kind: Config`): the path and the context."""
+    """`KUBECONFIG[#CONTEXT]`, when the file is a kubeconfig (`kind: Config`; for a $KUBECONFIG list, when each
+    of its files that exists is one): the path or list and the context."""
     path, hashed, context = source.rpartition("#")
-    if not (hashed and Path(path).is_file()):
+    if not (hashed and any(Path(entry).is_file() for entry in paths_of(path))):
         path, context = source, ""
-    file = Path(path)
+    files = [Path(entry) for entry in paths_of(path) if Path(entry).exists()]
+    if not files or (len(files) == 1 and os.pathsep not in path and "clusters" not in _config_keys(files[0])):
+        return None
+    return (path, context or None) if all(_config_keys(file) for file in files) else None
+
+
+def _config_keys(file: Path) -> set[str]:
+    """The top-level keys of a kubeconfig file (`kind: Config`), or none when it is not one."""
     if not file.is_file() or file.stat().st_size > _KUBECONFIG_MAX_BYTES:
-        return None
+        return set()
     try:
-        data = read_document(path)
+        data = read_document(str(file))
     except InputError:
-        return None
-    is_config = isinstance(data, dict) and data.get("kind") == "Config" and "clusters" in data
-    return (path, context or None) if is_config else None
+        return set()
+    return {str(key) for key in data} if isinstance(data, dict) and data.get("kind") == "Config" else set()
 
 
 def _is_imported(source: str) -> bool:

@@ -24,7 +24,7 @@ def test_scenarios_lists_builtins(gpusched):
     assert next(r for r in rows if r["name"] == "training")["jobs"] == 3
 
 
-@pytest.mark.parametrize("kind", ["cluster", "pods", "jobs", "claims"])
+@pytest.mark.parametrize("kind", ["cluster", "pods", "jobs", "claims", "offers"])
 def test_schema_is_json_schema(gpusched, kind):
     result = gpusched("schema", kind)
     assert result.exit_code == 0
@@ -36,7 +36,8 @@ def test_schema_unknown_kind(gpusched):
     result = gpusched("schema", "nodes")
     assert (
         result.exit_code == 2
-        and "Invalid value for 'KIND': 'nodes' is not one of 'cluster', 'pods', 'jobs', 'claims'" in result.stderr
+        and "Invalid value for 'KIND': 'nodes' is not one of 'cluster', 'pods', 'jobs', 'claims', 'offers'"
+        in result.stderr
     )
 
 

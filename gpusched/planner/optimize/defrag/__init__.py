@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from ....errors import InputError
 from ....models.cluster import Cluster
+from ...validate import require_valid
 from ..disrupt import Budgets, out_of_time
 from ..solver import Infeasible, SolverConfig
 from .baselines import descheduler
 from .extract import commands_for, extract, order_moves
 from .model import caps_after, move_options, node_classes, solve_moves
 from .report import DefragReport, Greedy, Move, ShapeInfo, Step, TargetPlacement, TargetShape, parse_shape
-from .validate import validate
+from .validate import defrag_violations
 from .world import World, build_world, room_for
 
 __all__ = [
@@ -95,7 +96,7 @@ def defrag(
         return out_of_time(report, solve, config)
     plan = extract(world, classes, counts)
     steps = order_moves(plan.moves, world)
-    validate(world, plan, steps)
+    require_valid("a defrag plan", defrag_violations(world, plan, steps))
     return report.model_copy(
         update={
             "feasible": True,

@@ -25,6 +25,7 @@ from ortools.sat.python import cp_model
 
 from ....models.cluster import Cluster
 from ...state import ClusterState, NodeState
+from ...validate import require_valid
 from ..classes import NodeClass, PodShape, node_classes
 from ..solver import LevelReport, SolverConfig, SolveReport, collector_paused, solve_lexicographic
 from .baselines import greedy, greedy_plan
@@ -348,7 +349,7 @@ def _plan(
         checked = time.perf_counter()
         with clock.phase("check"):
             assignments, unplaced, refused = extract(solver, stage.built, stage.classes, stage.types, jobs, binding)
-            _checked(cluster, jobs, assignments)
+            _checked(cluster, jobs, assignments, unplaced)
             metrics = plan_metrics(state, jobs, assignments, all_sizes)
         reached = stage.values(metrics)[: len(last.levels)] == [level.objective for level in last.levels]
         source = "gpu view" if not rows else ("full" if rows == binding else f"gpu view, rows for {len(rows)} nodes")
@@ -372,16 +373,14 @@ def _plan(
     chosen = max(reversed(answers), key=lambda a: _rank(a.metrics))  # on a tie the latest round's
     if chosen.report is None:  # a heuristic's plan (the rounds' were checked as they came): checked all the same
         with clock.phase("check"):
-            _checked(cluster, jobs, chosen.assignments)
+            _checked(cluster, jobs, chosen.assignments, chosen.unplaced)
     judged = _judged(chosen, last, ceiling, len(stage.levels))
     return _report(jobs, stage, len(binding), chosen, judged, ran, hinted, heuristics, clock)
 
 
-def _checked(cluster: Cluster, jobs: list[PendingJob], assignments: list[PlannedPod]) -> None:
+def _checked(cluster: Cluster, jobs: list[PendingJob], assignments: list[PlannedPod], unplaced: list[str]) -> None:
     """The independent validator's verdict on a plan: one that fails it is a bug, never printed."""
-    problems = check_plan(cluster, jobs, assignments)
-    if problems:
-        raise RuntimeError("internal error: the plan failed validation: " + "; ".join(problems[:5]))
+    require_valid("the plan", check_plan(cluster, jobs, assignments, unplaced))
 
 
 PHASES = ("input", "heuristics", "model", "solve", "check")

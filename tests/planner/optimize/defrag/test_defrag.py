@@ -112,6 +112,19 @@ class TestHandWorked:
         report = defrag(_cluster(nodes, running, budget), parse_shape("4@island"))
         assert [m.pod for m in report.moves] == ["b", "c"]  # two moves, not the pinned one
 
+    def test_a_shape_that_fits_beside_a_node_already_over_its_cpu_moves_nothing(self, gpusched, write):
+        """a runs 6 cpus on 4: no pod asking cpu may land there, but the target asks none and fits as it is."""
+        nodes = [
+            _node("a", 8, [list(range(8))], {0: "hog"}, cpu="4"),
+            _node("b", 8, [list(range(8))], {0: "x", 1: "y"}, cpu="4"),
+        ]
+        running = {"hog": {"cpu": "6"}, "x": {"cpu": "1"}, "y": {"cpu": "1"}}
+        cluster = write("c.json", {"nodes": nodes, "running": running})
+        result = gpusched("defrag", cluster, "--for", "6x2", "--json")
+        report = result.json()
+        assert result.exit_code == 0 and report["feasible"] and report["moves"] == []
+        assert report["solve"]["status"] == "OPTIMAL" and len(report["targets"]) == 2
+
     def test_a_moved_pod_keeps_its_model(self):
         nodes = [_node("x", 2, [[0, 1]], {0: "a"}), _node("y", 2, [[0, 1]], {}, gpu={"model": "H100-SXM5-80GB"})]
         cluster = _cluster(nodes, {"a": {"model": "A100-SXM4-80GB"}})
@@ -314,3 +327,31 @@ def test_cpu_tight_defrags_order_their_moves_validly(case):
         return
     if report.feasible:
         assert sorted(s.pod for s in report.steps if s.action != "evict") == sorted(m.pod for m in report.moves)
+
+
+@st.composite
+def overcommitted(draw):
+    """Three nodes with cpu that the running pods may already exceed (kube-scheduler let them, or they came first)."""
+    nodes, running = [], {}
+    for n in range(3):
+        busy = {}
+        for g in range(4):
+            if draw(st.booleans()):
+                busy[g] = f"p{n}{g}"
+                running[f"p{n}{g}"] = {"cpu": str(draw(st.sampled_from([0, 1, 2, 4, 6])))}
+        nodes.append(_node(f"n{n}", 4, [], busy, cpu=str(draw(st.sampled_from([2, 4, 6, 8])))))
+    return _cluster(nodes, running), parse_shape(draw(st.sampled_from(["1", "2", "2x2", "3", "4@island"])))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(overcommitted())
+def test_a_shape_that_fits_as_the_cluster_is_needs_no_moves(case):
+    """Whatever the cpu: when the targets fit now, the answer is 0 moves, proven, never "no plan"."""
+    cluster, shape = case
+    try:
+        report = defrag(cluster, shape, config=SolverConfig(workers=1))
+    except InputError:
+        return
+    assert shape.pods is not None
+    if report.before >= shape.pods:
+        assert report.feasible and report.moves == [] and report.solve.optimal, report.reason

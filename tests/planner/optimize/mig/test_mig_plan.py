@@ -243,20 +243,20 @@ def test_validator_catches_what_a_broken_planner_would_do():
     claimed = ({"1g.10gb": 2}, 1, 3)  # busy instances serve no new demand
     assert mig_plan_violations(cluster, {"1g.10gb": 4}, ok_after, claimed, configs, {"mig-a": "c"}) == []
     moved = {("mig-a", 0): [("1g.10gb", 1, "chat-0"), ("1g.10gb", 4, "chat-1")]}
-    assert any("not kept in place" in p for p in mig_plan_violations(cluster, {}, moved, ({}, 1, 5), configs, {}))
+    assert any("not kept in place" in str(p) for p in mig_plan_violations(cluster, {}, moved, ({}, 1, 5), configs, {}))
     illegal = {("mig-a", 0): busy + [("3g.40gb", 2, None)]}
-    assert any("cannot start" in p for p in mig_plan_violations(cluster, {}, illegal, ({}, 1, 2), configs, {}))
+    assert any("cannot start" in str(p) for p in mig_plan_violations(cluster, {}, illegal, ({}, 1, 2), configs, {}))
     banned = {("mig-a", 0): busy + [("1g.20gb", 2, None)]}
     assert any(
-        "not among the node's MIG profiles" in p
+        "not among the node's MIG profiles" in str(p)
         for p in mig_plan_violations(cluster, {}, banned, ({}, 1, 4), configs, {})
     )
     lying = mig_plan_violations(cluster, {"1g.10gb": 4}, ok_after, ({"1g.10gb": 4}, 1, 3), configs, {"mig-a": "c"})
-    assert any("claims" in p for p in lying)
+    assert any("claims" in str(p) for p in lying)
     unlabelled = mig_plan_violations(cluster, {"1g.10gb": 4}, ok_after, claimed, configs, {})
-    assert any("labelled with no config" in p for p in unlabelled)
+    assert any("labelled with no config" in str(p) for p in unlabelled)
     busy_whole = {("dgx-a", 0): [("7g.80gb", 0, None)]}
-    assert mig_plan_violations(cluster, {}, busy_whole, ({}, 1, 0), configs, {}) == [
+    assert [str(v) for v in mig_plan_violations(cluster, {}, busy_whole, ({}, 1, 0), configs, {})] == [
         "dgx-a/0: a busy whole GPU cannot be repartitioned"
     ]
 
