@@ -193,3 +193,22 @@ def test_gpuscheds_own_emitted_profile_reads_back(gpusched, write, tmp_path):
     profile = _profiles(config)[0]
     assert not profile.system_spread and profile.unmodelled == ()
     assert "ImageLocality" not in profile.weights
+
+
+def test_the_registry_refuses_a_name_twice_and_every_score_plugin_has_a_scorer():
+    from gpusched.planner.scheduler.profile import SCORE_PLUGINS
+    from gpusched.planner.scheduler.runtime import REGISTRY, PluginSpec, Point, Registry
+    from gpusched.planner.scheduler.scoring import SCORERS
+
+    with pytest.raises(ValueError, match="already registered"):
+        Registry([PluginSpec("X", frozenset({Point.SCORE})), PluginSpec("X", frozenset())])
+    assert set(SCORERS) == set(REGISTRY.implementing(Point.SCORE)) == set(SCORE_PLUGINS)
+
+
+def test_a_score_plugin_gpusched_does_not_run_is_named():
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"plugins": {"score": {"enabled": [{"name": "VolumeBinding"}, {"name": "MyPlugin"}]}}}]}  # fmt: skip
+    result = predict(listed(node("a"), node("b")), None, web("p"), profiles=_profiles(config))
+    notes = result.scores.not_modelled
+    assert any(note.startswith("VolumeBinding's Score") for note in notes)
+    assert any("MyPlugin" in note and "in-tree registry" in note for note in notes)
