@@ -14,8 +14,8 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import InputError
-from ..limits import INT32_MAX, INT32_MIN, INT64_MAX
+from ..errors import InputError, LimitError
+from ..limits import INT32_MAX, INT32_MIN, INT64_MAX, MAX_NODES, MAX_PODS
 from .goparse import label_value_error, parse_rfc3339, qualified_name_error
 from .quantity import milli, rounded, stored, to_int
 from .scheduling import NodeSelectorTerm, Taint, Toleration
@@ -238,13 +238,26 @@ class _Value:
             self.fail(first["msg"], f"{self.path}.{where}" if where else self.path)
 
 
-def _objects(doc: Any, kind: str, source: str) -> list[_Value]:
-    """The objects of one kind in a List/NodeList/PodList or a single object."""
+_MOST_NODES = (MAX_NODES, "GPUSCHED_MAX_NODES")
+_MOST_PODS = (MAX_PODS, "GPUSCHED_MAX_PODS")
+
+
+def _objects(doc: Any, kind: str, source: str, most: tuple[int, str]) -> list[_Value]:
+    """The objects of one kind in a List/NodeList/PodList or a single object; at most `most` (the limit and its
+    variable) of them, counted before any is read (a LimitError naming the limit)."""
     root = _Value(source, "", doc)
     if not isinstance(doc, dict):
         root.fail(f"expected a {kind} or a List of them (kubectl get -o json), got {type(doc).__name__}")
     found = root.get("kind").text()
     if found in ("List", f"{kind}List"):
+        listed = doc.get("items")
+        limit, variable = most
+        if isinstance(listed, list) and len(listed) > limit:
+            raise LimitError(
+                source,
+                f"{len(listed)} {kind}s: more than the {limit} gpusched reads (set {variable} to raise it)",
+                "items",
+            )
         objects = root.get("items").items()
         for item in objects:
             item.mapping()
@@ -268,7 +281,7 @@ def _name(item: _Value) -> str:
 
 
 def parse_nodes(doc: Any, source: str) -> list[KubeNode]:
-    nodes = [_node(item) for item in _objects(doc, "Node", source)]
+    nodes = [_node(item) for item in _objects(doc, "Node", source, _MOST_NODES)]
     seen: set[str] = set()
     for node in nodes:
         if node.name in seen:
@@ -297,7 +310,7 @@ def _node(item: _Value) -> KubeNode:
 
 
 def parse_pods(doc: Any, source: str) -> list[KubePod]:
-    return [_pod(item) for item in _objects(doc, "Pod", source)]
+    return [_pod(item) for item in _objects(doc, "Pod", source, _MOST_PODS)]
 
 
 def parse_pod(doc: Any, source: str) -> KubePod:
@@ -396,7 +409,7 @@ class KubePdb:
 def parse_namespaces(doc: Any, source: str) -> dict[str, dict[str, str]]:
     """`kubectl get namespaces -o json`: each namespace's labels, with the name label the API server always sets."""
     found: dict[str, dict[str, str]] = {}
-    for item in _objects(doc, "Namespace", source):
+    for item in _objects(doc, "Namespace", source, _MOST_NODES):
         name = _name(item)
         if name in found:
             raise InputError(source, f"namespace {name!r} appears more than once", "metadata.name")
@@ -407,7 +420,7 @@ def parse_namespaces(doc: Any, source: str) -> dict[str, dict[str, str]]:
 def parse_pdbs(doc: Any, source: str) -> list[KubePdb]:
     """`kubectl get pdb -A -o json`."""
     found = []
-    for item in _objects(doc, "PodDisruptionBudget", source):
+    for item in _objects(doc, "PodDisruptionBudget", source, _MOST_PODS):
         spec, status = item.get("spec"), item.get("status")
         selector = spec.get("selector")
         found.append(
@@ -495,7 +508,7 @@ def parse_pvcs(doc: Any, source: str) -> frozenset[str]:
     """`kubectl get pvc -A -o json`: the claims that exist, as namespace/name."""
     return frozenset(
         f"{item.get('metadata').get('namespace').text('default') or 'default'}/{_name(item)}"
-        for item in _objects(doc, "PersistentVolumeClaim", source)
+        for item in _objects(doc, "PersistentVolumeClaim", source, _MOST_PODS)
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...validate import Assignment, Violation
-from ..disrupt import problems
+from ..disrupt import Budgets, problems
 from .extract import DefragPlan
 from .report import Step
 from .world import World
@@ -35,4 +35,21 @@ def defrag_violations(world: World, plan: DefragPlan, steps: list[Step]) -> list
         found.append(Violation("gang", "a pod evicted but never re-created"))
     if shape.pods is not None and len(targets) < shape.pods:
         found.append(Violation("gang", f"{len(targets)} of {shape.pods} target pods placed"))
+    return found + _budget_steps(world, steps)
+
+
+def _budget_steps(world: World, steps: list[Step]) -> list[Violation]:
+    """At no step are more pods of one disruption budget down than it allows: an evicted pod is down until it is
+    re-created, and a moved pod is down while it moves (together with every pod down then)."""
+    budgets = Budgets.of(world.cluster)
+    down: set[str] = set()
+    found = []
+    for step in steps:
+        now = down | {step.pod}
+        for text in budgets.overdrawn(world.movers[name] for name in sorted(now)):
+            found.append(Violation("budget", f"at {step.action} {step.pod}: {text}"))
+        if step.action == "evict":
+            down.add(step.pod)
+        elif step.action == "create":
+            down.discard(step.pod)
     return found

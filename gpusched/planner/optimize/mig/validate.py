@@ -113,9 +113,13 @@ def _count_problems(
         if block is None or not profiles_for(block.model, block.memory_gib):
             continue
         profiles = profiles_for(block.model, block.memory_gib)
+        layouts = [_layout(block, after, node.name, index) for index in range(block.count)]
+        names = {p for now in layouts for p, _, _ in now or []}
+        silent = block.mig_strategy == "single" and len(names) > 1  # the device plugin advertises none of them
         for index in range(block.count):
-            now = _layout(block, after, node.name, index)
-            supply.update(p for p, _, holder in now or [] if holder is None)
+            now = layouts[index]
+            if not silent:
+                supply.update(p for p, _, holder in now or [] if holder is None)
             if (node.name, index) in after and _changed(_before(block, index), now):
                 reconfigured += 1
                 unused += COMPUTE_SLICES - sum(profiles[p].compute for p, _, _ in now or [])
