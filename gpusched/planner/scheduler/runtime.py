@@ -23,6 +23,7 @@ from .names import (
     POD_TOPOLOGY_SPREAD,
     SCHEDULING_GATES,
     TAINT_TOLERATION,
+    VOLUME_BINDING,
 )
 
 __all__ = ["Point", "PluginSpec", "Registry", "REGISTRY"]
@@ -91,7 +92,7 @@ REGISTRY = Registry([
     _spec(NODE_RESOURCES_FIT, P.PRE_FILTER, P.FILTER, P.PRE_SCORE, P.SCORE),
     _spec("VolumeRestrictions", P.PRE_FILTER, not_modelled=_VOLUMES),
     _spec("NodeVolumeLimits", not_modelled=_VOLUMES),
-    _spec("VolumeBinding", P.PRE_FILTER, not_modelled=_VOLUMES),
+    _spec(VOLUME_BINDING, P.PRE_FILTER, P.PRE_SCORE, P.SCORE, not_modelled=_VOLUMES),
     _spec("VolumeZone", not_modelled=_VOLUMES),
     _spec(POD_TOPOLOGY_SPREAD, P.PRE_FILTER, P.FILTER, P.PRE_SCORE, P.SCORE, P.NORMALIZE_SCORE,
           not_modelled="args (defaultConstraints): only defaultingType List without them"),

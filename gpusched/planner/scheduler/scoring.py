@@ -27,6 +27,7 @@ from .names import (
     NODE_AFFINITY,
     POD_TOPOLOGY_SPREAD,
     TAINT_TOLERATION,
+    VOLUME_BINDING,
 )
 from .nodeinfo import KubeNodeInfo
 from .plugins import imagelocality, interpodaffinity, nodeaffinity, podtopologyspread, resourceallocation
@@ -156,7 +157,7 @@ def _fit(c: _Cycle) -> dict[str, int] | None:
 def _balanced(c: _Cycle) -> dict[str, int] | None:
     if resourceallocation.balanced_skipped(c.pod, c.profile):
         return None
-    return {i.name: resourceallocation.balanced_score(c.pod, i, c.profile) for i in c.scored}
+    return {i.name: resourceallocation.balanced_score(c.pod, i, c.profile, c.version) for i in c.scored}
 
 
 def _spread(c: _Cycle) -> dict[str, int] | None:
@@ -176,9 +177,14 @@ def _images(c: _Cycle) -> dict[str, int] | None:
 
 
 def _dra(c: _Cycle) -> dict[str, int] | None:
-    if c.dra_scores is None:
-        return None
-    return _default_normalized({i.name: c.dra_scores.get(i.name, 0) for i in c.scored})
+    """0 everywhere for a pod without claims (logged, not skipped)."""
+    return _default_normalized({i.name: (c.dra_scores or {}).get(i.name, 0) for i in c.scored})
+
+
+def _volumes(c: _Cycle) -> dict[str, int] | None:
+    """VolumeBinding scores only with StorageCapacityScoring and volumes to bind: 0 for a pod without claims (its
+    volumes are `not_modelled`)."""
+    return dict.fromkeys((i.name for i in c.scored), 0)
 
 
 # One scorer per plugin of the registry with a Score extension point (a test holds them equal).
@@ -188,6 +194,7 @@ SCORERS: dict[str, Scorer] = {
     resourceallocation.FIT: _fit,
     POD_TOPOLOGY_SPREAD: _spread,
     INTER_POD_AFFINITY: _inter_pod,
+    VOLUME_BINDING: _volumes,
     DYNAMIC_RESOURCES: _dra,
     resourceallocation.BALANCED: _balanced,
     IMAGE_LOCALITY: _images,
