@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from gpusched.models.cluster import Cluster
 from gpusched.planner.deadline import Deadline, OutOfTime
+from gpusched.planner.optimize.defrag import defrag, parse_shape
 from gpusched.planner.optimize.mig import plan_mig
 from gpusched.planner.optimize.plan import pending_jobs, plan
 from gpusched.planner.optimize.solver import SolverConfig
@@ -97,3 +98,11 @@ def test_plan_on_realistic_mig_nodes_gives_mig_pods_their_instances():
     cluster = realistic_cluster(40, 512)
     jobs = pending_jobs([], realistic_jobs(40, 512, shapes=30))
     plan(cluster, jobs, SolverConfig(time_limit=2), heuristics=False)
+
+
+def test_defrag_past_its_deadline_names_what_ran_out_and_the_descheduler_floor():
+    cluster = realistic_cluster(60, seed=8)
+    report = defrag(cluster, parse_shape("8x2@island"), None, SolverConfig(time_limit=1), deadline=_expired())
+    assert not report.feasible and report.reason is not None
+    assert "not proven impossible either); out of time: model; the descheduler" in report.reason
+    assert report.comparison and report.comparison[0].name.startswith("descheduler")

@@ -69,7 +69,7 @@ def plan_mig(
     require_valid(
         "the MIG plan", layout_violations(cluster, gpus, layouts, demand) + disagreements(gpus, result, report)
     )
-    return build_report(cluster, gpus, classes, demand, layouts, result, report, tie_break)
+    return build_report(cluster, gpus, classes, demand, layouts, result, report, tie_break, floor)
 
 
 def _score(gpus: list[MigGpu], result: RepartitionOutcome) -> tuple[int, int, int]:
