@@ -46,6 +46,7 @@ from .common import (
     shape,
     show,
     solver_config,
+    usage,
     write_output,
 )
 
@@ -132,7 +133,7 @@ def explain_command(
         item = pick_pending(pending_pods, pending_jobs, wanted, pods or jobs or source)
         if isinstance(item, Job):
             if emit_claim:
-                raise ValueError("--emit-claim writes a claim for one pod; a job's pods each need their own")
+                raise usage("--emit-claim writes a claim for one pod; a job's pods each need their own")
             result = explain_job(model, pending_jobs, wanted)
         else:
             emitted = claim_for(item.name, item, item.gpus, driver) if emit_claim else None

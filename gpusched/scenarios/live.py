@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InputError, require
+from ..errors import ClusterError, InputError, require
 from ..files import max_input_bytes, within_depth
 from ..limits import setting
 from .credentials import exec_timeout, exec_user
@@ -198,13 +198,16 @@ class RestError(Exception):
 
 
 def request(
-    api: client.ApiClient, method: str, path: str, body: Any = None, content_type: str = "application/json"
-) -> Any:
+    api: client.ApiClient, method: str, path: str, body: Any = None, content_type: str = "application/json",
+    kind: str | None = None,
+) -> Any:  # fmt: skip
     """One call with the kubeconfig's credentials, within the whole deadline GPUSCHED_API_TIMEOUT; the JSON
-    answer, RestError for an error status.
+    answer (of `kind` when given: a NodeList where one Node was asked for is refused), RestError for an error
+    status.
 
-    Unreachable servers raise urllib3's HTTPError and a server too slow raises Expired; callers turn both into
-    their own message.
+    Unreachable servers raise urllib3's HTTPError, a server too slow raises Expired and an answer of the wrong
+    shape ValueError (its words complete: "expected a JSON object, got ..."); callers name the server and the
+    request.
     """
     headers = {"Accept": "application/json", "Content-Type": content_type}
     method, url, headers, body, _ = api.param_serialize(
@@ -220,7 +223,11 @@ def request(
             raise
     if not 200 <= response.status < 300:
         raise RestError(response.status, _status_message(data, response.reason), _causes(data))
-    return _object(data)
+    found = _object(data)
+    if kind is not None and found.get("kind") != kind:
+        got = found.get("kind")
+        raise ValueError(f"expected a {kind}, got {f'a {got}' if isinstance(got, str) and got else 'no kind'}")
+    return found
 
 
 def _body(raw: Any) -> bytes:
@@ -232,7 +239,7 @@ def _body(raw: Any) -> bytes:
     while chunk := raw.read1(1 << 20):
         size += len(chunk)
         if size > cap:
-            raise ValueError(f"an answer larger than the input limit of {cap} bytes (GPUSCHED_MAX_INPUT_BYTES)")
+            raise ValueError(f"the answer is larger than the input limit of {cap} bytes (GPUSCHED_MAX_INPUT_BYTES)")
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -241,15 +248,15 @@ def _object(data: bytes) -> dict[str, Any]:
     """The answer as a JSON object within the reader's nesting limit; ValueError saying what came instead
     (nothing, null, a list, not JSON, nested too deep)."""
     if not data.strip():
-        raise ValueError("an empty answer")
+        raise ValueError("expected a JSON object, got an empty answer")
     try:
         found = json.loads(data)
     except (ValueError, RecursionError):
-        raise ValueError("an answer that is not JSON") from None
+        raise ValueError("expected a JSON object, got an answer that is not JSON") from None
     if not isinstance(found, dict):
-        raise ValueError(f"JSON {type(found).__name__ if found is not None else 'null'}")
+        raise ValueError(f"expected a JSON object, got JSON {type(found).__name__ if found is not None else 'null'}")
     if not within_depth(found):
-        raise ValueError("an answer nested too deep")
+        raise ValueError("expected a JSON object, got one nested too deep")
     return found
 
 
@@ -272,29 +279,30 @@ def _causes(data: bytes) -> tuple[str, ...]:
 
 def call(
     api: client.ApiClient, method: str, path: str, body: Any = None, content_type: str = "application/json",
-    missing_ok: bool = False, forbidden_ok: bool = False,
+    missing_ok: bool = False, forbidden_ok: bool = False, kind: str | None = None,
 ) -> Any:  # fmt: skip
-    """`request` for the CLI: any failure becomes one InputError naming the server; `missing_ok`: None for a 404,
-    `forbidden_ok`: None for a 403 (something optional the user may not read)."""
+    """`request` for the commands that read: any failure becomes one ClusterError naming the server and the
+    request; `missing_ok`: None for a 404, `forbidden_ok`: None for a 403 (something optional the user may not
+    read); `kind`: the kind the answer must be."""
     from urllib3.exceptions import HTTPError  # the kubernetes client's transport (the live extra)
 
-    server = api.configuration.host
+    server, what = api.configuration.host, f"{method} {path.split('?')[0]}"
     try:
-        return request(api, method, path, body, content_type)
+        return request(api, method, path, body, content_type, kind)
     except RestError as error:
         if (missing_ok and error.status == 404) or (forbidden_ok and error.status == 403):
             return None
-        raise InputError(server, f"{method} {path.split('?')[0]}: {error}") from None
+        raise ClusterError(server, what, str(error)) from None
     except HTTPError as error:
-        raise InputError(server, f"cannot reach the API server: {root_cause(error)}") from None
+        raise ClusterError(server, what, f"cannot reach the API server: {root_cause(error)}") from None
     except Expired as error:
-        raise InputError(server, f"{error}: timed out (set GPUSCHED_API_TIMEOUT to wait longer)") from None
+        raise ClusterError(server, what, f"{error}: timed out (set GPUSCHED_API_TIMEOUT to wait longer)") from None
     except ValueError as error:
-        raise InputError(server, f"{method} {path.split('?')[0]}: expected a JSON object, got {error}") from None
+        raise ClusterError(server, what, str(error)) from None
 
 
-def _get(api: client.ApiClient, path: str) -> Any:
-    return call(api, "GET", path)
+def _get(api: client.ApiClient, path: str, kind: str | None = None) -> Any:
+    return call(api, "GET", path, kind=kind)
 
 
 def root_cause(error: BaseException) -> str:
@@ -327,9 +335,9 @@ def fetch(
     api = connect(kubeconfig, context)
     with api:
         namespace, name = split_name(pod)
-        nodes = _get(api, "/api/v1/nodes")
-        pods = _get(api, "/api/v1/pods")
-        target = _get(api, f"/api/v1/namespaces/{namespace}/pods/{name}")
+        nodes = _get(api, "/api/v1/nodes", "NodeList")
+        pods = _get(api, "/api/v1/pods", "PodList")
+        target = _get(api, f"/api/v1/namespaces/{namespace}/pods/{name}", "Pod")
         documents = None
         if (target.get("spec") or {}).get("resourceClaims"):
             documents = _dra_documents(api)

@@ -52,6 +52,7 @@ from ..common import (
     shape,
     show,
     solver_config,
+    usage,
 )
 from ..progress import progress_bar
 from .render import (
@@ -329,9 +330,9 @@ def _counts(option: str, text: str) -> list[int]:
     try:
         values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise ValueError(f"{option}: expected comma-separated whole numbers, got {text!r}") from None
+        raise usage(f"{option}: expected comma-separated whole numbers, got {text!r}") from None
     if not values or any(v < 1 for v in values):
-        raise ValueError(f"{option}: expected whole numbers of at least 1")
+        raise usage(f"{option}: expected whole numbers of at least 1")
     return values
 
 
@@ -342,7 +343,7 @@ def _mix(text: str) -> dict[str, float]:
         try:
             found[kind.strip()] = float(weight or 1)
         except ValueError:
-            raise ValueError(f"--mix: expected kind=weight, got {part!r}") from None
+            raise usage(f"--mix: expected kind=weight, got {part!r}") from None
     return found
 
 

@@ -5,8 +5,9 @@ DynamicResources' claims), NodeName, NodeUnschedulable, TaintToleration, NodeAff
 PodTopologySpread and InterPodAffinity, then the PostFilter (DRA's message and DefaultPreemption, with
 PodDisruptionBudgets when given). Unbound pods that preemption nominated to a node count there for pods of no higher
 priority: the filters run with them, then, if they pass, without them, as RunFilterPluginsWithNominatedPods does.
-Scores (preferred affinity, ScheduleAnyway and default spread constraints) only order the feasible nodes, which are
-all reported. What the real scheduler would also check and gpusched does not model is listed as `not_modelled`: the
+The feasible nodes are then scored as the profile scores them (scoring.py: the Score plugins, their weights, the
+feasible-node search) and the nodes the scheduler picks from reported; a pod naming another scheduler is never
+tried; with the volume claims given, a missing one fails the PreFilter. What the real scheduler would also check and gpusched does not model is listed as `not_modelled`: the
 prediction may then differ.
 The wording and the version differences follow the Kubernetes sources of each release (pkg/scheduler).
 """
@@ -23,7 +24,6 @@ from pydantic import BaseModel, Field, computed_field
 
 from ...errors import InputError
 from ...models.kube import (
-    DEFAULT_SCHEDULER,
     KubePdb,
     KubePod,
     parse_namespaces,
@@ -69,6 +69,8 @@ from .plugins.nodeaffinity import NodeAffinity
 from .plugins.nodename import NodeName
 from .plugins.noderesources import Shortfall, shortfalls
 from .plugins.podtopologyspread import PodTopologySpread
+from .profile import Profile, default_profile, load_profiles
+from .scoring import ScoreReport, score_nodes
 from .views import Filter, kubectl_filters
 
 SKIPPED = "Skipped"  # a filter the scheduler never ran on the node: an earlier one had rejected it
@@ -163,6 +165,9 @@ class K8sPrediction(BaseModel):
         default_factory=list, description="what the real scheduler checks here that gpusched does not model"
     )
     claims: list[ClaimPrediction] = Field(default_factory=list, description="the pod's ResourceClaims (with --objects)")
+    scores: ScoreReport | None = Field(
+        None, description="when it fits: each Score plugin's score per feasible node, the totals, the top nodes"
+    )
     alternatives: list[str] = Field(
         default_factory=list,
         description="other PodScheduled messages the real scheduler may give: its DRA search may time out (10 s) on "
@@ -386,6 +391,7 @@ def _schedule(
     pdbs: list[KubePdb] | None = None,
     namespaces: NamespaceLabels | None = None,
     claims: frozenset[str] | None = None,
+    profile: Profile | None = None,
 ) -> K8sPrediction:
     result = _unscheduled(pod, version)
     if not infos:
@@ -403,6 +409,10 @@ def _schedule(
     if dra is not None and dra.slow:
         result.alternatives = _timed_out(pod, infos, statuses, version, filters, dra, pdbs or [], pre)
     if result.feasible:
+        considered = len(infos) if pre.names is None else sum(1 for info in infos if info.name in pre.names)
+        dra_scores = dict(dra.cycle.scores) if dra is not None and dra.unit.claims else None
+        result.scores = score_nodes(pod, infos, result.feasible, profile or default_profile(), considered, version,
+                                    namespaces, dra_scores)  # fmt: skip
         return result
     post, found = _postfilter(pod, infos, statuses, version, filters, dra, pdbs or [], pre)
     diagnosis = Diagnosis(len(infos), statuses, prefilter=pre.failure, postfilter=post)
@@ -450,15 +460,15 @@ def predict(
     namespaces_source: str = "namespaces",
     pvcs_doc: Any = None,
     pvcs_source: str = "pvcs",
-    scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER,),
+    profiles: list[Profile] | None = None,
 ) -> K8sPrediction:
     """Parsed `kubectl get -o json` documents in; `sources` names them in errors. `pods_doc` may be None.
 
     A pod with spec.resourceClaims needs `objects`: the DeviceClasses, ResourceSlices and claims or templates.
     `pdbs_doc` (`kubectl get pdb -A -o json`) gives preemption its disruption budgets, `namespaces_doc`
     (`kubectl get namespaces -o json`) the labels namespaceSelectors match, `pvcs_doc` (`kubectl get pvc -A -o
-    json`) the volume claims that exist. A pod naming a scheduler other than `scheduler_names` (the profiles') is
-    never tried.
+    json`) the volume claims that exist. `profiles` (a KubeSchedulerConfiguration's; default: the release's
+    default profile) score the feasible nodes; a pod naming a scheduler none of them is, is never tried.
     """
     release = parse_version(version)
     nodes = parse_nodes(nodes_doc, sources[0])
@@ -478,15 +488,16 @@ def predict(
             )
         dra = DynamicResources.for_pod(pod, nodes, objects, mapping, release)
     claims = parse_pvcs(pvcs_doc, pvcs_source) if pvcs_doc is not None else None
-    if pod.scheduler_name not in scheduler_names:
-        never = NOT_OURS.format(names=", ".join(scheduler_names))
+    chosen = {profile.scheduler_name: profile for profile in profiles or [default_profile()]}
+    if pod.scheduler_name not in chosen:
+        never = NOT_OURS.format(names=", ".join(chosen))
         return _unscheduled(pod, release).model_copy(update={"never_tried": never})
     held = _pre_enqueue(pod, objects)
     if held is not None:
         result = _unscheduled(pod, release).model_copy(update={"pre_enqueue": held})
     else:
         infos = snapshot(nodes, pods, pod, frozenset(mapping))
-        result = _schedule(pod, infos, release, dra, pdbs, namespaces, claims)
+        result = _schedule(pod, infos, release, dra, pdbs, namespaces, claims, chosen[pod.scheduler_name])
     decided = claims is not None and volumes.missing_claim(pod, claims) is not None and held is None
     notes = [] if decided else not_modelled(pod, pods, namespaces)  # a missing claim decides: nothing else counts
     return result.model_copy(update={"not_modelled": notes + (dra.not_modelled if dra else [])})
@@ -525,6 +536,7 @@ def predict_files(
     pdbs: str | None = None,
     namespaces: str | None = None,
     pvcs: str | None = None,
+    scheduler_config: str | None = None,
 ) -> K8sPrediction:
     """The same from file paths, each named in any error."""
     release = parse_version(version)
@@ -545,4 +557,5 @@ def predict_files(
         namespaces or "namespaces",
         read_document(pvcs) if pvcs else None,
         pvcs or "pvcs",
+        load_profiles(scheduler_config)[0] if scheduler_config else None,
     )

@@ -56,8 +56,8 @@ def plan_violations(
                 Violation("gang", f"{job.name}: {held} of its {job.pods} pods placed (a gang is placed whole)")
             )
         if (held == 0) != (job.name in unplaced):
-            state = "neither placed nor" if held == 0 else "placed and"
-            problems.append(Violation("gang", f"{job.name}: {state} reported pending"))
+            said = "neither placed nor" if held == 0 else "placed and"
+            problems.append(Violation("gang", f"{job.name}: {said} reported pending"))
         if job.confined and held:
             nodes = {a.node for a in assignments if a.pod in set(job.pod_names())}
             new = {n.name for n in fleet.nodes}
