@@ -20,9 +20,9 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ..errors import InputError, LimitError
-from ..limits import MAX_PODS, setting
+from ..limits import MAX_PODS, at_import
 from ..models.cluster import Cluster
-from ..planner.gpushare import PodTable, ShareState, policy_named, target_workload
+from ..planner.gpushare import PodTable, ShareState, share_policy, target_workload
 from ..scenarios.openb import MILLI, OpenbNode, OpenbPod, load_openb, openb_cluster
 from ..scenarios.openb_variants import apply_variant, parse_variant
 
@@ -43,7 +43,7 @@ __all__ = [
 
 DEFAULT_RATIO = 1.3
 CURVE_POINTS = 131  # arrived 0..130%
-MAX_TASKS = setting("GPUSCHED_MAX_BENCH_RUNS", 20_000)  # runs in one benchmark: a day's work on two cores
+MAX_TASKS = at_import("GPUSCHED_MAX_BENCH_RUNS", 20_000)  # runs in one benchmark: a day's work on two cores
 
 
 class RunSpec(BaseModel):
@@ -53,7 +53,7 @@ class RunSpec(BaseModel):
     nodes: str = Field(description="node list CSV")
     node_count: int | None = Field(None, description="an evenly spaced subset of this many nodes")
     variant: str | None = Field(None, description="a generated variant of the trace, kind:level[@seed]")
-    policy: str
+    policy: str = Field(description="a share policy, name:key=value:… (planner.gpushare.share_policy)")
     seed: int
     ratio: float = DEFAULT_RATIO
 
@@ -172,9 +172,9 @@ def run(spec: RunSpec) -> RunResult:
     prepared = prepare(spec.trace, spec.nodes, spec.node_count, spec.variant)
     state = ShareState(prepared.cluster, prepared.table)
     order = arrivals(prepared.milli, state.capacity_milli, spec.ratio, spec.seed)
-    chosen = policy_named(spec.policy)
-    rng = np.random.default_rng([spec.seed, zlib.crc32(chosen.name.encode())])
-    policy = chosen(state, prepared.table, target_workload(prepared.table, state), rng)
+    chosen = share_policy(spec.policy)
+    rng = np.random.default_rng([spec.seed, zlib.crc32(chosen.policy.name.encode())])  # arguments keep the draws
+    policy = chosen.build(state, prepared.table, target_workload(prepared.table, state), rng)
     pods = prepared.table.pods
     allocated = np.empty(order.size)
     placed = 0
@@ -192,7 +192,7 @@ def run(spec: RunSpec) -> RunResult:
     curve, final = _curve(arrived, allocated * scale)
     return RunResult(
         trace=prepared.name,
-        policy=policy.name,
+        policy=chosen.label,
         seed=spec.seed,
         arrivals=int(order.size),
         placed=placed,

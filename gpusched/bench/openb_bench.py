@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import InputError
 from ..files import make_folder, write_files
+from ..planner.gpushare.policies import Fgd
 from ..scenarios.openb import trace_files
 from ..scenarios.openb_variants import UnbuildableVariant
 from .bracket import Bracket, bracket
@@ -48,6 +49,7 @@ __all__ = [
 R = TypeVar("R", bound=BaseModel)
 
 BRACKET = "offline-bracket"  # the pseudo-policy of a bracket task
+REFERENCE = Fgd.name  # every policy is measured against FGD, reproduced in the same runs
 
 
 class PolicySummary(BaseModel):
@@ -60,6 +62,13 @@ class PolicySummary(BaseModel):
     to_upper_pp: float | None = Field(
         description="the offline upper bound minus the allocation, mean over seeds: at least the distance to the optimum"
     )
+    closed_pct: float | None = Field(
+        description="the share (%) of FGD's distance to the upper bound this policy closes: the mean gain over FGD "
+        "divided by FGD's mean distance to the bound, over the seeds that have both (None for FGD itself, or "
+        "without FGD's runs or a bound)"
+    )
+    wins: int | None = Field(description="seeds on which this policy allocates more than FGD (None for FGD itself)")
+    paired: int = Field(description="seeds on which both this policy and FGD ran: what `wins` counts out of")
     dropped: float = Field(description="pods that fitted nowhere, mean over seeds")
     decision_us: float = Field(description="CPU time per decision, microseconds, mean over seeds")
     curve: list[float | None] = Field(description="mean allocation % per arrived % 0..130")
@@ -122,9 +131,28 @@ def _mean_curve(runs: list[RunResult]) -> list[float | None]:
     return curve
 
 
-def _summary(policy: str, runs: list[RunResult], full: bool, upper: dict[int, float]) -> PolicySummary:
+def _against_fgd(
+    policy: str, runs: list[RunResult], fgd: dict[int, float], upper: dict[int, float]
+) -> tuple[float | None, int | None, int]:
+    """The share of FGD's distance to the bound closed, the wins over FGD, and the seeds paired with FGD's."""
+    mine = {r.seed: r.allocation_pct for r in runs if r.seed in fgd}
+    if policy == REFERENCE:
+        return None, None, len(mine)
+    wins = sum(value > fgd[seed] for seed, value in mine.items()) if mine else None
+    bounded = [seed for seed in mine if seed in upper]
+    distance = sum(upper[seed] - fgd[seed] for seed in bounded)
+    if distance <= 0:  # no bound, or FGD at the bound: nothing to close
+        return None, wins, len(mine)
+    gain = sum(mine[seed] - fgd[seed] for seed in bounded)
+    return round(100 * gain / distance, 2), wins, len(mine)
+
+
+def _summary(
+    policy: str, runs: list[RunResult], full: bool, upper: dict[int, float], fgd: dict[int, float]
+) -> PolicySummary:
     allocation = _mean([r.allocation_pct for r in runs])
     paper = published(runs[0].trace, policy) if full else None
+    closed, wins, paired = _against_fgd(policy, runs, fgd, upper)
     return PolicySummary(
         policy=policy,
         runs=len(runs),
@@ -133,6 +161,9 @@ def _summary(policy: str, runs: list[RunResult], full: bool, upper: dict[int, fl
         published_pct=paper,
         difference_pp=None if paper is None else round(allocation - paper, 2),
         to_upper_pp=_mean([upper[r.seed] - r.allocation_pct for r in runs if r.seed in upper]) if upper else None,
+        closed_pct=closed,
+        wins=wins,
+        paired=paired,
         dropped=_mean([r.dropped for r in runs]),
         decision_us=round(float(np.mean([r.decision_us for r in runs])), 1),
         curve=_mean_curve(runs),
@@ -225,6 +256,7 @@ def _trace_summary(
     limits = [b for b in brackets if b.trace == prepared.name]
     upper = {b.seed: b.upper_pct for b in limits if b.upper_pct is not None}
     whole = [b for b in limits if b.failed is None and b.gap_pp is not None]
+    fgd = {r.seed: r.allocation_pct for r in mine if r.policy == REFERENCE}
     return TraceSummary(
         trace=prepared.name,
         file=file,
@@ -235,7 +267,9 @@ def _trace_summary(
         ratio=ratio,
         published=full and variant is None,
         seeds=seeds,
-        policies=[_summary(p, [r for r in mine if r.policy == p], full and variant is None, upper) for p in policies],
+        policies=[
+            _summary(p, [r for r in mine if r.policy == p], full and variant is None, upper, fgd) for p in policies
+        ],
         upper_pct=_mean([b.upper_pct for b in whole if b.upper_pct is not None]) if whole else None,
         lower_pct=_mean([b.lower_pct for b in whole if b.lower_pct is not None]) if whole else None,
         gap_pp=_mean([b.gap_pp for b in whole if b.gap_pp is not None]) if whole else None,

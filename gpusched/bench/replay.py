@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ..files import make_folder
-from ..planner.gpushare import SharePod, ShareState, policy_named, target_workload
+from ..planner.gpushare import SharePod, ShareState, share_policy, target_workload
 from ..scenarios.openb import MILLI, trace_files
 from .fanout import executor_name, fan_out
 from .openb import prepare
@@ -129,9 +129,9 @@ def _replay(spec: ReplaySpec) -> ReplayPolicy:
     """One policy over the whole trace: arrivals, departures, retries of the waiting pods."""
     prepared = prepare(spec.trace, spec.nodes, spec.node_count)
     state = ShareState(prepared.cluster, prepared.table)
-    chosen = policy_named(spec.policy)
-    rng = np.random.default_rng([spec.seed, zlib.crc32(chosen.name.encode())])
-    policy = chosen(state, prepared.table, target_workload(prepared.table, state), rng)
+    chosen = share_policy(spec.policy)
+    rng = np.random.default_rng([spec.seed, zlib.crc32(chosen.policy.name.encode())])
+    policy = chosen.build(state, prepared.table, target_workload(prepared.table, state), rng)
     arrive, lifetime = _times(spec)
     pods = prepared.table.pods
     events: list[tuple[float, int, int, int, tuple[int, ...]]] = [
@@ -193,7 +193,7 @@ def _summary(
     samples = np.linspace(busy, times[-1], TIMELINE_POINTS)
     at = np.clip(np.searchsorted(times, samples, side="right") - 1, 0, times.size - 1)
     return ReplayPolicy(
-        policy=policy_named(policy).name,
+        policy=share_policy(policy).label,
         mean_allocation_pct=round(mean, 4),
         last_arrival_pct=round(float(allocated[inside][-1]), 4),
         peak_allocation_pct=round(float(allocated.max()), 4),

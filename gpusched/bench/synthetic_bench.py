@@ -20,7 +20,7 @@ from ..files import make_folder
 from ..planner.frag import DEFAULT_SIZES
 from ..planner.optimize.plan import greedy, pending_jobs, plan
 from ..planner.optimize.solver import SolverConfig
-from ..planner.policies import POLICIES
+from ..planner.ranking import RANKINGS
 from ..scenarios.synthetic import synthetic_cluster, synthetic_workload
 from .fanout import executor_name, fan_out
 from .openb_bench import write_plot_and_document
@@ -106,7 +106,7 @@ def _one(spec: SyntheticSpec) -> SyntheticRow:
         return None if upper is None else round(100 * (upper - weighted) / max(1.0, upper), 2)
 
     rows = []
-    for policy in POLICIES:
+    for policy in RANKINGS:
         for mode in MODES:
             began = time.perf_counter()
             metrics = greedy(cluster, jobs, policy, mode, sizes)

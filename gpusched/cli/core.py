@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
@@ -59,6 +58,7 @@ from .common import (
     shape,
     show,
     show_emitted,
+    usage,
 )
 from .common import (
     sizes as parse_sizes,
@@ -124,7 +124,7 @@ def schema(
 
     def body() -> int:
         if (kind is None) == (output is None):
-            raise ValueError("give KIND (cluster, pods, jobs, claims, offers) or --output COMMAND")
+            raise usage("give KIND (cluster, pods, jobs, claims, offers) or --output COMMAND")
         if kind is not None:
             emit_json(SCHEMAS[kind].model_json_schema(by_alias=True))
             return 0
@@ -138,7 +138,7 @@ def schema(
             listed = ", ".join(
                 path for path in command_paths() if getattr(command_named(path), "__gpusched_shape__", None)
             )
-            raise ValueError(f"--output: {output!r} is no command that prints JSON; one of: {listed}")
+            raise usage(f"--output: {output!r} is no command that prints JSON; one of: {listed}")
         emit_json(TypeAdapter(printed).json_schema(mode="serialization", by_alias=True))
         return 0
 
@@ -238,7 +238,7 @@ def frag_command(
     cluster: ClusterArg = None,
     sizes: SizesOpt = "",
     plot: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--output-file",
             metavar="FILE",
@@ -405,6 +405,19 @@ def k8s_command(
             "--namespaces", metavar="FILE", help="kubectl get namespaces -o json: the labels namespaceSelectors match"
         ),
     ] = None,
+    pvcs: Annotated[
+        str | None,
+        typer.Option("--pvcs", metavar="FILE", help="kubectl get pvc -A -o json: the volume claims that exist"),
+    ] = None,
+    scheduler_config: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler-config",
+            metavar="FILE",
+            help="a KubeSchedulerConfiguration: its profiles score the nodes (weights, scoring strategy, "
+            "percentageOfNodesToScore); default: the release's default profile",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Predict kube-scheduler's verdict for one pod: the nodes that fit, or the FailedScheduling message word for word."""
@@ -412,20 +425,21 @@ def k8s_command(
     def body() -> int:
         server = live(kubeconfig, nodes)
         if server:
-            if nodes or pods or objects or pdbs or namespaces:
-                raise ValueError(
+            if nodes or pods or objects or pdbs or namespaces or pvcs or scheduler_config:
+                raise usage(
                     "--kubeconfig reads nodes and pods from the cluster: "
-                    "drop --nodes, --pods, --objects, --pdbs and --namespaces"
+                    "drop --nodes, --pods, --objects, --pdbs, --namespaces, --pvcs and --scheduler-config"
                 )
             result = predict_live(
                 server, context, qualified(pod, namespace_for(namespace, server, context)), k8s_version
             )
         elif nodes:
             if namespace is not None:
-                raise ValueError("-n/--namespace names a live pod; POD is a file here (kubectl get pod NAME -o json)")
-            result = predict_files(nodes, pods, pod, k8s_version or NEWEST_RELEASE, objects, pdbs, namespaces)
+                raise usage("-n/--namespace names a live pod; POD is a file here (kubectl get pod NAME -o json)")
+            release = k8s_version or NEWEST_RELEASE
+            result = predict_files(nodes, pods, pod, release, objects, pdbs, namespaces, pvcs, scheduler_config)
         else:
-            raise ValueError("--nodes is required (kubectl get nodes -o json), or --kubeconfig to read a cluster")
+            raise usage("--nodes is required (kubectl get nodes -o json), or --kubeconfig to read a cluster")
         show(result, as_json, render.k8s)
         return 0 if result.fits else 1
 

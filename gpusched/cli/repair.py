@@ -133,7 +133,7 @@ def render_preempt(console: Console, report: PreemptReport) -> None:
         table.add_row(alternative.name, nodes, *_cost_cells(alternative), valid)
         notes += [
             f"{alternative.name}: {text}"
-            for text in ([alternative.note] if alternative.note else []) + alternative.problems
+            for text in ([alternative.note] if alternative.note else []) + [str(p) for p in alternative.problems]
         ]
     console.print(table)
     for note in notes:

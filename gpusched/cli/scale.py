@@ -30,6 +30,7 @@ from .common import (
     shape,
     show,
     solver_config,
+    usage,
     write_output,
 )
 from .plan import render_solve
@@ -78,7 +79,7 @@ def up_command(
     def body() -> int:
         config = solver_config(time_limit, workers, seed)
         if emit is not None and emit != "karpenter":
-            raise ValueError(f"--emit: expected karpenter, got {emit!r}")
+            raise usage(f"--emit: expected karpenter, got {emit!r}")
         console = emit_target("--output-file", output_file, as_json) if emit else None
         pods, jobs = load_pending(pending)
         try:

@@ -18,7 +18,7 @@ from ..errors import InputError
 from ..models.cluster import Cluster
 from ..models.workload import Job
 from .place import Placer
-from .policies import Policy
+from .ranking import Ranking
 from .scheduler.framework import Diagnosis
 from .scheduler.plugins.gpudevices import GpuChoice
 from .state import ClusterState
@@ -78,7 +78,7 @@ def _confined(job: Job) -> bool:
 
 
 class _Simulator:
-    def __init__(self, cluster: Cluster, mode: Mode, timeout: float, policy: Policy) -> None:
+    def __init__(self, cluster: Cluster, mode: Mode, timeout: float, policy: Ranking) -> None:
         self.cluster = cluster
         self.placer = Placer(ClusterState.from_cluster(cluster), "gpu", policy)
         self.mode = mode
@@ -239,7 +239,7 @@ class _Simulator:
 
 
 def simulate(
-    cluster: Cluster, jobs: list[Job], mode: Mode = "gang", timeout: float = 0.0, policy: Policy = "binpack"
+    cluster: Cluster, jobs: list[Job], mode: Mode = "gang", timeout: float = 0.0, policy: Ranking = "binpack"
 ) -> GangReport:
     if mode == "pod" and timeout:
         raise ValueError("--timeout applies to --mode gang: the default scheduler never gives a bound pod back")

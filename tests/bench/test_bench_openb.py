@@ -187,9 +187,26 @@ def test_printed_table_carries_the_means(gpusched):
         assert float(rows[p["policy"]][5]) == pytest.approx(distance, abs=0.006)
         for r in mine:  # a real online placement can never beat the offline upper bound
             assert r["allocation_pct"] <= brackets[r["seed"]]["upper_pct"]
+    fgd = {r["seed"]: r["allocation_pct"] for r in data.json()["runs"] if r["policy"] == "FGD"}
+    for p in summary["policies"]:
+        mine = {r["seed"]: r["allocation_pct"] for r in data.json()["runs"] if r["policy"] == p["policy"]}
+        if p["policy"] == "FGD":
+            assert (p["closed_pct"], p["wins"], rows["FGD"][6], rows["FGD"][7]) == (None, None, "-", "-")
+            continue
+        gain = sum(mine[s] - fgd[s] for s in SEEDS)
+        distance = sum(brackets[s]["upper_pct"] - fgd[s] for s in SEEDS)
+        assert p["closed_pct"] == pytest.approx(100 * gain / distance, abs=0.01)
+        assert float(rows[p["policy"]][6]) == pytest.approx(p["closed_pct"], abs=0.006)
+        wins = sum(mine[s] > fgd[s] for s in SEEDS)
+        assert (p["wins"], p["paired"], rows[p["policy"]][7]) == (wins, 2, f"{wins}/2")
+    ours = next(p for p in summary["policies"] if p["policy"] == "gpusched")
+    assert text.lines[6] == (
+        f"gpusched closes {ours['closed_pct']:.1f}% of FGD's distance to the bound, beats FGD on {ours['wins']} of 2 "
+        "seeds"
+    )
     upper, lower, gap = summary["upper_pct"], summary["lower_pct"], summary["gap_pp"]
     assert lower <= upper
-    assert text.lines[6] == (
+    assert text.lines[7] == (
         f"offline optimum of these pods, placed all at once: between {lower:.2f}% (a checked placement) and "
         f"{upper:.2f}% (pattern LP bound), gap {gap:.2f} points"
     )

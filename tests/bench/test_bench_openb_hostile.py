@@ -229,3 +229,16 @@ def test_an_empty_list_is_refused(gpusched, trace, option):
     args[option] = ""
     result = gpusched("bench", "openb", "--nodes-file", nodes, "--workers", 1, *[x for kv in args.items() for x in kv])
     _refused(result, option)
+
+
+def test_a_bad_policy_argument_is_refused_before_any_run(gpusched, trace):
+    nodes, pods = trace
+    result = _bench(gpusched, nodes, pods, "--seeds", "42", "--policies", "FGD,gpusched:strand=-1")
+    _refused(result, "--policies", "policy gpusched: strand: Input should be greater than or equal to 0")
+
+
+def test_runs_are_named_by_the_policy_and_its_arguments(gpusched, trace):
+    nodes, pods = trace
+    result = _bench(gpusched, nodes, pods, "--seeds", "42", "--policies", "gpusched,gpusched:strand=0", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert [p["policy"] for p in result.json()["traces"][0]["policies"]] == ["gpusched", "gpusched:strand=0"]

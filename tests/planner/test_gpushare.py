@@ -10,10 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusched.errors import InputError
-from gpusched.planner.gpushare import PodTable, ShareState, policy_named, target_workload
-from gpusched.planner.gpushare.policies import POLICIES, STRAND_WEIGHT
+from gpusched.planner.gpushare import SHARE_POLICIES, PodTable, ShareState, share_policy, target_workload
+from gpusched.planner.gpushare.policies import GpuschedArgs, PolicyRegistry, SharePolicy
 from gpusched.planner.gpushare.state import SharePod
 from gpusched.scenarios.openb import OpenbNode, OpenbPod, load_openb_nodes, load_openb_pods, openb_cluster
+
+STRAND = GpuschedArgs().strand
 
 NODES = [
     OpenbNode(name="n-a", cpu_milli=16000, memory_mib=65536, gpu=4, model="T4"),
@@ -111,8 +113,8 @@ def test_cpu_only_pods_follow_fgds_measure_where_cpu_is_scarce():
     after = before - cpu_only.cpu_milli
     fgd = target.frag(left, after, index) - target.frag(left, before, index)
     stranded = target.stranded(left, after) - target.stranded(left, before)
-    assert fgd[0] == 0 < fgd[1] and (fgd + STRAND_WEIGHT * stranded).argmin() == 1  # the premise
-    policy = policy_named("gpusched")(state, table, target, np.random.default_rng(0))
+    assert fgd[0] == 0 < fgd[1] and (fgd + STRAND * stranded).argmin() == 1  # the premise
+    policy = share_policy("gpusched").build(state, table, target, np.random.default_rng(0))
     assert policy.choose(table.pods[2], np.random.default_rng(0)) == (0, ())
 
 
@@ -126,7 +128,7 @@ def _reference_scores(policy, pod: SharePod, table: PodTable, state: ShareState)
 
     def measure(left: list[int], cpu: int, node: int) -> float:
         value = _frag_by_definition(left, cpu, state.models[state.model[node]], table)
-        return value + (STRAND_WEIGHT * max(0.0, sum(left) - cpu / ratio) if ratio and not fgd_only else 0.0)
+        return value + (STRAND * max(0.0, sum(left) - cpu / ratio) if ratio and not fgd_only else 0.0)
 
     scores = {}
     for node in np.flatnonzero(state.feasible(pod)).tolist():
@@ -149,7 +151,7 @@ def _decisions(nodes: list[OpenbNode], pods: list[OpenbPod], seed: int) -> list:
     table = PodTable.of(pods)
     state = ShareState(openb_cluster(nodes), table)
     rng = np.random.default_rng(seed)
-    policy = policy_named("gpusched")(state, table, target_workload(table, state), rng)
+    policy = share_policy("gpusched").build(state, table, target_workload(table, state), rng)
     ordered = sorted(nodes, key=lambda n: n.name)
     cpu = [n.cpu_milli for n in ordered]
     memory = [n.memory_mib for n in ordered]
@@ -234,7 +236,7 @@ def test_gpuscheds_choice_is_the_best_by_its_documented_measure(nodes, pods, see
     table = PodTable.of(pods)
     state = ShareState(openb_cluster(nodes), table)
     rng = np.random.default_rng(seed)
-    policy = policy_named("gpusched")(state, table, target_workload(table, state, coverage=1.0), rng)
+    policy = share_policy("gpusched").build(state, table, target_workload(table, state, coverage=1.0), rng)
     for pod in table.pods:
         reference = _reference_scores(policy, pod, table, state)
         choice = policy.choose(pod, rng)
@@ -252,11 +254,11 @@ def test_target_workload_covers_the_popular_classes_first():
     assert partial.milli.tolist()[0] == 500 and partial.popularity.max() == pytest.approx(2 / 3)
 
 
-@pytest.mark.parametrize("name", list(POLICIES))
+@pytest.mark.parametrize("name", list(SHARE_POLICIES))
 def test_every_policy_places_only_where_the_pod_fits(name):
     table, state, target = _setup()
     rng = np.random.default_rng(1)
-    policy = policy_named(name)(state, table, target, rng)
+    policy = share_policy(name).build(state, table, target, rng)
     for pod in table.pods * 4:
         fitting = set(np.flatnonzero(state.feasible(pod)).tolist())
         choice = policy.choose(pod, rng)
@@ -272,15 +274,64 @@ def test_every_policy_places_only_where_the_pod_fits(name):
     assert state.allocated_milli == state.capacity_milli - int(state.gpu_left.sum())
 
 
+def test_the_registry_refuses_a_name_twice_in_any_case():
+    registry = PolicyRegistry()
+
+    class Mine(SharePolicy):
+        name = "Mine"
+
+    class Again(SharePolicy):
+        name = "mINE"
+
+    assert registry.register(Mine) is Mine
+    with pytest.raises(ValueError, match="'mINE' is registered twice"):
+        registry.register(Again)
+    assert list(registry) == ["Mine"] and registry.get("mine") is Mine
+    for policy in SHARE_POLICIES:  # the shipped registry: every name once, found in any case
+        assert SHARE_POLICIES.get(policy.upper()).name == policy
+
+
+def test_policy_arguments_are_typed_and_named_in_the_label():
+    spec = share_policy("GPUSCHED:strand=0.5")
+    assert spec.policy.name == "gpusched" and spec.args == GpuschedArgs(strand=0.5)
+    assert spec.label == "gpusched:strand=0.5"
+    assert share_policy("gpusched:strand=1").label == "gpusched"  # the default is not repeated
+    assert share_policy("FGD").label == "FGD"
+    for text, message in [
+        ("gpusched:strand=much", "strand: Input should be a valid number"),
+        ("gpusched:strand=-1", "strand: Input should be greater than or equal to 0"),
+        ("gpusched:strand=nan", "strand: Input should be a finite number"),
+        ("gpusched:weight=1", "weight: Extra inputs are not permitted"),
+        ("gpusched:strand", "expected key=value, got 'strand'"),
+        ("gpusched:strand=1:strand=2", "strand given twice"),
+        ("FGD:strand=1", "policy FGD: strand: Extra inputs are not permitted (arguments: none)"),
+        ("Tetris", "unknown policy 'Tetris'"),
+    ]:
+        with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            share_policy(text)
+
+
+def test_an_argument_changes_the_measure():
+    table, state, target = _setup()
+    rng = np.random.default_rng(0)
+    off = share_policy("gpusched:strand=0").build(state, table, target, rng)
+    on = share_policy("gpusched:strand=2").build(state, table, target, rng)
+    left, cpu, nodes = state.gpu_left, state.cpu_left - 15000, np.arange(state.size)
+    stranded = target.stranded(left, cpu)
+    assert stranded.any()
+    assert on.measure(left, cpu, nodes) == pytest.approx(target.frag(left, cpu, nodes) + 2 * stranded)
+    assert off.measure(left, cpu, nodes) == pytest.approx(target.frag(left, cpu, nodes))
+
+
 def test_sharing_pods_choose_a_gpu():
     table, state, target = _setup()
     rng = np.random.default_rng(3)
-    best_fit = policy_named("binpack")(state, table, target, rng)
+    best_fit = share_policy("binpack").build(state, table, target, rng)
     half = table.pods[0]
     node, first = best_fit.choose(half, rng)
     state.bind(half, node, first)
     assert best_fit.choose(half, rng) == (node, first)  # the half-used GPU before a fresh one
-    worst = policy_named("spread")(state, table, target, rng)
+    worst = share_policy("spread").build(state, table, target, rng)
     other, (gpu,) = worst.choose(half, rng)
     assert state.gpu_left[other, gpu] == 1000  # spread: the emptiest node, a fresh GPU
 

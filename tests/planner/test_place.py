@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from gpusched.models.cluster import Cluster
 from gpusched.models.workload import Pod
 from gpusched.planner.place import place
-from gpusched.planner.policies import fit_score
+from gpusched.planner.ranking import fit_score
 from gpusched.planner.scheduler.plugins.gpudevices import GpuChoice
 from gpusched.planner.state import ClusterState
 from gpusched.planner.validate import Assignment, violations
@@ -175,6 +175,6 @@ def test_extended_view_warns_whenever_the_hardware_would_refuse(cluster, pods, p
         if r.node is None or not r.gpus:
             continue
         alone = violations(cluster, [Assignment(r.pod, needs[r.pod], r.node, tuple(r.gpus), tuple(r.mig))])
-        harmful = [v for v in alone if "a shared pod on an exclusive GPU" not in v]  # waste, not a runtime fault
+        harmful = [v for v in alone if "a shared pod on an exclusive GPU" not in str(v)]  # waste, not a runtime fault
         if harmful:
             assert r.warnings, (r, harmful)

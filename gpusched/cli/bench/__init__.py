@@ -27,7 +27,7 @@ from ...bench.replay import ReplayBench, bench_replay, write_replay
 from ...bench.synthetic_bench import SyntheticBench, bench_synthetic, write_synthetic
 from ...errors import InputError, require
 from ...limits import MAX_NODES, MAX_POD_GPUS, MAX_PODS
-from ...planner.gpushare import POLICIES, policy_named
+from ...planner.gpushare import SHARE_POLICIES, share_policy
 from ...planner.optimize.defrag import parse_shape
 from ...planner.scheduler.views import View
 from ...scenarios.openb import OPENB_TRACES, openb_dir
@@ -52,6 +52,7 @@ from ..common import (
     shape,
     show,
     solver_config,
+    usage,
 )
 from ..progress import progress_bar
 from .render import (
@@ -124,11 +125,11 @@ def seed_list(text: str) -> list[int]:
 
 
 def policy_list(text: str) -> list[str]:
-    """Comma-separated policy names, or `all`."""
+    """Comma-separated share policies (name or name:key=value:…), or `all`; each named as its runs will be."""
     if text.strip() == "all":
-        return list(POLICIES)
+        return list(SHARE_POLICIES)
     try:
-        names = [policy_named(name.strip()).name for name in text.split(",") if name.strip()]
+        names = [share_policy(name).label for name in text.split(",") if name.strip()]
     except ValueError as error:
         raise InputError("--policies", str(error)) from None
     if not names:
@@ -214,7 +215,10 @@ def bench_openb_command(
         ),
     ] = "default",
     policies: Annotated[
-        str, typer.Option("--policies", help=f"comma-separated, or all: {', '.join(POLICIES)}")
+        str,
+        typer.Option(
+            "--policies", help=f"comma-separated, or all: {', '.join(SHARE_POLICIES)}; arguments as name:key=value"
+        ),
     ] = "all",
     seeds: Annotated[str, typer.Option("--seeds", help="seeds, e.g. 42-51 (the paper's) or 42,43")] = "42-51",
     variant: Annotated[
@@ -326,9 +330,9 @@ def _counts(option: str, text: str) -> list[int]:
     try:
         values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise ValueError(f"{option}: expected comma-separated whole numbers, got {text!r}") from None
+        raise usage(f"{option}: expected comma-separated whole numbers, got {text!r}") from None
     if not values or any(v < 1 for v in values):
-        raise ValueError(f"{option}: expected whole numbers of at least 1")
+        raise usage(f"{option}: expected whole numbers of at least 1")
     return values
 
 
@@ -339,7 +343,7 @@ def _mix(text: str) -> dict[str, float]:
         try:
             found[kind.strip()] = float(weight or 1)
         except ValueError:
-            raise ValueError(f"--mix: expected kind=weight, got {part!r}") from None
+            raise usage(f"--mix: expected kind=weight, got {part!r}") from None
     return found
 
 
@@ -350,7 +354,10 @@ def bench_replay_command(
         str, typer.Option("--trace", help="a shipped trace with creation/deletion times, or a CSV path")
     ] = "default",
     policies: Annotated[
-        str, typer.Option("--policies", help=f"comma-separated, or all: {', '.join(POLICIES)}")
+        str,
+        typer.Option(
+            "--policies", help=f"comma-separated, or all: {', '.join(SHARE_POLICIES)}; arguments as name:key=value"
+        ),
     ] = "BestFit,FGD,binpack",
     data: DataDir = None,
     nodes_file: NodesFile = None,
@@ -434,6 +441,10 @@ def bench_mig_command(
             "--random-layouts", help="random instances on every GPU (few identical GPUs) instead of common layouts"
         ),
     ] = False,
+    realistic: Annotated[
+        bool,
+        typer.Option("--realistic", help="GPUs that differ (A100/H100/H200/L4/L40S/GB200, MIG, time-slicing, taints)"),
+    ] = False,
     time_limit: TimeLimit = 10.0,
     workers: SolverWorkers = DEFAULT_WORKERS,
     as_json: JsonFlag = False,
@@ -441,7 +452,7 @@ def bench_mig_command(
     """Time `mig plan` on a generated cluster of MIG GPUs (half their instances busy) against a demand."""
 
     run_and_show(
-        lambda: bench_mig(gpus, seed, solver_config(time_limit, workers, seed), random_layouts),
+        lambda: bench_mig(gpus, seed, solver_config(time_limit, workers, seed), random_layouts, realistic),
         as_json,
         render_mig_bench,
     )
@@ -471,6 +482,10 @@ def bench_plan_command(
         bool,
         typer.Option("--compare", help="plan as the plan command does: every heuristic, once, inside the time limit"),
     ] = False,
+    realistic: Annotated[
+        bool,
+        typer.Option("--realistic", help="GPUs that differ (A100/H100/H200/L4/L40S/GB200, MIG, time-slicing, taints)"),
+    ] = False,
     seed: Seed = 42,
     time_limit: TimeLimit = 60.0,
     as_json: JsonFlag = False,
@@ -480,7 +495,9 @@ def bench_plan_command(
 
     def body() -> int:
         solver_config(time_limit, 1, seed)
-        result = bench_plan(nodes, jobs, busy, seed, time_limit, domain_jobs, shapes, distinct_nodes, compare)
+        result = bench_plan(
+            nodes, jobs, busy, seed, time_limit, domain_jobs, shapes, distinct_nodes, compare, realistic
+        )
         show(result, as_json, render_plan_bench)
         return 0
 
@@ -516,6 +533,10 @@ def bench_defrag_command(
     max_moves: Annotated[int | None, typer.Option("--max-moves", max=MAX_PODS, help="at most this many moves")] = None,
     seed: GeneratorSeed = 42,
     fill: Fill = FILL,
+    realistic: Annotated[
+        bool,
+        typer.Option("--realistic", help="GPUs that differ (A100/H100/H200/L4/L40S/GB200, MIG, time-slicing, taints)"),
+    ] = False,
     time_limit: TimeLimit = 10.0,
     workers: SolverWorkers = DEFAULT_WORKERS,
     as_json: JsonFlag = False,
@@ -524,7 +545,7 @@ def bench_defrag_command(
 
     def body() -> int:
         parse_shape(shape)
-        result = bench_defrag(nodes, seed, shape, max_moves, solver_config(time_limit, workers, 0), fill)
+        result = bench_defrag(nodes, seed, shape, max_moves, solver_config(time_limit, workers, 0), fill, realistic)
         show(result, as_json, render_repair_bench)
         return 0
 

@@ -69,7 +69,7 @@ def render_openb(console: Console, result: OpenbBench, timing: bool) -> None:
             f"{trace.arrivals:g} arrive ({100 * trace.ratio:g}% of GPU capacity); seeds {_seeds_text(trace.seeds)}",
             markup=False,
         )
-        columns = ["policy", "paper", "alloc", "sd", "diff", "to opt", "dropped"]
+        columns = ["policy", "paper", "alloc", "sd", "diff", "to opt", "closed%", "wins", "dropped"]
         table = new_table(*columns, *(["µs/dec"] if timing else []))
         for p in trace.policies:
             row = [
@@ -79,6 +79,8 @@ def render_openb(console: Console, result: OpenbBench, timing: bool) -> None:
                 _number(p.std_pct),
                 _number(p.difference_pp, True),
                 _number(p.to_upper_pp),
+                _number(p.closed_pct),
+                "-" if p.wins is None else f"{p.wins}/{p.paired}",
                 f"{p.dropped:g}",
             ]
             table.add_row(*row, *([f"{p.decision_us:.0f}"] if timing else []))
@@ -91,6 +93,11 @@ def render_openb(console: Console, result: OpenbBench, timing: bool) -> None:
                 f"{ours.allocation_pct - fgd:+.2f} points",
                 markup=False,
             )
+        if ours is not None and ours.wins is not None:
+            closed = (
+                "" if ours.closed_pct is None else f"closes {ours.closed_pct:.1f}% of FGD's distance to the bound, "
+            )
+            console.print(f"gpusched {closed}beats FGD on {ours.wins} of {ours.paired} seeds", markup=False)
         if trace.upper_pct is not None and trace.lower_pct is not None and trace.gap_pp is not None:
             console.print(
                 f"offline optimum of these pods, placed all at once: between {trace.lower_pct:.2f}% (a checked "
@@ -192,12 +199,15 @@ def render_dra_bench(console: Console, result: DraBench) -> None:
 
 
 def render_mig_bench(console: Console, result: MigBench) -> None:
+    bound = "-" if result.reconfigured_bound is None else f"{result.reconfigured_bound:g} reconfigured"
     console.print(
-        f"mig plan on {result.gpus} GPUs ({result.nodes} nodes, {'random' if result.random_layouts else 'common'} "
+        f"mig plan on {result.gpus} GPUs ({result.nodes} nodes, "
+        f"{'realistic' if result.realistic else 'random' if result.random_layouts else 'common'} "
         f"layouts; {result.classes} classes, {result.options} layouts to choose from): "
         f"demand {', '.join(f'{k}={v}' for k, v in result.demand.items())}; {result.status}, "
         f"{'met' if result.met else 'NOT met'}, {result.reconfigured} GPUs reconfigured, "
-        f"{result.unused_slices} unused slices; solve {result.solve_seconds:.3f} s, total {result.seconds:.3f} s "
+        f"{result.unused_slices} unused slices (bound {bound}); solve {result.solve_seconds:.3f} s, total "
+        f"{result.seconds:.3f} s ({result.cpu_seconds:.2f} s of processor time), limit {result.time_limit:g} s "
         f"(first-fit reconfigures {result.first_fit_reconfigured}, met: {'yes' if result.first_fit_met else 'no'})",
         markup=False,
     )
@@ -206,7 +216,8 @@ def render_mig_bench(console: Console, result: MigBench) -> None:
 def render_plan_bench(console: Console, result: PlanBench) -> None:
     gap = "-" if result.gap is None else f"{100 * result.gap:.2f}%"
     console.print(
-        f"plan {result.jobs} jobs on {result.nodes} nodes ({result.gpus} GPUs, {result.busy_fraction:.0%} busy"
+        f"plan {result.jobs} jobs on {result.nodes} {'realistic ' if result.realistic else ''}nodes "
+        f"({result.gpus} GPUs, {result.busy_fraction:.0%} busy"
         f"{', every node a different cpu and memory' if result.distinct_nodes else ''}): "
         f"{result.status} (gap {gap}), {result.jobs_placed} jobs placed, {result.weighted_gpus} weighted GPUs; "
         f"{result.seconds:.2f} s in all ({result.cpu_seconds:.2f} s of processor time), limit {result.time_limit:g} s "
@@ -219,6 +230,8 @@ def render_plan_bench(console: Console, result: PlanBench) -> None:
         f"{result.pod_shapes} pod shapes ({result.gpu_shapes} as the GPUs see them), {result.patterns} patterns",
         markup=False,
     )
+    if result.ran_out:
+        console.print(f"out of time: {', '.join(result.ran_out)}", markup=False)
     if result.warm_start is None:
         why = "proven without" if result.status == "OPTIMAL" else "out of time before"
         console.print(f"answer: the {result.source} plan, {why} a heuristic to start from", markup=False)
@@ -244,7 +257,8 @@ def render_plan_bench(console: Console, result: PlanBench) -> None:
 def render_repair_bench(console: Console, result: RepairBench) -> None:
     console.print(
         f"{result.command} on {result.nodes} nodes ({result.running} running pods, {result.kinds} kinds of node): "
-        f"{result.status} in {result.seconds:g} s (solver {result.solve_seconds:g} s); {result.objective}",
+        f"{result.status} in {result.seconds:g} s ({result.cpu_seconds:g} s of processor time, limit "
+        f"{result.time_limit:g} s; solver {result.solve_seconds:g} s); {result.objective}",
         markup=False,
     )
 

@@ -224,7 +224,7 @@ class _Search:
                         f"limit of {MAX_RESULTS}, with {minimum} already accounted for"
                     )
                 minimum += need
-            self.constraints.append([_Constraint(c) for c in claim.spec.devices.constraints])
+            self.constraints.append([_Constraint(c) for c in self.inventory.constraints(claim)])
 
     def _size(self, ci: int, key: tuple[int, int, int], data: RequestData) -> None:
         """ExactCount takes its count; All takes every selectable device and refuses incomplete or invalid pools."""

@@ -1,4 +1,6 @@
-"""Placement policies on the milli model, behind one interface: score the feasible nodes, pick the GPUs.
+"""Share policies: the online placement rules of the milli model (the FGD paper's experiment), behind one interface
+(score the feasible nodes, pick the GPUs) and one registry, SHARE_POLICIES. They are not `place`'s rankings
+(`planner/ranking.py`): binpack, spread and topology here are those rankings carried over to GPUs shared in milli.
 
 The FGD paper's six are implemented from their definitions in the paper and its simulator
 (hkust-adsl/kubernetes-scheduler-simulator), integer scores included: kube-scheduler scores are integers 0..100,
@@ -10,23 +12,32 @@ in `place`, ties to the node name; here a node has no NVLink islands, so topolog
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import ClassVar
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import ClassVar, TypeVar
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ...scenarios.openb import MILLI
 from .frag import TargetWorkload
 from .state import PodTable, SharePod, ShareState
 
-__all__ = ["FGD_POLICIES", "GPUSCHED_POLICIES", "POLICIES", "Choice", "SharePolicy", "policy_named"]
+__all__ = [
+    "FGD_POLICIES",
+    "GPUSCHED_POLICIES",
+    "SHARE_POLICIES",
+    "Choice",
+    "PolicyArgs",
+    "PolicyRegistry",
+    "PolicySpec",
+    "SharePolicy",
+    "share_policy",
+]
 
 MAX_SPEC_CPU = 128000  # the simulator's normalisers: the largest node's cpu and GPU milli
 MAX_SPEC_GPU = 8 * MILLI
 MAX_SCORE = 100
-STRAND_WEIGHT = (
-    1.0  # gpusched's policy: fragment milli per GPU milli stranded by CPU (chosen on the five shipped traces)
-)
 
 Choice = tuple[int, tuple[int, ...]]  # node, GPUs
 
@@ -46,16 +57,31 @@ def _loosest(state: ShareState, pod: SharePod, node: int) -> tuple[int, ...]:
     return state.whole_gpus(node, pod.gpus)
 
 
+class PolicyArgs(BaseModel):
+    """A share policy's typed arguments (`name:key=value:…` on the command line); none by default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
 class SharePolicy:
     """Scores feasible nodes (higher is better); the best wins, ties to the node first in `order`."""
 
     name: ClassVar[str]
+    Args: ClassVar[type[PolicyArgs]] = PolicyArgs
     shuffled_ties: ClassVar[bool] = True  # ties in a random node order drawn per run (else by node name)
 
-    def __init__(self, state: ShareState, table: PodTable, target: TargetWorkload, rng: np.random.Generator) -> None:
+    def __init__(
+        self,
+        state: ShareState,
+        table: PodTable,
+        target: TargetWorkload,
+        rng: np.random.Generator,
+        args: PolicyArgs | None = None,
+    ) -> None:
         self.state = state
         self.table = table
         self.target = target
+        self.args = args if args is not None else self.Args()
         self.order = rng.permutation(state.size) if self.shuffled_ties else np.arange(state.size)
 
     def scores(self, pod: SharePod, nodes: np.ndarray) -> np.ndarray:
@@ -234,8 +260,15 @@ class Fgd(SharePolicy):
 
     name = "FGD"
 
-    def __init__(self, state: ShareState, table: PodTable, target: TargetWorkload, rng: np.random.Generator) -> None:
-        super().__init__(state, table, target, rng)
+    def __init__(
+        self,
+        state: ShareState,
+        table: PodTable,
+        target: TargetWorkload,
+        rng: np.random.Generator,
+        args: PolicyArgs | None = None,
+    ) -> None:
+        super().__init__(state, table, target, rng, args)
         self.cache = FragmentationCache(state, table, target, fgd_score, self.measure)
         self._gpus = np.zeros(0, dtype=np.int64)
         self._nodes = np.zeros(0, dtype=np.int64)
@@ -258,10 +291,16 @@ class Fgd(SharePolicy):
         return self.state.whole_gpus(node, pod.gpus)
 
 
+class GpuschedArgs(PolicyArgs):
+    strand: float = Field(
+        1.0, ge=0, le=100, allow_inf_nan=False, description="fragment milli per GPU milli stranded by CPU"
+    )
+
+
 class Gpusched(Fgd):
     """gpusched's own: FGD on a fragmentation that also counts the GPUs stranded by CPU.
 
-    The measure is FGD's F_n plus STRAND_WEIGHT × the free GPU milli that the node's free CPU cannot feed at the
+    The measure is FGD's F_n plus `strand` × the free GPU milli that the node's free CPU cannot feed at the
     workload's CPU per GPU milli (`TargetWorkload.stranded`). FGD alone sees a node with eight free GPUs and CPU for
     one pod as unfragmented for every class that still fits once, so it lets CPU-only and CPU-hungry pods eat the
     CPU of GPU-rich nodes; this measure makes that cost visible. Where the workload, CPU-only pods included, asks
@@ -274,14 +313,27 @@ class Gpusched(Fgd):
 
     name = "gpusched"
 
-    def __init__(self, state: ShareState, table: PodTable, target: TargetWorkload, rng: np.random.Generator) -> None:
-        super().__init__(state, table, target, rng)
+    Args = GpuschedArgs
+
+    def __init__(
+        self,
+        state: ShareState,
+        table: PodTable,
+        target: TargetWorkload,
+        rng: np.random.Generator,
+        args: PolicyArgs | None = None,
+    ) -> None:
+        args = GpuschedArgs() if args is None else args
+        if not isinstance(args, GpuschedArgs):
+            raise TypeError(f"gpusched takes GpuschedArgs, not {type(args).__name__}")
+        self.strand = args.strand  # before FGD's cache measures the nodes
+        super().__init__(state, table, target, rng, args)
         self.cpu_only_cache = (
             FragmentationCache(state, table, target, fgd_score, target.frag) if target.cpu_scarce else None
         )
 
     def measure(self, left: np.ndarray, cpu: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-        return self.target.frag(left, cpu, nodes) + STRAND_WEIGHT * self.target.stranded(left, cpu)
+        return self.target.frag(left, cpu, nodes) + self.strand * self.target.stranded(left, cpu)
 
     def cache_for(self, pod: SharePod) -> FragmentationCache:
         return self.cpu_only_cache if self.cpu_only_cache is not None and not pod.gpus else self.cache
@@ -328,14 +380,87 @@ class Topology(SharePolicy):
         return -(whole * (MAX_SPEC_GPU + MILLI) + s.gpu_total_left[nodes] - pod.total_milli).astype(np.float64)
 
 
+P = TypeVar("P", bound=type[SharePolicy])
+
+
+class PolicyRegistry:
+    """Share policies by name, case-insensitively; a name registered twice is refused (a policy shadowing another
+    would change every benchmark that names it)."""
+
+    def __init__(self) -> None:
+        self._policies: dict[str, type[SharePolicy]] = {}
+
+    def register(self, policy: P) -> P:
+        key = policy.name.lower()
+        if key in self._policies:
+            raise ValueError(f"share policy {policy.name!r} is registered twice ({self._policies[key].__qualname__})")
+        self._policies[key] = policy
+        return policy
+
+    def __iter__(self) -> Iterator[str]:
+        return (policy.name for policy in self._policies.values())
+
+    def __len__(self) -> int:
+        return len(self._policies)
+
+    def get(self, name: str) -> type[SharePolicy]:
+        found = self._policies.get(name.lower())
+        if found is None:
+            raise ValueError(f"unknown policy {name!r}: expected one of {', '.join(self)}")
+        return found
+
+    def spec(self, text: str) -> PolicySpec:
+        """`name` or `name:key=value:…`, the values checked against the policy's Args (ValueError naming them)."""
+        name, *pairs = (part.strip() for part in text.strip().split(":"))
+        policy = self.get(name)
+        given: dict[str, str] = {}
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip():
+                raise ValueError(f"policy {policy.name}: expected key=value, got {pair!r}")
+            if key.strip() in given:
+                raise ValueError(f"policy {policy.name}: {key.strip()} given twice")
+            given[key.strip()] = value.strip()
+        try:
+            args = policy.Args.model_validate(given)
+        except ValidationError as error:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in error.errors())
+            fields = ", ".join(policy.Args.model_fields) or "none"
+            raise ValueError(f"policy {policy.name}: {problems} (arguments: {fields})") from None
+        return PolicySpec(policy, args)
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """A share policy with its arguments: what a run names (`label`) and builds."""
+
+    policy: type[SharePolicy]
+    args: PolicyArgs
+
+    @property
+    def label(self) -> str:
+        """The name, then each argument set away from its default, in the Args' order: `gpusched:strand=0.5`."""
+        given = self.args.model_dump(exclude_defaults=True)
+        return ":".join(
+            [
+                self.policy.name,
+                *(f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}" for key, value in given.items()),
+            ]
+        )
+
+    def build(
+        self, state: ShareState, table: PodTable, target: TargetWorkload, rng: np.random.Generator
+    ) -> SharePolicy:
+        return self.policy(state, table, target, rng, self.args)
+
+
+SHARE_POLICIES = PolicyRegistry()
 FGD_POLICIES: tuple[type[SharePolicy], ...] = (Random, DotProd, GpuClustering, GpuPacking, BestFit, Fgd)
 GPUSCHED_POLICIES: tuple[type[SharePolicy], ...] = (Binpack, Spread, Topology, Gpusched)
-POLICIES: dict[str, type[SharePolicy]] = {p.name: p for p in FGD_POLICIES + GPUSCHED_POLICIES}
+for _policy in FGD_POLICIES + GPUSCHED_POLICIES:
+    SHARE_POLICIES.register(_policy)
 
 
-def policy_named(name: str) -> type[SharePolicy]:
-    """A policy by its name, case-insensitively."""
-    found = {key.lower(): policy for key, policy in POLICIES.items()}.get(name.lower())
-    if found is None:
-        raise ValueError(f"unknown policy {name!r}: expected one of {', '.join(POLICIES)}")
-    return found
+def share_policy(text: str) -> PolicySpec:
+    """A registered share policy with its arguments, from `name` or `name:key=value:…`."""
+    return SHARE_POLICIES.spec(text)

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from ....errors import InputError
 from ....models.cluster import Cluster
+from ...validate import require_valid
 from ..disrupt import Budgets, out_of_time
 from ..solver import Infeasible, SolverConfig
 from .baselines import descheduler
-from .extract import commands_for, extract, order_moves
+from .extract import DefragPlan, Unorderable, commands_for, extract, schedule
 from .model import caps_after, move_options, node_classes, solve_moves
 from .report import DefragReport, Greedy, Move, ShapeInfo, Step, TargetPlacement, TargetShape, parse_shape
-from .validate import validate
+from .validate import defrag_violations
 from .world import World, build_world, room_for
 
 __all__ = [
@@ -65,6 +66,16 @@ def _why(world: World, max_moves: int | None) -> str:
     return f"the pods that would have to leave fit nowhere else{limit}"
 
 
+def _unorderable(world: World, plan: DefragPlan, why: str) -> str:
+    """The best plan's moves form a cycle its disruption budgets will not let any pod break."""
+    budgets = Budgets.of(world.cluster)
+    names = sorted({budgets.names[i] for m in plan.moves for i in budgets.selecting(world.movers[m.pod])})
+    return (
+        f"the fewest moves ({len(plan.moves)}) form a cycle that disruption budget(s) {', '.join(names)} will not "
+        f"let any pod break: {why} (a plan of more moves was not searched)"
+    )
+
+
 def defrag(
     cluster: Cluster, shape: TargetShape, max_moves: int | None = None, config: SolverConfig | None = None
 ) -> DefragReport:
@@ -94,8 +105,12 @@ def defrag(
     if counts is None:
         return out_of_time(report, solve, config)
     plan = extract(world, classes, counts)
-    steps = order_moves(plan.moves, world)
-    validate(world, plan, steps)
+    try:
+        moves, steps = schedule(plan.moves, world, plan.targets)
+    except Unorderable as error:
+        return report.model_copy(update={"reason": _unorderable(world, plan, str(error)), "solve": solve})
+    plan = DefragPlan(moves, plan.targets)
+    require_valid("a defrag plan", defrag_violations(world, plan, steps))
     return report.model_copy(
         update={
             "feasible": True,

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ....models.workload import GpuNeeds
+from ...validate import Violation
 from ..solver import SolveReport
 
 __all__ = ["DefragReport", "Greedy", "Move", "ShapeInfo", "Step", "TargetPlacement", "TargetShape", "parse_shape"]
@@ -83,7 +84,7 @@ class Greedy(BaseModel):
     targets: int = Field(description="target pods that fit afterwards")
     fits: bool
     valid: bool
-    problems: list[str] = Field(default_factory=list)
+    problems: list[Violation] = Field(default_factory=list)
 
 
 class ShapeInfo(BaseModel):

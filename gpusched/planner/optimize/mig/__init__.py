@@ -11,6 +11,7 @@ reconfigure the fewest GPUs, then leave the fewest unused slices on them.
 from __future__ import annotations
 
 from ....models.cluster import Cluster
+from ...validate import require_valid
 from ..solver import Infeasible, SolverConfig, solve_lexicographic
 from .extract import build_report, extract
 from .layouts import inventory, outcome
@@ -47,8 +48,7 @@ def plan_mig(cluster: Cluster, demand: dict[str, int], config: SolverConfig) -> 
         tie_break, values = canonical_optimum(built.model, classes, built.counts, config, report.seconds, values)
     layouts = extract(classes, [[values[v.index] for v in row] for row in built.counts])
     result = outcome(gpus, layouts, demand)
-    problems = layout_violations(cluster, gpus, layouts, demand)
-    problems += disagreements(gpus, result, report)
-    if problems:
-        raise RuntimeError("the MIG plan failed validation: " + "; ".join(problems))
+    require_valid(
+        "the MIG plan", layout_violations(cluster, gpus, layouts, demand) + disagreements(gpus, result, report)
+    )
     return build_report(cluster, gpus, classes, demand, layouts, result, report, tie_break)

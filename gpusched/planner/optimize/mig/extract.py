@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ....models.cluster import Cluster, MigInstance, Node
 from ...state import ClusterState, advertised
+from ...validate import require_valid
 from ..solver import SolveReport
 from .baselines import all_balanced, first_fit
 from .layouts import Layout, MigGpu, NewInstance, RepartitionOutcome, instances_after, outcome
@@ -145,9 +146,7 @@ def build_report(
     by_name = {gpu.name: gpu for gpu in gpus}
     rows = [PlanRow(plan="optimum", outcome=result)]
     for name, heuristic in (("first-fit", first_fit(gpus, demand)), ("all-balanced", all_balanced(gpus))):
-        problems = layout_violations(cluster, gpus, heuristic, demand)
-        if problems:
-            raise RuntimeError(f"the {name} plan failed validation: " + "; ".join(problems))
+        require_valid(f"the {name} plan", layout_violations(cluster, gpus, heuristic, demand))
         rows.append(PlanRow(plan=name, outcome=outcome(gpus, heuristic, demand)))
     return MigPlan(
         demand=demand,

@@ -8,6 +8,7 @@ import time
 from ....models.cluster import Cluster
 from ....models.offers import NODEPOOL, Offers
 from ...pending import PendingJob
+from ...validate import require_valid
 from ..solver import SolverConfig, collector_paused, solve_lexicographic
 from .baselines import EXPANDERS, Problem, cluster_autoscaler, karpenter, outcome
 from .existing import use_existing
@@ -90,9 +91,7 @@ def scale_up(cluster: Cluster, jobs: list[PendingJob], offers: Offers, config: S
                 weights, unplaced, fleet.cost(), len(fleet.nodes)
             ):
                 kept, fleet, unplaced = f"floor ({other[0].name})", other[1], other[2]
-        problems = plan_violations(cluster, existing, fleet, jobs, capacity, unplaced)
-        if problems:
-            raise RuntimeError("internal error: a scale-up plan failed validation: " + "; ".join(problems[:5]))
+        require_valid("a scale-up plan", plan_violations(cluster, existing, fleet, jobs, capacity, unplaced))
         status, bound, gap = _quality(solve, weights, unplaced, fleet, bool(found))
     return ScaleUpReport(
         nodepool=offers.nodepool,

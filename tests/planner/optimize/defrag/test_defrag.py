@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from gpusched.errors import InputError
 from gpusched.models.cluster import Cluster
 from gpusched.planner.optimize.defrag import Move, defrag, parse_shape
-from gpusched.planner.optimize.defrag.extract import order_moves
+from gpusched.planner.optimize.defrag.extract import Unorderable, order_moves, schedule
 from gpusched.planner.optimize.defrag.world import build_world
 from gpusched.planner.optimize.disrupt import Budgets, without
 from gpusched.planner.optimize.solver import SolverConfig
@@ -112,6 +112,19 @@ class TestHandWorked:
         report = defrag(_cluster(nodes, running, budget), parse_shape("4@island"))
         assert [m.pod for m in report.moves] == ["b", "c"]  # two moves, not the pinned one
 
+    def test_a_shape_that_fits_beside_a_node_already_over_its_cpu_moves_nothing(self, gpusched, write):
+        """a runs 6 cpus on 4: no pod asking cpu may land there, but the target asks none and fits as it is."""
+        nodes = [
+            _node("a", 8, [list(range(8))], {0: "hog"}, cpu="4"),
+            _node("b", 8, [list(range(8))], {0: "x", 1: "y"}, cpu="4"),
+        ]
+        running = {"hog": {"cpu": "6"}, "x": {"cpu": "1"}, "y": {"cpu": "1"}}
+        cluster = write("c.json", {"nodes": nodes, "running": running})
+        result = gpusched("defrag", cluster, "--for", "6x2", "--json")
+        report = result.json()
+        assert result.exit_code == 0 and report["feasible"] and report["moves"] == []
+        assert report["solve"]["status"] == "OPTIMAL" and len(report["targets"]) == 2
+
     def test_a_moved_pod_keeps_its_model(self):
         nodes = [_node("x", 2, [[0, 1]], {0: "a"}), _node("y", 2, [[0, 1]], {}, gpu={"model": "H100-SXM5-80GB"})]
         cluster = _cluster(nodes, {"a": {"model": "A100-SXM4-80GB"}})
@@ -148,7 +161,7 @@ class TestBadInput:
 @st.composite
 def small_cases(draw):
     nodes, running = [], {}
-    for n in range(draw(st.integers(2, 3))):
+    for n in range(3):
         count = draw(st.integers(2, 4))
         split = draw(st.integers(1, count))
         islands = [list(range(split))] + ([list(range(split, count))] if split < count else [])
@@ -274,7 +287,7 @@ def test_moves_wait_for_cpu_to_be_freed_and_a_cpu_cycle_evicts_first():
 
 
 def test_a_cycle_is_broken_by_a_pod_outside_the_budget_its_partners_share():
-    nodes = [_node("n", 4, [], {0: "a", 1: "b", 2: "c"})]
+    nodes = [_node("n", 3, [], {0: "a", 1: "b", 2: "c"})]  # no GPU free: the cycle must be broken by an eviction
     running = {"a": {"labels": {"app": "x"}}, "b": {"labels": {"app": "x"}}, "c": {}}
     cluster = _cluster(nodes, running, [{"name": "x", "selector": {"app": "x"}, "max_unavailable": 2}])
     world = build_world(cluster, parse_shape("1"), Budgets.of(cluster))
@@ -314,3 +327,123 @@ def test_cpu_tight_defrags_order_their_moves_validly(case):
         return
     if report.feasible:
         assert sorted(s.pod for s in report.steps if s.action != "evict") == sorted(m.pod for m in report.moves)
+
+
+@st.composite
+def overcommitted(draw):
+    """Three nodes with cpu that the running pods may already exceed (kube-scheduler let them, or they came first)."""
+    nodes, running = [], {}
+    for n in range(3):
+        busy = {}
+        for g in range(4):
+            if draw(st.booleans()):
+                busy[g] = f"p{n}{g}"
+                running[f"p{n}{g}"] = {"cpu": str(draw(st.sampled_from([0, 1, 2, 4, 6])))}
+        nodes.append(_node(f"n{n}", 4, [], busy, cpu=str(draw(st.sampled_from([2, 4, 6, 8])))))
+    return _cluster(nodes, running), parse_shape(draw(st.sampled_from(["1", "2", "2x2", "3", "4@island"])))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(overcommitted())
+def test_a_shape_that_fits_as_the_cluster_is_needs_no_moves(case):
+    """Whatever the cpu: when the targets fit now, the answer is 0 moves, proven, never "no plan"."""
+    cluster, shape = case
+    try:
+        report = defrag(cluster, shape, config=SolverConfig(workers=1))
+    except InputError:
+        return
+    assert shape.pods is not None
+    if report.before >= shape.pods:
+        assert report.feasible and report.moves == [] and report.solve.optimal, report.reason
+
+
+def test_a_cycle_is_sent_round_a_free_gpu_instead_of_taking_two_pods_of_a_budget_down():
+    """r01 was sent onto r10's GPUs while r10 had to land on r01's: evict r01, move r10, re-create r01 took two pods
+    of budget x (max_unavailable 1) down at once. n2's free GPU 3 makes the same two moves acyclic."""
+    four = {"islands": [[0, 1], [2, 3]]}
+    nodes = [
+        _node("n0", 4, [], {0: "r00", 1: "r00", 3: "r01"}),
+        _node("n1", 4, four["islands"], {1: "r10", 2: "r10", 3: "r11"}),
+        _node("n2", 4, [], {0: "r20", 1: "r21", 2: "r21"}),
+    ]
+    x = {"labels": {"app": "x"}}
+    running = {"r00": x, "r01": x, "r10": x, "r11": x | {"nvlink": True}, "r20": {}, "r21": x | {"nvlink": True}}
+    budget = [{"name": "x", "selector": {"app": "x"}, "max_unavailable": 1}]
+    report = defrag(_cluster(nodes, running, budget), parse_shape("2@island"))
+    assert report.solve.optimal and (len(report.moves), report.gpus_moved) == (2, 3)
+    assert [(s.action, s.pod, s.node) for s in report.steps] == [("move", "r01", "n2"), ("move", "r10", "n0")]
+
+
+@st.composite
+def budgeted(draw):
+    """Nodes nearly full of 1- and 2-GPU pods, most under one budget of max_unavailable 1: moves chain and cycle."""
+    nodes, running = [], {}
+    for n in range(draw(st.integers(2, 3))):
+        islands = draw(st.sampled_from([[[0, 1], [2, 3]], [[0, 1, 2, 3]], []]))
+        busy, g = {}, 0
+        while g < 4:
+            size = draw(st.sampled_from([0, 1, 2, 2]))
+            if size == 0 or g + size > 4:
+                g += 1
+                continue
+            name = f"r{n}{g}"
+            busy |= dict.fromkeys(range(g, g + size), name)
+            running[name] = {"nvlink": draw(st.booleans()), "labels": {"app": draw(st.sampled_from("xxxy"))}}
+            g += size
+        nodes.append(_node(f"n{n}", 4, islands, busy))
+    shape = parse_shape(draw(st.sampled_from(["2@island", "2x2@island", "3", "4", "2x2", "4@island"])))
+    return _cluster(nodes, running, [{"name": "x", "selector": {"app": "x"}, "max_unavailable": 1}]), shape
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(budgeted())
+def test_no_step_takes_two_pods_of_a_max_unavailable_1_budget_down(case):
+    """Counted here, step by step: a moved pod is down while it moves, an evicted one until it is re-created."""
+    cluster, shape = case
+    try:
+        report = defrag(cluster, shape, config=SolverConfig(workers=1))
+    except InputError:
+        return
+    labels = {name: needs.labels.get("app") for name, needs in cluster.running.items()}
+    down: set[str] = set()
+    for step in report.steps:
+        assert sum(labels[pod] == "x" for pod in down | {step.pod}) <= 1, report.steps
+        if step.action == "evict":
+            down.add(step.pod)
+        elif step.action == "create":
+            down.discard(step.pod)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(2, 4), st.permutations(range(4)), st.lists(st.sampled_from("xy"), min_size=4, max_size=4))
+def test_moves_in_any_cycle_are_ordered_within_their_budget(pods: int, where: list[int], apps: list[str]):
+    """Pods on GPUs 0..pods-1 of one node sent to a permutation of its 4 GPUs: any chain or cycle is ordered so that
+    at most one pod of budget x is down at any step, sent round a GPU the plan leaves free, or refused."""
+    names = [f"p{i}" for i in range(pods)]
+    nodes = [_node("n", 4, [], dict(enumerate(names)))]
+    running = {name: {"labels": {"app": apps[i]}} for i, name in enumerate(names)}
+    cluster = _cluster(nodes, running, [{"name": "x", "selector": {"app": "x"}, "max_unavailable": 1}])
+    world = build_world(cluster, parse_shape("1"), Budgets.of(cluster))
+    moves = [
+        Move(pod=name, gpus=1, from_node="n", from_gpus=[i], to_node="n", to_gpus=[where[i]])
+        for i, name in enumerate(names)
+        if where[i] != i
+    ]
+    try:
+        moved, steps = schedule(moves, world)
+    except Unorderable:
+        assert pods == 4  # a GPU left free breaks every cycle
+        return
+    held = {i: name for i, name in enumerate(names)}
+    down: set[str] = set()
+    for step in steps:
+        assert sum(running[pod]["labels"]["app"] == "x" for pod in down | {step.pod}) <= 1, steps
+        for gpu in [g for g, pod in held.items() if pod == step.pod]:
+            del held[gpu]
+        if step.action == "evict":
+            down.add(step.pod)
+            continue
+        assert all(g not in held for g in step.gpus), steps
+        held |= dict.fromkeys(step.gpus, step.pod)
+        down.discard(step.pod)
+    assert sorted(m.pod for m in moved) == sorted(m.pod for m in moves)

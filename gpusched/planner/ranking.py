@@ -1,9 +1,9 @@
-"""Placement policies as ranking keys: the smallest key wins, ties go to the node name.
+"""`place`'s rankings (its `--policy`): each a key per candidate node, the smallest wins, ties go to the node name.
 
 binpack ~ NodeResourcesFit MostAllocated, spread ~ LeastAllocated, topology = keep NVLink islands whole.
 With a GPU weight, binpack and spread are the real NodeResourcesFit score (integer arithmetic, MaxNodeScore 100)
 over cpu:1, memory:1 and the pod's GPU resource at that weight; kube-scheduler breaks ties at random, gpusched
-by node name so that runs repeat.
+by node name so that runs repeat. The openb experiment's online rules are share policies (`planner/gpushare`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from ..models.workload import GpuNeeds
 from .scheduler.plugins.gpudevices import GpuChoice
 from .state import DEFAULT_MEMORY, DEFAULT_MILLI_CPU, advertised
 
-__all__ = ["Policy", "POLICIES", "rank", "fit_score", "least_allocated", "most_allocated"]
+__all__ = ["RANKINGS", "Ranking", "rank", "fit_score", "least_allocated", "most_allocated"]
 
-Policy = Literal["binpack", "spread", "topology"]
-POLICIES: tuple[Policy, ...] = ("binpack", "spread", "topology")
+Ranking = Literal["binpack", "spread", "topology"]
+RANKINGS: tuple[Ranking, ...] = ("binpack", "spread", "topology")
 MAX_NODE_SCORE = 100
 
 
@@ -33,7 +33,7 @@ def most_allocated(requested: int, capacity: int) -> int:
     return min(requested, capacity) * MAX_NODE_SCORE // capacity
 
 
-def fit_score(option: GpuChoice, pod: GpuNeeds, gpus: int, policy: Policy, gpu_weight: int) -> int:
+def fit_score(option: GpuChoice, pod: GpuNeeds, gpus: int, policy: Ranking, gpu_weight: int) -> int:
     """NodeResourcesFit's score of the node for this pod, the pod's own request included (extended view)."""
     scorer = most_allocated if policy == "binpack" else least_allocated
     node = option.node
@@ -53,7 +53,7 @@ def fit_score(option: GpuChoice, pod: GpuNeeds, gpus: int, policy: Policy, gpu_w
     return total // weights if weights else 0
 
 
-def rank(option: GpuChoice, pod: GpuNeeds, gpus: int, policy: Policy, gpu_weight: int | None) -> tuple:
+def rank(option: GpuChoice, pod: GpuNeeds, gpus: int, policy: Ranking, gpu_weight: int | None) -> tuple:
     name = option.node.name
     if gpu_weight is not None:
         return (-fit_score(option, pod, gpus, policy, gpu_weight), name)
