@@ -56,7 +56,7 @@ class ScaleUpReport(BaseModel):
     placements: list[PodPlacement] = Field(description="pods on the new nodes")
     unplaced: list[str] = Field(description="jobs no offering (or limit) lets run")
     baselines: list[Outcome]
-    cpu_seconds: float
+    cpu_seconds: float = Field(description="CPU seconds of gpusched's plan: the floor, the model, its solve, packing")
 
 
 class Removal(BaseModel):
@@ -85,4 +85,5 @@ class ScaleDownReport(BaseModel):
     moves: list[PodPlacement] = Field(description="where each evicted pod goes")
     kept_by_rule: dict[str, str] = Field(description="node -> why it cannot go (do-not-disrupt, budget, unmovable)")
     baselines: list[DownOutcome]
+    kept: str = Field(description="whose order the answer is: gpusched-order, or an autoscaler rule that did better")
     cpu_seconds: float
