@@ -12,6 +12,7 @@ Beside it, kube-scheduler's DefaultPreemption on the same input, pod by pod, in 
 
 from __future__ import annotations
 
+from ....errors import InputError
 from ....models.cluster import Cluster
 from ....models.workload import Job, Pod
 from ...scheduler.framework import Status, fit_error
@@ -66,7 +67,7 @@ def preempt(cluster: Cluster, item: Pod | Job, config: SolverConfig | None = Non
     running = {pod.name: pod.node for pod in cluster.running_pods()}
     for name in pending.pod_names():
         if name in running:
-            raise ValueError(f"{name} is already running on {running[name]}: preempt plans for a pending pod")
+            raise InputError(name, f"is already running on {running[name]}: preempt plans for a pending pod")
     budgets = Budgets.of(cluster)
     state = running_state(cluster)
     classes, statuses = [], {}
