@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from ..errors import InputError
-from ..planner.optimize.scale import ScaleUpReport, scale_up
+from ..planner.optimize.scale import ScaleDownReport, ScaleUpReport, scale_down, scale_up
 from ..planner.optimize.scale.nodepool import DEFAULT_NODE_CLASS, nodepool
 from ..planner.pending import pending_jobs
 from ..scenarios import load_cluster, load_pending
@@ -146,6 +146,72 @@ def render_up(console: Console, report: ScaleUpReport) -> None:
             str(other.nodes),
             share,
             str(len(other.unplaced)),
+            f"{other.seconds:.2f}",
+        )
+    console.print(compare)
+
+
+@names(lambda report: [object_name("node", removal["node"]) for removal in report["removals"]])
+@shape(ScaleDownReport)
+@scale_app.command("down")
+def down_command(
+    cluster: Annotated[
+        str, typer.Argument(metavar="CLUSTER", help="cluster or scenario file, built-in scenario, kubectl dump folder")
+    ],
+    offers: Annotated[
+        str | None,
+        typer.Option("--offers", metavar="FILE", help="prices (and cheaper offerings to replace nodes by)"),
+    ] = None,
+    time_limit: TimeLimit = 10.0,
+    workers: SolverWorkers = DEFAULT_WORKERS,
+    seed: Seed = 0,
+    as_json: JsonFlag = False,
+) -> None:
+    """Nodes to remove (their pods moved to the nodes kept) or replace by a cheaper offering, with the fewest and
+    least important evictions: disruption budgets, karpenter.sh/do-not-disrupt, gangs whole, pods that cannot move
+    stay; savings per hour (with --offers) and a bound; beside Karpenter's consolidation and Cluster Autoscaler's
+    utilisation-threshold scale-down. Deleting the nodes is left to you or the autoscaler."""
+
+    def body() -> int:
+        config = solver_config(time_limit, workers, seed)
+        model = load_cluster(cluster)
+        catalogue = load_offers(offers) if offers else None
+        show(scale_down(model, catalogue, config), as_json, render_down)
+        return 0
+
+    run(body)
+
+
+def render_down(console: Console, report: ScaleDownReport) -> None:
+    bound = "-" if report.bound_per_hour is None else f"{report.bound_per_hour:g}"
+    gap = "-" if report.gap is None else f"{100 * report.gap:.1f}%"
+    console.print(
+        f"plan: {report.status}, saves {report.saves_per_hour:g} per hour removing {len(report.removals)} node(s) "
+        f"(bound {bound}, gap {gap}; order {report.kept})",
+        markup=False,
+    )
+    table = new_table("node", "action", "saves per hour", "evicted")
+    for removal in report.removals:
+        action = f"replace by {removal.replacement}" if removal.replacement else removal.action
+        table.add_row(removal.node, action, f"{removal.saves_per_hour:g}", ", ".join(removal.evicted) or "-")
+    if report.removals:
+        console.print(table)
+    for move in report.moves:
+        where = f"MIG {move.mig}" if move.mig else f"GPUs {move.gpus}"
+        console.print(f"{move.pod} -> {move.node} {where}", markup=False)
+    for node, why in report.kept_by_rule.items():
+        console.print(f"{node} stays: {why}", markup=False)
+    compare = new_table("rule", "saves per hour", "nodes", "evictions", "CPU s")
+    evictions = sum(len(r.evicted) for r in report.removals)
+    compare.add_row(
+        "gpusched", f"{report.saves_per_hour:g}", str(len(report.removals)), str(evictions), f"{report.cpu_seconds:.2f}"
+    )
+    for other in report.baselines:
+        compare.add_row(
+            other.name,
+            f"{other.saves_per_hour:g}",
+            str(len(other.removed)),
+            str(other.evictions),
             f"{other.seconds:.2f}",
         )
     console.print(compare)

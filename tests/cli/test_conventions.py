@@ -320,6 +320,7 @@ def test_every_command_that_prints_json_publishes_its_shape(gpusched):
         ["k8s", "examples/kind/gpu-c.json", "--nodes", "examples/kind/nodes.json"],
         ["import", "--nodes", "tests/data/import/nodes.json"],
         ["scale", "up", "crowded", "examples/scale/backlog.yaml", "--offers", "examples/scale/offers.yaml"],
+        ["scale", "down", "examples/scale/pool.yaml", "--offers", "examples/scale/offers.yaml"],
     ],
 )
 def test_what_a_command_prints_is_its_published_shape(gpusched, args, monkeypatch):

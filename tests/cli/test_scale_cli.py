@@ -62,3 +62,13 @@ def test_up_bad_offers_exit_2_naming_file_and_field(gpusched, write):
     )
     result = gpusched("scale", "up", "crowded", BACKLOG, "--offers", OFFERS, "--emit", "kueue")
     assert result.exit_code == 2 and "--emit: expected karpenter" in result.stderr
+
+
+def test_down_prints_the_nodes_that_go(gpusched):
+    pool = str(ROOT / "examples/scale/pool.yaml")
+    result = gpusched("scale", "down", pool, "--offers", OFFERS)
+    assert result.exit_code == 0, result.stderr
+    assert result.lines[0].startswith("plan: OPTIMAL, saves 48.52 per hour removing 3 node(s)")
+    assert "p4d-3 stays: ml/notebook has karpenter.sh/do-not-disrupt" in result.lines
+    names = gpusched("scale", "down", pool, "--offers", OFFERS, "-o", "name").lines
+    assert sorted(names) == ["node/g6-1", "node/p4d-1", "node/p4d-2"]

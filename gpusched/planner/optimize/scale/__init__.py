@@ -11,14 +11,15 @@ from ...pending import PendingJob
 from ...validate import require_valid
 from ..solver import SolverConfig, collector_paused, solve_lexicographic
 from .baselines import EXPANDERS, Problem, cluster_autoscaler, karpenter, outcome
+from .down import scale_down
 from .existing import use_existing
 from .extract import extract, hint
 from .model import build
-from .report import NewNode, Outcome, PodPlacement, ScaleUpReport
+from .report import NewNode, Outcome, PodPlacement, ScaleDownReport, ScaleUpReport
 from .validate import plan_violations
 from .world import PRICE_SCALE, Capacity, Fleet, Group, Offering, groups, offerings
 
-__all__ = ["scale_up", "ScaleUpReport", "capacity_of", "compatibility"]
+__all__ = ["scale_up", "scale_down", "ScaleUpReport", "ScaleDownReport", "capacity_of", "compatibility"]
 
 
 def capacity_of(cluster: Cluster, offers: Offers) -> Capacity:

@@ -85,4 +85,5 @@ class ScaleDownReport(BaseModel):
     moves: list[PodPlacement] = Field(description="where each evicted pod goes")
     kept_by_rule: dict[str, str] = Field(description="node -> why it cannot go (do-not-disrupt, budget, unmovable)")
     baselines: list[DownOutcome]
+    kept: str = Field(description="whose order the answer is: gpusched-order, or an autoscaler rule that did better")
     cpu_seconds: float
