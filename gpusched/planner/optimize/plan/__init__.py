@@ -29,7 +29,7 @@ from ...state import ClusterState, NodeState
 from ...validate import require_valid
 from ..classes import NodeClass, PodShape, node_classes
 from ..solver import LevelReport, SolverConfig, SolveReport, collector_paused, solve_lexicographic
-from .baselines import greedy, greedy_plan
+from .baselines import greedy, greedy_cut, greedy_plan
 from .extract import extract, plan_metrics
 from .model import JobType, OutOfTime, PlanModel, binding_nodes, build, hint, job_types
 from .report import (
@@ -100,6 +100,7 @@ class _Heuristics:
     pod: list[HeuristicResult] = field(default_factory=list)
     took: dict[str, float] = field(default_factory=dict)
     start: list[PlannedPod] = field(default_factory=list)
+    cut: tuple[str, Metrics, list[PlannedPod]] | None = None  # the first, stopped at its deadline: a floor still
 
     def best(self) -> HeuristicResult | None:
         return max(self.gang, key=lambda h: _rank(h.metrics), default=None)
@@ -117,7 +118,13 @@ class _Heuristics:
             began = time.perf_counter()
             if found and began + took > deadline:
                 break
-            result = greedy_plan(cluster, jobs, policy, "gang", sizes, deadline if found else max(deadline, last))
+            if found:
+                result = greedy_plan(cluster, jobs, policy, "gang", sizes, deadline)
+            else:  # the first: cut at `last`, what it placed by then is still the floor (every job whole)
+                metrics, pods, finished = greedy_cut(cluster, jobs, policy, "gang", sizes, max(deadline, last))
+                result = (metrics, pods) if finished else None
+                if not finished:
+                    self.cut = (policy, metrics, pods)
             if result is None:
                 break
             took = self.took[policy] = time.perf_counter() - began
@@ -146,8 +153,14 @@ class _Heuristics:
         ]
 
     def answers(self, jobs: list[PendingJob]) -> list[_Answer]:
-        """The best gang-mode heuristic's plan, if one ran."""
+        """The best gang-mode heuristic's plan, if one ran; else the first one's, as far as it got."""
         best = self.best()
+        if best is None and self.cut is not None:
+            policy, metrics, pods = self.cut
+            placed = {a.job for a in pods}
+            left_out = [job.name for job in jobs if job.name not in placed]
+            source = f"{policy} (gang), cut at the deadline after {metrics.jobs_placed} jobs placed"
+            return [_Answer(list(pods), left_out, metrics, None, source)]
         if best is None:
             return []
         placed = {a.job for a in self.start}
