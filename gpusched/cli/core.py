@@ -487,9 +487,9 @@ def _replay_queue(
     as_json: bool,
 ) -> int:
     if pod is not None or kubeconfig is not None:
-        raise ValueError("--queue replays --pods against --nodes: drop POD and --kubeconfig")
+        raise usage("--queue replays --pods against --nodes: drop POD and --kubeconfig")
     if not nodes or not pods:
-        raise ValueError("--queue needs --nodes and --pods (kubectl get nodes,pods -o json)")
+        raise usage("--queue needs --nodes and --pods (kubectl get nodes,pods -o json)")
     release = parse_version(k8s_version or NEWEST_RELEASE)
     context = {
         "objects": load_objects(objects, pods=False, version=release) if objects else None,

@@ -265,7 +265,7 @@ def toleration_of(text: str) -> Toleration:
         problem = error.errors(include_url=False)[0]
         where = ".".join(map(str, problem["loc"]))
         message = str(problem["msg"]).removeprefix("Value error, ")
-        raise ValueError(f"--toleration {text!r}: {where + ': ' if where else ''}{message}") from None
+        raise usage(f"--toleration {text!r}: {where + ': ' if where else ''}{message}") from None
 
 
 @names(lambda report: [object_name("pod", move["pod"]) for move in report["moves"]])
@@ -344,7 +344,7 @@ def defrag_command(
             try:
                 target = shape_like(item, parse_shape(shape, "--for") if shape else None, given)
             except ValueError as error:
-                raise ValueError(f"--like: {error}") from None
+                raise usage(f"--like: {error}") from None
             report = defrag(opened.cluster if opened else load_cluster(where), target, max_moves, config)
             if not apply or not report.feasible:
                 show(report, as_json, render_defrag)
