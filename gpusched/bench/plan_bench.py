@@ -51,6 +51,7 @@ class PlanBench(BaseModel):
     patterns: int
     jobs_placed: int
     weighted_gpus: int
+    ran_out: list[str] = Field(default_factory=list)  # the phases the deadline stopped
     source: str  # which plan is the answer: "gpu view" (the first stage's), "full", or a heuristic's
     warm_start: str | None  # the heuristic the solve started from; None when the first stage needed none
     warm_start_jobs: int | None
@@ -182,6 +183,7 @@ def _timed(
         jobs_placed=report.metrics.jobs_placed,
         weighted_gpus=report.metrics.weighted_gpus,
         source=report.source,
+        ran_out=report.ran_out,
         warm_start=None if start is None else f"{start.policy} ({start.mode})",
         warm_start_jobs=None if start is None else start.metrics.jobs_placed,
         warm_start_weighted_gpus=None if start is None else start.metrics.weighted_gpus,

@@ -248,6 +248,8 @@ def render_plan(console: Console, report: PlanReport) -> None:
     for reason in dict.fromkeys(skipped.reason for skipped in report.not_run):
         names = [f"{h.policy} ({h.mode})" for h in report.not_run if h.reason == reason]
         console.print(f"not run: {', '.join(names)}: {reason}", markup=False)
+    if report.ran_out:
+        console.print(f"out of time: {', '.join(report.ran_out)} (the answer: {report.source})", markup=False)
     spent = ", ".join(f"{name} {seconds:.2f}" for name, seconds in report.phases.items())
     console.print(f"time: {report.seconds:.2f} s of {report.solve.time_limit:g} s ({spent})", markup=False)
 

@@ -11,6 +11,7 @@ import difflib
 import os
 import typing
 import warnings
+from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import GpuschedWarning, InputError
+from ..errors import GpuschedWarning, InputError, LimitError
 from ..files import parse as _parse
 from ..files import read_document
 from ..models.cluster import Cluster
@@ -215,16 +216,38 @@ def _warn_unknown_models(source: str, cluster: Cluster, prefix: str) -> None:
         )
 
 
+MAX_REUSE = 16  # scenarios that reuse one another's cluster, one inside the next
+_reusing: ContextVar[tuple[str, ...]] = ContextVar("gpusched_reusing", default=())  # the scenarios being read
+
+
+def _identity(source: str) -> str:
+    """One name per file however it is written (`a.yaml`, `./a.yaml`), and `scenario X` for a built-in one."""
+    source = source.removeprefix("scenario ")
+    try:
+        return os.path.realpath(source) if Path(source).is_file() else source
+    except (OSError, ValueError):
+        return source
+
+
 def _scenario(source: str, name: str, data: dict[str, Any]) -> Scenario:
     unknown = set(data) - {"description", "cluster", "pods", "jobs"}
     if unknown:
         raise InputError(source, "unknown keys (expected description, cluster, pods, jobs)", ", ".join(sorted(unknown)))
     cluster_data = data["cluster"]
     if isinstance(cluster_data, str):  # a scenario may reuse another scenario's cluster by name
+        chain = _reusing.get()
+        if _identity(cluster_data) in {_identity(s) for s in (*chain, source)}:
+            loop = " -> ".join((*chain, source, cluster_data))
+            raise InputError(source, f"the scenarios name each other as their cluster ({loop})", "cluster")
+        if len(chain) >= MAX_REUSE:
+            raise LimitError(source, f"more than {MAX_REUSE} scenarios reuse one another's cluster", "cluster")
+        token = _reusing.set((*chain, source))
         try:
             cluster = load_scenario(cluster_data).cluster
         except InputError as error:
             raise InputError(source, str(error), "cluster") from None
+        finally:
+            _reusing.reset(token)
     else:
         cluster = _cluster(source, cluster_data, "cluster.")
     pods = validate(source, {"pods": data["pods"]}, PodList) if "pods" in data else None

@@ -230,6 +230,8 @@ def render_plan_bench(console: Console, result: PlanBench) -> None:
         f"{result.pod_shapes} pod shapes ({result.gpu_shapes} as the GPUs see them), {result.patterns} patterns",
         markup=False,
     )
+    if result.ran_out:
+        console.print(f"out of time: {', '.join(result.ran_out)}", markup=False)
     if result.warm_start is None:
         why = "proven without" if result.status == "OPTIMAL" else "out of time before"
         console.print(f"answer: the {result.source} plan, {why} a heuristic to start from", markup=False)

@@ -276,7 +276,12 @@ class Selector:
             raise CelError(f"not modelled by gpusched: {self.missing} (the CEL library lacks it)")
         extra: frozenset[str] = frozenset()
         while True:
-            result = self.program.eval(device.activation(extra))
+            try:
+                result = self.program.eval(device.activation(extra))
+            except RuntimeError as error:  # the library's iteration budget, where the estimate did not see it
+                if "Iteration budget" not in str(error):
+                    raise
+                raise CelError(f"not modelled by gpusched: comprehension iterations {_BUDGET_WORDS}") from None
             value = result.value()
             if isinstance(value, bool):
                 return value
@@ -394,7 +399,9 @@ def _compile(expression: str, fields: tuple[str, ...], extensions: tuple[tuple[s
             text = re.sub(r"^[A-Z_]+: ", "", str(error).strip())
             text = re.sub(r"\s*\[[A-Z_]+\]$", "", text)
         else:
-            _api_server_checks(source, expression, origin)
+            most = _api_server_checks(source, expression, origin)
+            if most >= ITERATION_BUDGET:  # the API server runs it; the library gpusched evaluates with would stop
+                return Selector(expression, None, f"up to {most} comprehension iterations, {_BUDGET_WORDS}")
             return Selector(expression, _with_cel_go_strings(source, program))
         renamed, origin = _rename_owned(source, text, origin)
         if renamed == source:
@@ -402,7 +409,7 @@ def _compile(expression: str, fields: tuple[str, ...], extensions: tuple[tuple[s
         source = renamed
     if _FORMAT_LIBRARY.search(text):
         return Selector(expression, None, "Kubernetes' format library")
-    problems, _ = api_server_problems(
+    problems, _, _ = api_server_problems(
         source, _constant_error
     )  # where the API server's types fail first, its checker says so
     if problems:
@@ -424,10 +431,11 @@ def forget_compiled() -> None:
     _compile.cache_clear()
 
 
-def _api_server_checks(source: str, expression: str, origin: list[int]) -> None:
-    """What the API server refuses after its type check (celcheck), in its words."""
+def _api_server_checks(source: str, expression: str, origin: list[int]) -> int:
+    """What the API server refuses after its type check (celcheck), in its words; else the most comprehension
+    iterations the expression can run."""
     try:
-        problems, over_budget = api_server_problems(source, _constant_error)
+        problems, over_budget, most = api_server_problems(source, _constant_error)
     except (OutputTypeError, InstantiationError) as error:
         raise CelError(str(error)) from None
     if problems:
@@ -436,11 +444,24 @@ def _api_server_checks(source: str, expression: str, origin: list[int]) -> None:
         )
     if over_budget:
         raise CelError(COST_WORDS)
+    return most
+
+
+# The CEL library (cel-cpp) stops an evaluation at its 10,000th comprehension iteration, all loops together, and
+# gpusched cannot set that option; the API server has no such budget (its cost limit alone), so an expression
+# within the cost limit that could run that many is "not modelled" (compiled, failing every device, saying why).
+ITERATION_BUDGET = 10_000
+_BUDGET_WORDS = f"past the {ITERATION_BUDGET - 1} the CEL library runs in one evaluation (the API server runs them)"
 
 
 def _constant_error(text: str) -> str | None:
     """A constant expression's error, in cel-go's words, or None when it evaluates."""
-    value = _env().compile(text).eval(data={"device": {}})
+    try:
+        value = _env().compile(text).eval(data={"device": {}})
+    except RuntimeError as error:
+        if "Iteration budget" not in str(error):
+            raise
+        return None  # the API server evaluates it: no error it would report
     if value.type().name() != "ERROR":
         return None
     return go_words(str(value.value()))

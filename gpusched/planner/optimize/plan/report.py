@@ -128,3 +128,8 @@ class PlanReport(BaseModel):
     not_run: list[NotRun] = Field(
         default_factory=list, description="the heuristics (of 3 policies × pod and gang) with no row: out of time"
     )
+    ran_out: list[str] = Field(
+        default_factory=list,
+        description="the phases the deadline stopped ('model', 'solve (round 1)', ...): the answer is the best "
+        "plan found before, never worse than the heuristic floor",
+    )
