@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from pydantic import AfterValidator
@@ -28,6 +31,8 @@ __all__ = [
     "MAX_MEMORY_GIB",
     "MAX_SECONDS",
     "setting",
+    "command_budget",
+    "command_steps",
     "at_import",
     "check_settings",
     "at_most",
@@ -86,6 +91,27 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1  # pod priority (spec.priority) is an
 INT64_MAX = 2**63 - 1  # the largest quantity Kubernetes keeps as an integer
 MAX_MEMORY_GIB = float(INT64_MAX >> 30)  # GPU memory in GiB whose bytes are still an int64 quantity
 MAX_POD_GPUS = MAX_GPUS_PER_NODE * MAX_REPLICAS  # no node could hold more GPUs (or replicas) for one pod
+
+
+DEFAULT_COMMAND_STEPS = 10_000_000  # devices the DRA searches of one command may try together: some 30 s
+_command_steps: ContextVar[list[int] | None] = ContextVar("gpusched_command_steps", default=None)
+
+
+@contextmanager
+def command_budget() -> Iterator[None]:
+    """One budget of DRA search steps for everything inside (the CLI: one command), GPUSCHED_DRA_COMMAND_STEPS
+    devices tried over all nodes and claims; each node's own search limit (GPUSCHED_DRA_MAX_STEPS) still applies.
+    Without it a command with 1,000 nodes of impossible claims would try 1,000 times a node's limit."""
+    token = _command_steps.set([setting("GPUSCHED_DRA_COMMAND_STEPS", DEFAULT_COMMAND_STEPS)])
+    try:
+        yield
+    finally:
+        _command_steps.reset(token)
+
+
+def command_steps() -> list[int] | None:
+    """The steps left to the current command, as a one-item list its searches spend from (None: no budget)."""
+    return _command_steps.get()
 
 
 def at_most(limit: int, variable: str) -> AfterValidator:

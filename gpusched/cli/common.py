@@ -46,7 +46,7 @@ from rich.table import Table
 
 from ..errors import INTERNAL, GpuschedError, GpuschedWarning, Infeasible, InputError
 from ..files import check_target, write_files
-from ..limits import check_settings
+from ..limits import check_settings, command_budget
 from ..planner.frag import DEFAULT_SIZES
 
 
@@ -367,7 +367,8 @@ def _run(body: Callable[[], int]) -> None:
             warnings.simplefilter("always", GpuschedWarning)
             try:
                 check_settings()
-                code = body()
+                with command_budget():
+                    code = body()
             finally:
                 for doubt in dict.fromkeys(str(item.message) for item in doubts if item.category is GpuschedWarning):
                     err.print(f"warning: {doubt}", markup=False)

@@ -13,6 +13,7 @@ from ..models.graph import build_graph
 from ..models.offers import Offers
 from ..models.workload import JobList, PodList
 from ..planner.allreduce import AllReduce, ring_allreduce
+from ..planner.dra.objects import load_objects
 from ..planner.emit import DEFAULT_GPU_WEIGHT, kueue_setup, scheduler_config
 from ..planner.frag import FragReport, fragmentation
 from ..planner.gang import GangReport, Mode, simulate
@@ -20,7 +21,9 @@ from ..planner.gpumap import node_summaries
 from ..planner.place import DEFAULT_GRADIENT_GB, PlaceReport, place
 from ..planner.scheduler.framework import NEWEST as NEWEST_RELEASE
 from ..planner.scheduler.live import predict_live
-from ..planner.scheduler.predict import K8sPrediction, predict_files
+from ..planner.scheduler.predict import K8sPrediction, parse_version, predict_files
+from ..planner.scheduler.profile import load_profiles
+from ..planner.scheduler.queue import QueueReplay, replay
 from ..planner.scheduler.views import View
 from ..planner.state import ClusterState, advertised
 from ..scenarios import (
@@ -28,6 +31,7 @@ from ..scenarios import (
     load_jobs,
     load_pods,
     load_scenario,
+    read_document,
     scenario_names,
 )
 from . import render
@@ -354,17 +358,18 @@ def gang_command(
     run(body)
 
 
-@names(lambda result: [object_name("node", node) for node in result["feasible"]])
-@shape(K8sPrediction)
+@names(lambda result: [object_name("node", node) for node in _k8s_nodes(result)])
+@shape(K8sPrediction | QueueReplay)
 @app.command("k8s")
 def k8s_command(
     pod: Annotated[
-        str,
+        str | None,
         typer.Argument(
             metavar="POD",
-            help="kubectl get pod NAME -o json (a file, - for stdin); with --kubeconfig: the pod's [NAMESPACE/]NAME",
+            help="kubectl get pod NAME -o json (a file, - for stdin); with --kubeconfig: the pod's [NAMESPACE/]NAME; "
+            "none with --queue",
         ),
-    ],
+    ] = None,
     nodes: Annotated[str | None, typer.Option("--nodes", metavar="FILE", help="kubectl get nodes -o json")] = None,
     pods: Annotated[
         str | None, typer.Option("--pods", metavar="FILE", help="kubectl get pods -A -o json: what is bound where")
@@ -418,11 +423,24 @@ def k8s_command(
             "percentageOfNodesToScore); default: the release's default profile",
         ),
     ] = None,
+    queue: Annotated[
+        bool,
+        typer.Option(
+            "--queue",
+            help="replay every pending pod of --pods in the scheduler's queue order (priority, then creation), each "
+            "bound where the scheduler picks before the next",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Predict kube-scheduler's verdict for one pod: the nodes that fit, or the FailedScheduling message word for word."""
 
     def body() -> int:
+        if queue:
+            return _replay_queue(pod, nodes, pods, k8s_version, objects, pdbs, namespaces, pvcs, scheduler_config,
+                                 kubeconfig, as_json)  # fmt: skip
+        if pod is None:
+            raise ValueError("POD is required (kubectl get pod NAME -o json), or --queue to replay --pods")
         server = live(kubeconfig, nodes)
         if server:
             if nodes or pods or objects or pdbs or namespaces or pvcs or scheduler_config:
@@ -444,3 +462,40 @@ def k8s_command(
         return 0 if result.fits else 1
 
     run(body)
+
+
+def _k8s_nodes(result: dict) -> list[str]:
+    """-o name: the feasible nodes, or with --queue the nodes the pods bind to."""
+    if "steps" in result:
+        return [step["node"] for step in result["steps"] if step["node"]]
+    return list(result["feasible"])
+
+
+def _replay_queue(
+    pod: str | None,
+    nodes: str | None,
+    pods: str | None,
+    k8s_version: str | None,
+    objects: list[str] | None,
+    pdbs: str | None,
+    namespaces: str | None,
+    pvcs: str | None,
+    scheduler_config: str | None,
+    kubeconfig: str | None,
+    as_json: bool,
+) -> int:
+    if pod is not None or kubeconfig is not None:
+        raise ValueError("--queue replays --pods against --nodes: drop POD and --kubeconfig")
+    if not nodes or not pods:
+        raise ValueError("--queue needs --nodes and --pods (kubectl get nodes,pods -o json)")
+    release = parse_version(k8s_version or NEWEST_RELEASE)
+    context = {
+        "objects": load_objects(objects, pods=False, version=release) if objects else None,
+        "pdbs_doc": read_document(pdbs) if pdbs else None,
+        "namespaces_doc": read_document(namespaces) if namespaces else None,
+        "pvcs_doc": read_document(pvcs) if pvcs else None,
+    }
+    profiles = load_profiles(scheduler_config)[0] if scheduler_config else None
+    result = replay(read_document(nodes), read_document(pods), release, (nodes, pods), profiles, **context)
+    show(result, as_json, render.queue)
+    return 0 if result.all_bound else 1

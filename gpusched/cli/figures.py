@@ -27,6 +27,8 @@ def figure_target(option: str, name: str | None) -> Path | None:
         raise usage(f"{option}: expected a file name")
     require("matplotlib", "plots")
     path = Path(name)
+    if len(os.fsencode(path.name)) > 255:  # the system would refuse even to look it up
+        check_output(option, name)
     if path.is_dir():
         raise usage(f"{option}: {path} is a folder; give {_ENDINGS}")
     if path.suffix.lower().lstrip(".") not in FIGURE_FORMATS:

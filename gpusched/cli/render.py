@@ -14,6 +14,7 @@ from ..planner.gang import GangReport
 from ..planner.place import PlaceReport, PodResult
 from ..planner.scheduler.names import NODE_RESOURCES_FIT
 from ..planner.scheduler.predict import K8sPrediction
+from ..planner.scheduler.queue import QueueReplay
 from ..planner.scheduler.scoring import ScoreReport
 from .common import new_table
 
@@ -159,6 +160,20 @@ def k8s(console: Console, result: K8sPrediction) -> None:
         others = [choice.node for choice in result.nominations[1:]]
         if others:
             console.print(f"or, at random, one of: {', '.join(others)}", markup=False)
+
+
+def queue(console: Console, result: QueueReplay) -> None:
+    """One line per pending pod in queue order: where it binds (or the tie), or why it stays pending."""
+    for number, step in enumerate(result.steps, 1):
+        head = f"{number}. {step.pod} (priority {step.priority})"
+        if step.node:
+            tie = f" (tied: one of {', '.join(step.tied)}; the replay goes on with {step.node})" if step.tied else ""
+            console.print(f"{head} -> {step.node}{tie}", markup=False)
+        elif step.never_tried:
+            console.print(f"{head} never tried: {step.never_tried}", markup=False)
+        else:
+            nominated = f" (preemption would nominate {step.nominated}; not replayed)" if step.nominated else ""
+            console.print(f"{head} pending: {step.message}{nominated}", markup=False)
 
 
 def scores(console: Console, report: ScoreReport) -> None:

@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_PREEMPTION",
     "NODE_RESOURCES_BALANCED_ALLOCATION",
     "IMAGE_LOCALITY",
+    "VOLUME_BINDING",
     "GPU_DEVICES",
 ]
 
@@ -32,4 +33,5 @@ DYNAMIC_RESOURCES = "DynamicResources"
 DEFAULT_PREEMPTION = "DefaultPreemption"
 NODE_RESOURCES_BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
 IMAGE_LOCALITY = "ImageLocality"
+VOLUME_BINDING = "VolumeBinding"
 GPU_DEVICES = "GpuDevices"  # gpusched's own: the GPU view's check of model, memory, sharing, MIG and NVLink

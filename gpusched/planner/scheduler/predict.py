@@ -51,7 +51,7 @@ from .framework import (
     outside_prefilter,
     unresolvable,
 )
-from .names import NODE_AFFINITY, NODE_NAME, NODE_UNSCHEDULABLE, TAINT_TOLERATION
+from .names import NODE_AFFINITY, NODE_NAME, NODE_UNSCHEDULABLE, TAINT_TOLERATION, VOLUME_BINDING
 from .nodeinfo import KubeNodeInfo, snapshot
 from .plugins import (
     defaultpreemption,
@@ -516,7 +516,7 @@ def _pre_enqueue(pod: KubePod, objects: DraObjects | None) -> PreEnqueue | None:
 
 def not_modelled(pod: KubePod, pods: list[KubePod], namespaces: NamespaceLabels | None) -> list[str]:
     """What the default profile's filters would read here that gpusched does not model (or was not given)."""
-    found = [f"volume {volume}: VolumeBinding, VolumeRestrictions, VolumeZone, NodeVolumeLimits"
+    found = [f"volume {volume}: {VOLUME_BINDING}, VolumeRestrictions, VolumeZone, NodeVolumeLimits"
              for volume in pod.volumes]  # fmt: skip
     terms = [*pod.pod_affinity, *pod.pod_anti_affinity, *(t for other in pods for t in other.pod_anti_affinity)]
     if namespaces is None and any(term.reads_namespace_labels for term in terms):

@@ -27,7 +27,9 @@ from .names import (
     NODE_RESOURCES_FIT,
     POD_TOPOLOGY_SPREAD,
     TAINT_TOLERATION,
+    VOLUME_BINDING,
 )
+from .runtime import REGISTRY
 
 __all__ = ["Profile", "default_profile", "load_profiles", "SCORE_PLUGINS", "STRATEGIES"]
 
@@ -36,6 +38,7 @@ DEFAULT_WEIGHTS: dict[str, int] = {
     TAINT_TOLERATION: 3,
     NODE_AFFINITY: 2,
     NODE_RESOURCES_FIT: 1,
+    VOLUME_BINDING: 1,
     POD_TOPOLOGY_SPREAD: 2,
     INTER_POD_AFFINITY: 2,
     DYNAMIC_RESOURCES: 1,
@@ -43,8 +46,6 @@ DEFAULT_WEIGHTS: dict[str, int] = {
     IMAGE_LOCALITY: 1,
 }
 SCORE_PLUGINS = tuple(DEFAULT_WEIGHTS)
-# Score plugins of kube-scheduler's registry that are not in the default profile; gpusched models none of them.
-_OTHER_SCORE_PLUGINS = ("VolumeBinding", "NodeResourcesLeastAllocated", "SelectorSpread")
 STRATEGIES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
 DEFAULT_RESOURCES = (("cpu", 1), ("memory", 1))
 DEFAULT_SHAPE = ((0, 10), (100, 0))  # RequestedToCapacityRatio's default: least allocated, on 0..10
@@ -158,8 +159,12 @@ def _profile(reader: _Reader, entry: dict, path: str, top_percentage: int | None
             weight = reader.integer(weight, f"{where}.enabled[{index}].weight", 1, 100)
             if plugin in DEFAULT_WEIGHTS:
                 weights[plugin] = weight
-            elif plugin in _OTHER_SCORE_PLUGINS:
-                unmodelled.append(f"Score plugin {plugin} (profile {name})")
+            elif plugin in REGISTRY:
+                unmodelled.append(
+                    f"{plugin}'s Score (profile {name}): {REGISTRY[plugin].not_modelled or 'not simulated'}"
+                )
+            else:
+                unmodelled.append(f"plugin {plugin} (profile {name}): not in kube-scheduler's in-tree registry")
     profile = Profile(scheduler_name=name, weights=weights, percentage=percentage if percentage is not None
                       else top_percentage, unmodelled=tuple(unmodelled))  # fmt: skip
     for index, config in enumerate(reader.items(entry.get("pluginConfig"), f"{path}.pluginConfig")):

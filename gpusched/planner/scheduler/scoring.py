@@ -12,6 +12,9 @@ NormalizeScore and the weights of the profile, then selectHost (pkg/scheduler/sc
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from pydantic import BaseModel, Field
 
 from ...models.kube import KubePod
@@ -24,13 +27,14 @@ from .names import (
     NODE_AFFINITY,
     POD_TOPOLOGY_SPREAD,
     TAINT_TOLERATION,
+    VOLUME_BINDING,
 )
 from .nodeinfo import KubeNodeInfo
 from .plugins import imagelocality, interpodaffinity, nodeaffinity, podtopologyspread, resourceallocation
 from .plugins.tainttoleration import intolerable_prefer_no_schedule
 from .profile import Profile
 
-__all__ = ["PluginScores", "ScoreReport", "num_feasible_nodes_to_find", "score_nodes"]
+__all__ = ["PluginScores", "ScoreReport", "SCORERS", "num_feasible_nodes_to_find", "score_nodes"]
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -99,11 +103,10 @@ def score_nodes(
             f"sample; shown: all {len(feasible)} feasible nodes, normalised together"
         )
     by_name = {info.name: info.alone() for info in infos}  # scoring sees no nominated pods
-    scored = [by_name[name] for name in feasible]
-    every = list(by_name.values())
-    nodes = [info.node for info in every]
+    cycle = _Cycle(pod, [by_name[name] for name in feasible], list(by_name.values()), profile, version, namespaces,
+                   dra_scores)  # fmt: skip
     for plugin, weight in profile.weights.items():
-        found = _plugin_scores(plugin, pod, scored, every, nodes, profile, version, namespaces, dra_scores)
+        found = SCORERS[plugin](cycle)
         if found is None:
             report.skipped.append(plugin)
         else:
@@ -120,40 +123,79 @@ def score_nodes(
     return report
 
 
-def _plugin_scores(
-    plugin: str,
-    pod: KubePod,
-    scored: list[KubeNodeInfo],
-    every: list[KubeNodeInfo],
-    nodes: list,
-    profile: Profile,
-    version: Version,
-    namespaces: NamespaceLabels | None,
-    dra_scores: dict[str, int] | None,
-) -> dict[str, int] | None:
-    if plugin == TAINT_TOLERATION:
-        raw = {i.name: intolerable_prefer_no_schedule(i.taints, pod.tolerations) for i in scored}
-        return _default_normalized(raw, reverse=True)
-    if plugin == NODE_AFFINITY:
-        if not pod.preferred_node_affinity:
-            return None
-        return _default_normalized({i.name: nodeaffinity.preferred_score(pod, i.labels, i.name) for i in scored})
-    if plugin == resourceallocation.FIT:
-        return {i.name: resourceallocation.fit_score(pod, i, profile) for i in scored}
-    if plugin == resourceallocation.BALANCED:
-        if resourceallocation.balanced_skipped(pod, profile):
-            return None
-        return {i.name: resourceallocation.balanced_score(pod, i, profile) for i in scored}
-    if plugin == POD_TOPOLOGY_SPREAD:
-        return podtopologyspread.spread_scores(pod, scored, every)
-    if plugin == INTER_POD_AFFINITY:
-        return interpodaffinity.affinity_scores(pod, scored, every, namespaces, profile.hard_pod_affinity_weight,
-                                                profile.ignore_preferred_terms_of_existing_pods, version)  # fmt: skip
-    if plugin == IMAGE_LOCALITY:
-        held = imagelocality.holders(nodes)
-        return {i.name: imagelocality.image_score(pod, i.node, held, len(nodes)) for i in scored}
-    if plugin == DYNAMIC_RESOURCES:
-        if dra_scores is None:
-            return None
-        return _default_normalized({i.name: dra_scores.get(i.name, 0) for i in scored})
-    return None
+@dataclass(frozen=True)
+class _Cycle:
+    """What a Score plugin reads: the pod, the nodes scored, every node (their pods), the profile's args."""
+
+    pod: KubePod
+    scored: list[KubeNodeInfo]
+    every: list[KubeNodeInfo]
+    profile: Profile
+    version: Version
+    namespaces: NamespaceLabels | None
+    dra_scores: dict[str, int] | None
+
+
+Scorer = Callable[[_Cycle], "dict[str, int] | None"]  # normalised scores, None when PreScore skips the pod
+
+
+def _taints(c: _Cycle) -> dict[str, int] | None:
+    raw = {i.name: intolerable_prefer_no_schedule(i.taints, c.pod.tolerations) for i in c.scored}
+    return _default_normalized(raw, reverse=True)
+
+
+def _node_affinity(c: _Cycle) -> dict[str, int] | None:
+    if not c.pod.preferred_node_affinity:
+        return None
+    return _default_normalized({i.name: nodeaffinity.preferred_score(c.pod, i.labels, i.name) for i in c.scored})
+
+
+def _fit(c: _Cycle) -> dict[str, int] | None:
+    return {i.name: resourceallocation.fit_score(c.pod, i, c.profile) for i in c.scored}
+
+
+def _balanced(c: _Cycle) -> dict[str, int] | None:
+    if resourceallocation.balanced_skipped(c.pod, c.profile):
+        return None
+    return {i.name: resourceallocation.balanced_score(c.pod, i, c.profile, c.version) for i in c.scored}
+
+
+def _spread(c: _Cycle) -> dict[str, int] | None:
+    return podtopologyspread.spread_scores(c.pod, c.scored, c.every)
+
+
+def _inter_pod(c: _Cycle) -> dict[str, int] | None:
+    profile = c.profile
+    return interpodaffinity.affinity_scores(c.pod, c.scored, c.every, c.namespaces, profile.hard_pod_affinity_weight,
+                                            profile.ignore_preferred_terms_of_existing_pods, c.version)  # fmt: skip
+
+
+def _images(c: _Cycle) -> dict[str, int] | None:
+    nodes = [info.node for info in c.every]
+    held = imagelocality.holders(nodes)
+    return {i.name: imagelocality.image_score(c.pod, i.node, held, len(nodes)) for i in c.scored}
+
+
+def _dra(c: _Cycle) -> dict[str, int] | None:
+    """0 everywhere for a pod without claims (logged, not skipped)."""
+    return _default_normalized({i.name: (c.dra_scores or {}).get(i.name, 0) for i in c.scored})
+
+
+def _volumes(c: _Cycle) -> dict[str, int] | None:
+    """VolumeBinding scores only with StorageCapacityScoring and volumes to bind: 0 for a pod without claims (its
+    volumes are `not_modelled`)."""
+    return dict.fromkeys((i.name for i in c.scored), 0)
+
+
+# One scorer per plugin of the registry with a Score extension point (a test holds them equal).
+SCORERS: dict[str, Scorer] = {
+    TAINT_TOLERATION: _taints,
+    NODE_AFFINITY: _node_affinity,
+    resourceallocation.FIT: _fit,
+    POD_TOPOLOGY_SPREAD: _spread,
+    INTER_POD_AFFINITY: _inter_pod,
+    VOLUME_BINDING: _volumes,
+    DYNAMIC_RESOURCES: _dra,
+    resourceallocation.BALANCED: _balanced,
+    IMAGE_LOCALITY: _images,
+}

@@ -59,6 +59,7 @@ class NodeContext:
     catalogue: Catalogue
     findings: Findings
     sources: dict[str, str] = field(default_factory=dict)
+    origin: str = "nodes"  # the input the node came from (a file, or a server's /api/v1/nodes)
 
     @property
     def name(self) -> str:
@@ -128,9 +129,9 @@ def infer_gpus(ctx: NodeContext) -> Gpus | None:
 
 def _too_many(ctx: NodeContext, what: str, value: int, most: int, field: str) -> LimitError:
     return LimitError(
-        f"node {ctx.name}",
+        ctx.origin,
         f"{what} {value}: more than the {most} a node may have (set GPUSCHED_MAX_GPUS_PER_NODE to raise the limit)",
-        field,
+        f"node {ctx.name}: {field}",
     )
 
 

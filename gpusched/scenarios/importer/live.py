@@ -19,11 +19,12 @@ def read_live(kubeconfig: str, context: str | None, topology: Sequence[str] = ()
     """Nodes, Pods, and (where the server serves resource.k8s.io/v1) ResourceSlices and ResourceClaims."""
     api = connect(kubeconfig, context)
     with api:
-        nodes = ("/api/v1/nodes", call(api, "GET", "/api/v1/nodes", kind="NodeList"))
-        pods = ("/api/v1/pods", call(api, "GET", "/api/v1/pods", kind="PodList"))
+        server = api.configuration.host  # the sources an error names: this server's answer to that request
+        nodes = (f"{server}/api/v1/nodes", call(api, "GET", "/api/v1/nodes", kind="NodeList"))
+        pods = (f"{server}/api/v1/pods", call(api, "GET", "/api/v1/pods", kind="PodList"))
         # a server that does not serve resource.k8s.io/v1 answers 404: no DRA objects
         objects = [
-            (path, found)
+            (f"{server}{path}", found)
             for path, kind in DRA_PATHS
             if (found := call(api, "GET", path, missing_ok=True, kind=kind)) is not None
         ]

@@ -63,11 +63,15 @@ def test_every_default_score_plugin_by_hand():
     assert found["NodeResourcesFit"] == {"a": 90, "b": 84, "c": 73}
     assert found["PodTopologySpread"] == {"a": 100, "b": 100, "c": 0}  # z2 holds one web pod
     assert found["InterPodAffinity"] == {"a": 100, "b": 100, "c": 0}  # -50 on c, normalised min..max
-    assert found["NodeResourcesBalancedAllocation"] == {"a": 96, "b": 90, "c": 89}  # 100 * (1 - |1/8 - 1/16| / 2)
+    # the balance with the pod, 100 * (1 - |1/8 - 1/16| / 2) = 96 on a, against 100 without: 50 + (50 + 96 - 100) / 2
+    assert found["NodeResourcesBalancedAllocation"] == {"a": 73, "b": 70, "c": 73}
     assert found["ImageLocality"] == {"a": 13, "b": 0, "c": 0}  # 500 MB on 1 of 3 nodes, 23..1000 MB
-    assert result.scores.skipped == ["DynamicResources"]
-    assert result.scores.totals == {"a": 799, "b": 1074, "c": 462}
+    assert found["VolumeBinding"] == found["DynamicResources"] == {"a": 0, "b": 0, "c": 0}  # scored, as 0
+    assert result.scores.skipped == []
+    assert result.scores.totals == {"a": 776, "b": 1054, "c": 446}  # as the real 1.37.2 logs them (--v=10)
     assert result.scores.top == ["b"]
+    before = predict(listed(*NODES), listed(web("x", on="c", cpu="2", memory="4Gi")), target(), "1.35")
+    assert scores_of(before)["NodeResourcesBalancedAllocation"] == {"a": 96, "b": 90, "c": 89}  # the balance itself
 
 
 def test_ties_are_a_set_and_one_node_is_not_scored():
@@ -82,7 +86,7 @@ def test_best_effort_pods_skip_balanced_allocation_but_fit_counts_nonzero_reques
     bare = pod("p")  # no requests: 100m and 200Mi for NodeResourcesFit
     result = predict(listed(node("a"), node("b", cpu="4")), None, bare)
     assert "NodeResourcesBalancedAllocation" in result.scores.skipped
-    # a: (7900*100//8000=98 + (16384-200)*100//16384=98) // 2; b: 3900*100//4000=97
+    # a: (7900*100//8000=98 + (16184*100//16384=98) // 2; b: 3900*100//4000=97
     assert scores_of(result)["NodeResourcesFit"] == {"a": 98, "b": 97}
 
 
@@ -176,7 +180,7 @@ def test_k8s_prints_the_scores(gpusched, write):
     assert run.exit_code == 0
     assert run.lines[0] == "fits: a, b, c"
     assert run.lines[1].split()[:3] == ["node", "TaintToleration", "x3"]
-    assert run.lines[3].split() == ["b", "100", "100", "84", "100", "100", "90", "0", "1074"]
+    assert run.lines[3].split() == ["b", "100", "100", "84", "0", "100", "100", "0", "70", "0", "1054"]
     assert "picks: b" in run.lines
 
 
@@ -193,3 +197,22 @@ def test_gpuscheds_own_emitted_profile_reads_back(gpusched, write, tmp_path):
     profile = _profiles(config)[0]
     assert not profile.system_spread and profile.unmodelled == ()
     assert "ImageLocality" not in profile.weights
+
+
+def test_the_registry_refuses_a_name_twice_and_every_score_plugin_has_a_scorer():
+    from gpusched.planner.scheduler.profile import SCORE_PLUGINS
+    from gpusched.planner.scheduler.runtime import REGISTRY, PluginSpec, Point, Registry
+    from gpusched.planner.scheduler.scoring import SCORERS
+
+    with pytest.raises(ValueError, match="already registered"):
+        Registry([PluginSpec("X", frozenset({Point.SCORE})), PluginSpec("X", frozenset())])
+    assert set(SCORERS) == set(REGISTRY.implementing(Point.SCORE)) == set(SCORE_PLUGINS)
+
+
+def test_a_score_plugin_gpusched_does_not_run_is_named():
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"plugins": {"score": {"enabled": [{"name": "VolumeZone"}, {"name": "MyPlugin"}]}}}]}  # fmt: skip
+    result = predict(listed(node("a"), node("b")), None, web("p"), profiles=_profiles(config))
+    notes = result.scores.not_modelled
+    assert any(note.startswith("VolumeZone's Score") for note in notes)
+    assert any("MyPlugin" in note and "in-tree registry" in note for note in notes)

@@ -17,9 +17,20 @@ from ..disrupt import Budgets, out_of_time
 from ..solver import Infeasible, SolverConfig
 from .baselines import descheduler
 from .extract import DefragPlan, Unorderable, commands_for, extract, schedule
-from .model import caps_after, move_options, node_classes, solve_moves
-from .report import DefragReport, Greedy, Move, ShapeInfo, Step, TargetPlacement, TargetShape, parse_shape
+from .model import move_options, node_classes, solve_moves
+from .report import (
+    DefragReport,
+    Greedy,
+    Move,
+    ShapeInfo,
+    Step,
+    TargetPlacement,
+    TargetShape,
+    parse_shape,
+    shape_like,
+)
 from .validate import defrag_violations
+from .why import why_no_plan
 from .world import World, build_world, room_for
 
 __all__ = [
@@ -31,6 +42,7 @@ __all__ = [
     "TargetShape",
     "defrag",
     "parse_shape",
+    "shape_like",
 ]
 
 
@@ -47,23 +59,6 @@ def _check_shape(world: World) -> None:
         largest = max((sum(len(i) for i in islands) for islands in world.islands.values()), default=0)
         if largest < shape.gpus:
             raise InputError("--for", f"no node has {shape.gpus} exclusive whole GPUs (the largest has {largest})")
-
-
-def _why(world: World, max_moves: int | None) -> str:
-    """Why no plan exists: too little room even with every movable pod gone, or the pods that leave fit nowhere."""
-    shape = world.shape
-    bound = 0
-    for name in world.islands:
-        if world.hosts_target[name]:
-            caps = caps_after(world, name, [p for p in world.movers.values() if p.node == name])
-            bound += sum(c // shape.gpus for c in caps) if shape.island else sum(caps) // shape.gpus
-    if shape.pods is not None and bound < shape.pods:
-        return (
-            f"even with every movable pod elsewhere there is room for {bound} of the {shape.pods} target pods "
-            "(pods pinned by disruption budgets, MIG instances, time-sliced nodes and taints stay in the way)"
-        )
-    limit = f" within {max_moves} moves" if max_moves is not None else ""
-    return f"the pods that would have to leave fit nowhere else{limit}"
 
 
 def _unorderable(world: World, plan: DefragPlan, why: str) -> str:
@@ -85,7 +80,8 @@ def defrag(
         raise ValueError(f"--max-moves: must be 0 or more, got {max_moves}")
     if shape.pods is None and max_moves is None:
         raise ValueError("--for GPUSxmax asks for as many as the moves allow: give --max-moves")
-    world = build_world(cluster, shape, Budgets.of(cluster))
+    budgets = Budgets.of(cluster)
+    world = build_world(cluster, shape, budgets)
     _check_shape(world)
     classes = node_classes(world)
     for node_class in classes:
@@ -101,7 +97,7 @@ def defrag(
     try:
         counts, solve = solve_moves(world, classes, config, max_moves)
     except Infeasible:
-        return report.model_copy(update={"reason": _why(world, max_moves)})
+        return report.model_copy(update={"reason": why_no_plan(world, budgets, max_moves)})
     if counts is None:
         return out_of_time(report, solve, config)
     plan = extract(world, classes, counts)

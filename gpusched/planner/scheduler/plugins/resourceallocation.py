@@ -10,8 +10,10 @@ not have (allocatable 0), are left out, with their weight.
   allocatable) * 100 / allocatable; both combined as sum(score * weight) / sum(weight), integer division.
 - RequestedToCapacityRatio: the shape (utilization %, score 0..10, scaled by 10) as a broken line at requested * 100 /
   allocatable (integer), the top of the line when over; resources scoring 0 leave the average, which is rounded.
-- BalancedAllocation: 100 * (1 - the standard deviation of the requested fractions, each at most 1); with two
-  resources |f1 - f2| / 2. A pod that requests none of its resources is skipped (PreScore, best effort).
+- BalancedAllocation: balance = 100 * (1 - the standard deviation of the requested fractions, each at most 1),
+  with two resources |f1 - f2| / 2. Up to 1.35 the score is the balance with the pod; from 1.36 the change it
+  makes, 50 + (50 + balance with - balance without) / 2 (kubernetes#135573; 75: no change). A pod that requests none
+  of its resources is skipped (PreScore, best effort).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ __all__ = ["MAX_NODE_SCORE", "fit_score", "balanced_score", "balanced_skipped", 
 
 MAX_NODE_SCORE = 100
 FIT, BALANCED = NODE_RESOURCES_FIT, NODE_RESOURCES_BALANCED_ALLOCATION
+BALANCE_CHANGE = (1, 36)  # BalancedAllocation scores the change of balance the pod makes
 
 
 def _allocatable_requested(info: KubeNodeInfo, resource: str, pod_request: int, nonzero: bool) -> tuple[int, int]:
@@ -42,15 +45,16 @@ def _allocatable_requested(info: KubeNodeInfo, resource: str, pod_request: int, 
 
 
 def _vectors(
-    pod: KubePod, info: KubeNodeInfo, resources: tuple[tuple[str, int], ...], nonzero: bool
+    pod: KubePod, info: KubeNodeInfo, resources: tuple[tuple[str, int], ...], nonzero: bool, with_pod: bool = True
 ) -> list[tuple[int, int, int]]:
-    """(requested, allocatable, weight) of each resource the node has."""
+    """(requested, allocatable, weight) of each resource the node has; `with_pod=False`: what the node's pods
+    request alone (the resources the pod's requests select)."""
     found = []
     for name, weight in resources:
         pod_request = (pod.nonzero if nonzero and name in ("cpu", "memory") else pod.requests).get(name, 0)
         allocatable, requested = _allocatable_requested(info, name, pod_request, nonzero)
         if allocatable:
-            found.append((requested, allocatable, weight))
+            found.append((requested if with_pod else requested - pod_request, allocatable, weight))
     return found
 
 
@@ -110,9 +114,8 @@ def balanced_skipped(pod: KubePod, profile: Profile) -> bool:
     return all(pod.requests.get(name, 0) == 0 for name, _ in profile.balanced_resources)
 
 
-def balanced_score(pod: KubePod, info: KubeNodeInfo, profile: Profile) -> int:
-    fractions = [min(requested / allocatable, 1.0)
-                 for requested, allocatable, _ in _vectors(pod, info, profile.balanced_resources, nonzero=False)]  # fmt: skip
+def _balance(vectors: list[tuple[int, int, int]]) -> int:
+    fractions = [min(requested / allocatable, 1.0) for requested, allocatable, _ in vectors]
     deviation = 0.0
     if len(fractions) == 2:
         deviation = abs((fractions[0] - fractions[1]) / 2)
@@ -120,3 +123,13 @@ def balanced_score(pod: KubePod, info: KubeNodeInfo, profile: Profile) -> int:
         mean = sum(fractions) / len(fractions)
         deviation = math.sqrt(sum((f - mean) * (f - mean) for f in fractions) / len(fractions))
     return int((1 - deviation) * MAX_NODE_SCORE)
+
+
+def balanced_score(pod: KubePod, info: KubeNodeInfo, profile: Profile, version: tuple[int, ...] = (1, 37)) -> int:
+    vectors = _vectors(pod, info, profile.balanced_resources, nonzero=False)
+    with_pod = _balance(vectors)
+    if tuple(version[:2]) < BALANCE_CHANGE:
+        return with_pod
+    without = _balance(_vectors(pod, info, profile.balanced_resources, nonzero=False, with_pod=False))
+    half = MAX_NODE_SCORE // 2
+    return half + _go_div(half + with_pod - without, 2)

@@ -10,10 +10,11 @@ UnschedulableAndUnresolvable: the FitError is the PreFilter's message.
 from __future__ import annotations
 
 from ....models.kube import KubePod
+from ..names import VOLUME_BINDING
 
 __all__ = ["RESTRICTIONS", "BINDING", "ERR_REASON_NOT_FOUND", "missing_claim"]
 
-RESTRICTIONS, BINDING = "VolumeRestrictions", "VolumeBinding"
+RESTRICTIONS, BINDING = "VolumeRestrictions", VOLUME_BINDING
 ERR_REASON_NOT_FOUND = 'persistentvolumeclaim "{name}" not found'
 
 

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from gpusched.errors import InputError
 from gpusched.models.cluster import Cluster
-from gpusched.planner.optimize.defrag import Move, defrag, parse_shape
+from gpusched.models.scheduling import Toleration
+from gpusched.planner.optimize.defrag import Move, defrag, parse_shape, shape_like
 from gpusched.planner.optimize.defrag.extract import Unorderable, order_moves, schedule
 from gpusched.planner.optimize.defrag.world import build_world
 from gpusched.planner.optimize.disrupt import Budgets, without
@@ -447,3 +448,112 @@ def test_moves_in_any_cycle_are_ordered_within_their_budget(pods: int, where: li
         held |= dict.fromkeys(step.gpus, step.pod)
         down.discard(step.pod)
     assert sorted(m.pod for m in moved) == sorted(m.pod for m in moves)
+
+
+# --- the target's tolerations, --like, and the one constraint that stops a plan (issue 23) ----------------------
+
+TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+TOLERATES = {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}
+
+
+def _tainted_pool(write):
+    """Two GPU nodes tainted as the GPU Operator does: 8 GPUs fit one island after one move."""
+    island = [list(range(8))]
+    nodes = [
+        _node("g1", 8, island, {0: "a", 4: "b"}, taints=[TAINT]),
+        _node("g2", 8, island, {0: "c"}, taints=[TAINT]),
+    ]
+    pods = [{"name": "train", "gpus": 8, "nvlink": True} | TOLERATES]
+    return write("pool.json", {"cluster": {"nodes": nodes, "running": dict.fromkeys("abc", TOLERATES)}, "pods": pods})
+
+
+def test_defrag_for_a_tainted_pool_takes_the_pods_tolerations(gpusched, write):
+    pool = _tainted_pool(write)
+    blind = gpusched("defrag", pool, "--for", "8@island")
+    assert blind.exit_code == 1
+    assert "no plan: taint: the target pods cannot go on g1, g2 (node(s) had untolerated taint(s))" in blind.stdout
+    for args in (["--like", "train"], ["--for", "8@island", "--toleration", "nvidia.com/gpu=present:NoSchedule"]):
+        report = gpusched("defrag", pool, *args, "--json").json()
+        assert report["feasible"] and [m["pod"] for m in report["moves"]] == ["c"], args
+        assert report["solve"]["status"] == "OPTIMAL" and report["targets"][0]["node"] == "g2"
+    wrong = gpusched("defrag", pool, "--for", "8@island", "--toleration", "nvidia.com/gpu=absent:NoSchedule")
+    assert wrong.exit_code == 1 and "taint:" in wrong.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--like", "nobody"], "no pod or job named 'nobody'"),
+        (["--toleration", "nvidia.com/gpu"], "--for: give a shape, or --like POD"),
+        (["--for", "8", "--toleration", "bad key!:NoSchedule"], "--toleration 'bad key!:NoSchedule'"),
+        (["--for", "8", "--toleration", "k:Sometimes"], "--toleration 'k:Sometimes': effect"),
+        (["--for", "8", "--from", "x.yaml"], "--from: only with --like"),
+    ],
+)
+def test_bad_targets_exit_2(gpusched, write, args, message):
+    result = gpusched("defrag", _tainted_pool(write), *args)
+    assert result.exit_code == 2 and message in result.stderr, result.stderr
+
+
+def test_like_a_mig_pod_is_refused(gpusched, write):
+    pods = write("p.json", {"pods": [{"name": "m", "gpus": 1, "mig_profile": "3g.40gb"}]})
+    result = gpusched("defrag", _tainted_pool(write), "--like", "m", "--from", pods)
+    assert result.exit_code == 2 and "--like: m asks for MIG instances (3g.40gb)" in result.stderr
+
+
+def test_no_plan_names_the_budget_that_pins_the_pods():
+    nodes = [_node("x", 4, [[0, 1, 2, 3]], {0: "db"}), _node("y", 2, [[0, 1]], {0: "other"})]
+    budget = [{"name": "db", "selector": {"app": "db"}, "max_unavailable": 0}]
+    cluster = _cluster(nodes, {"db": {"labels": {"app": "db"}}, "other": {}}, budget)
+    report = defrag(cluster, parse_shape("4@island"))
+    assert not report.feasible
+    assert (
+        report.reason
+        == "budget: disruption budget(s) db pin the pods in the way (without it there would be room for 1)"
+    )
+
+
+def test_no_plan_names_each_constraint_that_alone_would_make_room():
+    """A MIG GPU beside a free one, and a whole pair with a pinned pod: lifting either makes room for 2 GPUs."""
+    mig = _node("m", 2, [[0, 1]], {}, gpu={"mig": [{"gpu": 0, "profile": "7g.80gb", "start": 0}]})
+    pinned = _node("w", 2, [[0, 1]], {0: "db"})
+    budget = [{"name": "db", "selector": {"app": "db"}, "max_unavailable": 0}]
+    report = defrag(_cluster([mig, pinned], {"db": {"labels": {"app": "db"}}}, budget), parse_shape("2"))
+    assert report.reason is not None and report.reason.startswith("budget: disruption budget(s) db")
+    assert "; MIG: the GPUs are MIG-partitioned on m" in report.reason and "lifting any one" in report.reason
+
+
+def test_no_plan_says_capacity_when_nothing_could_make_room():
+    report = defrag(_cluster([_node("x", 4, [[0, 1, 2, 3]], {})]), parse_shape("4x2"))
+    assert report.reason == (
+        "capacity: even with every pod moved and nothing pinned, tainted, MIG-partitioned or time-sliced there is "
+        "room for 1 of the 2 target pods"
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_cases())
+def test_tolerating_every_taint_plans_as_if_the_pool_had_none(case):
+    """The property that would have found the blind spot: taint every node and every running pod tolerates it; a
+    target given the toleration gets the plan the untainted pool gets, one without it gets none."""
+    cluster, shape, max_moves = case
+    data = cluster.model_dump()
+    for node in data["nodes"]:
+        node["taints"] = [TAINT]
+    data["running"] = {pod.name: pod.needs.model_dump() | TOLERATES for pod in cluster.running_pods()}
+    tainted = Cluster.model_validate(data)
+    try:
+        plain = defrag(cluster, shape, max_moves, SolverConfig(workers=1))
+    except InputError:
+        return
+    tolerant = shape_like(None, shape, [Toleration(key="nvidia.com/gpu", operator="Exists")])
+    given_ = defrag(tainted, tolerant, max_moves, SolverConfig(workers=1))
+    assert (given_.feasible, len(given_.moves), given_.gpus_moved, len(given_.targets)) == (
+        plain.feasible,
+        len(plain.moves),
+        plain.gpus_moved,
+        len(plain.targets),
+    )
+    if shape.pods is not None and plain.feasible:
+        blind = defrag(tainted, shape, max_moves, SolverConfig(workers=1))
+        assert not blind.feasible and blind.reason is not None and blind.reason.startswith("taint:")
