@@ -41,17 +41,19 @@ class Problem:
     compatible: dict[tuple[int, int], str | None]  # (group, offering) -> None (whole GPUs) or the MIG profile
     capacity: Capacity
     _by_job: dict[str, int] = field(default_factory=dict)
+    _where: dict[int, dict[int, str | None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._by_job = {job.name: gi for gi, g in enumerate(self.groups) for job in g.jobs}
+        for (gi, oi), profile in self.compatible.items():
+            self._where.setdefault(gi, {})[oi] = profile
 
     def jobs(self) -> list[PendingJob]:
         return [job for g in self.groups for job in g.jobs]
 
     def where(self, job: PendingJob) -> dict[int, str | None]:
         """The offerings (by index) one fresh node of which fits the job, and how (whole GPUs or a profile)."""
-        gi = self._by_job[job.name]
-        return {oi: profile for (g, oi), profile in self.compatible.items() if g == gi}
+        return self._where.get(self._by_job[job.name], {})
 
     def partitions(self, job: PendingJob, oi: int) -> list[str | None]:
         profile = self.where(job).get(oi)
@@ -82,6 +84,12 @@ class _Claim:
     options: dict[int, Launched]
     units: int = 0  # GPUs (replicas, MIG instances) of its pods: a quick test before trying each option
     room: int = 0  # the most units any option has
+    largest: Offering | None = None  # the costliest option: what the NodePool's limits count it as
+
+    def narrowed(self) -> None:
+        nodes = list(self.options.values())
+        self.room = max(n.offering.gpu.count * n.offering.gpu.replicas for n in nodes)
+        self.largest = max((n.offering for n in nodes), key=lambda o: o.cost)
 
 
 def karpenter(problem: Problem) -> tuple[Fleet, list[str]]:
@@ -142,7 +150,7 @@ def _narrow(scratch: Fleet, claim: _Claim, job: PendingJob) -> bool:
         if oi not in kept:
             scratch.drop(node)
     claim.options = kept
-    claim.room = max(n.offering.gpu.count * n.offering.gpu.replicas for n in kept.values())
+    claim.narrowed()
     return True
 
 
@@ -151,7 +159,7 @@ def _new_claim(
 ) -> _Claim | None:
     """A NodeClaim of every offering that fits the job within the limits, given the claims so far at their
     largest option (Karpenter subtracts in-flight claims from the NodePool's remaining resources)."""
-    launched = [max(c.options.values(), key=lambda n: n.offering.cost).offering for c in claims]
+    launched = [c.largest for c in claims if c.largest is not None]
     options: dict[int, Launched] = {}
     for oi in problem.where(job):
         offering = problem.offerings[oi]
@@ -164,8 +172,9 @@ def _new_claim(
             scratch.drop(node)
     if not options:
         return None
-    room = max(n.offering.gpu.count * n.offering.gpu.replicas for n in options.values())
-    return _Claim(options, 0, room)
+    claim = _Claim(options)
+    claim.narrowed()
+    return claim
 
 
 # --- Cluster Autoscaler --------------------------------------------------------------------------------------------

@@ -102,12 +102,19 @@ def _offering_capacity(
     if cut:
         model.add(sum(cut) <= n * gpu.count)
     model.add(sum(_units(g) * x for g, x in whole) <= (n * gpu.count - sum(cut)) * gpu.replicas)
-    big = [x for g, x in whole if _units(g) * 2 > gpu.count * gpu.replicas]
-    if big:  # pods of more than half a node: one per node
-        model.add(sum(big) <= n)
     _island_cuts(built, n, offering, whole)
     kind = offering.kind
     groups_here = [(built.groups[gi], x) for gi, _, x in here]
+    sizes = (
+        (gpu.count * gpu.replicas, lambda g: _units(g) if g.needs.mig_profile is None else 0),
+        (kind.cpu_milli, lambda g: g.needs.cpu_milli * _pods(g)),
+        (kind.memory_bytes, lambda g: g.needs.memory_bytes * _pods(g)),
+    )
+    for room, size in sizes:  # items of more than 1/(k+1) of a node's room: at most k of them per node
+        for most in (1, 2, 3):
+            large = [x for g, x in groups_here if size(g) * (most + 1) > room]
+            if large:
+                model.add(sum(large) <= most * n)
     cpu = [(g.needs.cpu_milli * _pods(g), x) for g, x in groups_here if g.needs.cpu_milli]
     if cpu:
         model.add(sum(c * x for c, x in cpu) <= n * kind.cpu_milli)

@@ -56,7 +56,7 @@ class ScaleUpReport(BaseModel):
     placements: list[PodPlacement] = Field(description="pods on the new nodes")
     unplaced: list[str] = Field(description="jobs no offering (or limit) lets run")
     baselines: list[Outcome]
-    cpu_seconds: float
+    cpu_seconds: float = Field(description="CPU seconds of gpusched's plan: the floor, the model, its solve, packing")
 
 
 class Removal(BaseModel):

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ....models.cluster import Cluster, GpuBlock, MigInstance, Node
+from ....models.cluster import GpuBlock, MigInstance, Node
 from ....models.mig import placement_error, profiles_for
 from ....models.offers import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE, InstanceType, Offers, Price
 from ....models.workload import GpuNeeds
@@ -21,7 +21,7 @@ from ...pending import PendingJob, weight_of
 from ...place import needs_key
 from ...scheduler.plugins.gpudevices import GpuChoice
 from ...scheduler.views import evaluate
-from ...state import ClusterState, NodeState
+from ...state import GpuState, MigSlot, NodeState, node_state
 from ...validate import Assignment
 
 __all__ = [
@@ -65,6 +65,12 @@ class Offering:
             ZONE: self.price.zone,
             NODEPOOL: self.pool,
         }
+
+    @cached_property
+    def simple(self) -> bool:
+        """Exclusive GPUs in one island, or each its own: any free GPUs serve a pod that fits the count."""
+        gpu = self.gpu
+        return gpu.replicas == 1 and (not gpu.islands or (len(gpu.islands) == 1 and len(gpu.islands[0]) == gpu.count))
 
     @cached_property
     def mig_profiles(self) -> list[str]:
@@ -181,13 +187,17 @@ def groups(jobs: Iterable[PendingJob]) -> list[Group]:
     return list(found.values())
 
 
-@dataclass
+@dataclass(eq=False)  # one node is itself: compared by identity (its state is large)
 class Launched:
     """A node the plan launches: its offering, its model, its state as pods are packed onto it."""
 
     offering: Offering
     state: NodeState
     pods: list[Assignment] = field(default_factory=list)
+    free: int = 0  # units (GPUs, replicas, MIG instances) still free: a quick test before the filters
+
+    def __post_init__(self) -> None:
+        self.free = sum(len(g.mig) if g.mig else g.replicas - len(g.holders) for g in self.state.gpus)
 
     @property
     def name(self) -> str:
@@ -197,6 +207,9 @@ class Launched:
         return self.offering.kind.pods - len(self.pods)
 
 
+Choice = tuple[tuple[int, ...], tuple[tuple[int, int], ...]]  # (GPUs, MIG instances) a pod takes
+
+
 class Fleet:
     """The nodes launched so far, and the packing of pods onto them (all of a job's pods, or none)."""
 
@@ -204,69 +217,131 @@ class Fleet:
         self.prefix = prefix
         self.nodes: list[Launched] = []
         self._count = 0
+        self._accepted: dict[tuple[str, int, int], tuple[GpuNeeds, bool]] = {}
+        self._cursor: dict[tuple[int, int], int] = {}  # first fit of identical pods: where the last one went
+        self._full = 0  # the fleet's own nodes before this one are full
+        self._templates: dict[tuple[str, tuple[str | None, ...]], NodeState] = {}  # per offering and layout
 
     def launch(self, offering: Offering, partitions: Sequence[str | None] = ()) -> Launched:
         self._count += 1
         safe = offering.key.replace("/", "-").replace("_", "-").replace(".", "-").lower()
-        node = offering.node(f"{self.prefix}-{self._count}-{safe}", partitions)
-        state = ClusterState.from_cluster(Cluster(nodes=[node])).nodes[0]
-        launched = Launched(offering, state)
+        key = (offering.key, tuple(partitions))
+        template = self._templates.get(key)
+        if template is None:
+            template = self._templates[key] = node_state(offering.node("template", partitions))
+        gpus = [
+            GpuState(g.index, g.island, g.replicas, g.memory_gib, [], [MigSlot(m.profile, m.start) for m in g.mig])
+            for g in template.gpus
+        ]
+        spec = template.spec.model_copy(update={"name": f"{self.prefix}-{self._count}-{safe}"})
+        launched = Launched(offering, NodeState(spec, gpus))
         self.nodes.append(launched)
         return launched
 
     def drop(self, launched: Launched) -> None:
         self.nodes.remove(launched)
+        self._cursor.clear()
+        self._full = 0
 
-    def _try(self, needs: GpuNeeds, gpus: int, node: Launched) -> GpuChoice | None:
+    def _try(self, needs: GpuNeeds, gpus: int, node: Launched) -> Choice | None:
+        """Where the pod would go on the node, or None. A whole-GPU exclusive pod on a node whose islands are
+        all-or-nothing is decided by counting (free GPUs, cpu, memory) once the filters have accepted its needs
+        on such a node: there any free GPUs serve, so the scheduler's allocator is asked once per needs."""
         if node.room() < 1:
             return None
+        spec = node.state.spec
+        if needs.cpu_milli and node.state.cpu_requested + needs.cpu_milli > (spec.cpu_milli or 0):
+            return None
+        if needs.memory_bytes and node.state.memory_requested + needs.memory_bytes > (spec.memory_bytes or 0):
+            return None
+        if node.offering.simple and not needs.mig_profile and not needs.shared:
+            free = [gpu.index for gpu in node.state.gpus if not gpu.mig and not gpu.holders]
+            if len(free) < gpus:
+                return None
+            key = (node.offering.key, id(needs), gpus)
+            if key not in self._accepted:
+                found = evaluate(needs, gpus, node.state, "gpu")
+                self._accepted[key] = (needs, isinstance(found, GpuChoice))  # needs kept: its id stays its own
+            if not self._accepted[key][1]:
+                return None
+            return tuple(free[:gpus]), ()
         found = evaluate(needs, gpus, node.state, "gpu")
-        return found if isinstance(found, GpuChoice) else None
+        return (tuple(found.gpus), tuple(found.mig)) if isinstance(found, GpuChoice) else None
 
-    def _bind(self, name: str, job: PendingJob, node: Launched, choice: GpuChoice) -> None:
-        node.state.occupy(name, job.needs, choice.gpus, choice.mig)
-        node.pods.append(Assignment(name, job.needs, node.name, tuple(choice.gpus), tuple(choice.mig), job.gpus))
+    def _bind(self, name: str, job: PendingJob, node: Launched, choice: Choice) -> None:
+        gpus, mig = choice
+        node.state.occupy(name, job.needs, gpus, mig)
+        node.pods.append(Assignment(name, job.needs, node.name, gpus, mig, job.gpus))
+        node.free -= len(mig) or len(gpus)
 
     def unbind(self, job: PendingJob, among: Sequence[Launched] | None = None) -> None:
         """Take the job's pods off these nodes (default: every node)."""
         names = set(job.pod_names())
-        for node in self.nodes if among is None else among:
+        for node in self.nodes if among is None else set(among):
             mine = [a for a in node.pods if a.pod in names]
             for assignment in mine:
                 node.state.vacate(assignment.pod, job.needs)
                 node.pods.remove(assignment)
+                node.free += len(assignment.mig) or len(assignment.gpus)
+                self._cursor.clear()
+                self._full = 0
 
-    def pack_pod(self, name: str, job: PendingJob, among: Sequence[Launched]) -> bool:
-        """One pod of the job onto the first of these nodes it fits."""
-        for node in among:
+    def clear(self, nodes: Sequence[Launched]) -> None:
+        """Every pod off these nodes."""
+        for node in nodes:
+            for assignment in node.pods:
+                node.state.vacate(assignment.pod, assignment.needs)
+                node.free += len(assignment.mig) or len(assignment.gpus)
+            node.pods = []
+        self._cursor.clear()
+        self._full = 0
+
+    def pack_pod(self, name: str, job: PendingJob, among: Sequence[Launched]) -> Launched | None:
+        """One pod of the job onto the first of these nodes it fits. On the fleet's own list, identical pods
+        resume where the last one went (the nodes before it had no room for one, and have no more now)."""
+        own = among is self.nodes
+        key = (id(job.needs), job.gpus)
+        if own:
+            while self._full < len(among) and among[self._full].free == 0:
+                self._full += 1
+        start = max(self._cursor.get(key, 0), self._full) if own else 0
+        for at in range(start, len(among)):
+            node = among[at]
+            if node.free < job.gpus:
+                continue
             choice = self._try(job.needs, job.gpus, node)
             if choice is not None:
                 self._bind(name, job, node, choice)
-                return True
-        return False
+                if own:
+                    self._cursor[key] = at
+                return node
+        return None
 
     def pack(self, job: PendingJob, among: Sequence[Launched]) -> bool:
         """All of the job's pods onto these nodes, first fit in their order (a confined job onto one of them)."""
         names = job.pod_names()
         if job.confined:
             for node in among:
-                if node.room() < job.pods:
+                if node.room() < job.pods or node.free < job.gpus * job.pods:
                     continue
-                bound = 0
+                count = 0
                 for name in names:
                     choice = self._try(job.needs, job.gpus, node)
                     if choice is None:
                         break
                     self._bind(name, job, node, choice)
-                    bound += 1
-                if bound == job.pods:
+                    count += 1
+                if count == job.pods:
                     return True
                 self.unbind(job, [node])
             return False
+        bound: list[Launched] = []
         for name in names:
-            if not self.pack_pod(name, job, among):
-                self.unbind(job, among)
+            landed = self.pack_pod(name, job, among)
+            if landed is None:
+                self.unbind(job, bound)
                 return False
+            bound.append(landed)
         return True
 
     def fits_empty(self, job: PendingJob, offering: Offering, profile: str | None) -> bool:
