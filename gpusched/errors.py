@@ -53,7 +53,7 @@ class InputError(GpuschedError):
         self.field = field
         self.message = message
         where = f"{source}: {field}" if field else source
-        super().__init__(f"{where}: {message}")
+        super().__init__(f"{where}: {message}" if where else message)  # no source: a command line's own words
 
     def __reduce__(self) -> tuple[type[InputError], tuple[str, str, str]]:
         """Picklable as it was made, so that an error in a worker process reaches the CLI as itself."""

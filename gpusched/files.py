@@ -14,8 +14,9 @@ Input is untrusted. The reader caps what a file can cost before any model sees i
 `-` is standard input (`kubectl get nodes -o json | gpusched import --nodes -`): read once, to its end, within the
 size cap, and served again to every later reader of `-` in the same command (a cluster and its pods from one pipe).
 
-The writer stages each file in its own folder (temporary name, fsync, rename): a failure leaves the old file
-untouched and no temporary file behind, and is one InputError naming the path.
+The writer first refuses what it could not replace whole (an empty name, a FIFO or device, a folder, a missing
+folder, an over-long name), then stages each file in its own folder (temporary name, fsync, rename): a failure
+leaves the old file untouched and no temporary file behind, and is one InputError naming the path.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ __all__ = [
     "MAX_ALIAS_NODES",
     "MAX_DEPTH",
     "STDIN",
+    "check_target",
     "make_folder",
     "max_input_bytes",
     "parse",
@@ -244,15 +246,52 @@ def read_document(source: str, missing: str = "no such file", documents: bool = 
 Content = str | bytes | Callable[[IO[bytes]], None]
 
 
-def _stage(target: str, content: Content) -> str | None:
-    """Write `content` to a temporary file beside `target` and fsync it; None when `target` is not a regular file
-    (a device, a pipe: written through, never replaced)."""
+def check_target(target: str) -> None:
+    """Refuse, before any work, an output the writer could not replace whole: an empty name, a FIFO, socket or
+    device (a FIFO blocks until someone reads it; only os.devnull is written through), a folder, a missing or
+    non-folder parent, a name longer than the file system takes. Each is an InputError naming the path."""
+    if not target.strip():
+        raise InputError(repr(target), "expected a file name, got an empty one")
+    if "\0" in target:
+        raise InputError(target.replace("\0", "\\0"), "not a usable file name (it holds a NUL byte)")
     path = Path(target)
-    if path.exists() and not path.is_dir() and not path.is_file():
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as error:
+        raise InputError(target, f"cannot write: {_why(target, error)}") from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise InputError(target, "is a directory, expected a file")
+    if mode is not None and not stat.S_ISREG(mode) and target != os.devnull:
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+        raise InputError(target, f"is {kind}, not a regular file: outputs are written whole to files (- is stdout)")
+    folder = path.parent
+    if not folder.exists():
+        raise InputError(target, f"cannot write: the folder {folder} does not exist")
+    if not folder.is_dir():
+        raise InputError(target, f"cannot write: {folder} is not a folder")
+    longest = _name_max(folder)
+    if len(os.fsencode(path.name)) > longest:
+        raise InputError(target, f"cannot write: the file name is longer than the {longest} bytes the folder takes")
+
+
+def _name_max(folder: Path) -> int:
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
+def _stage(target: str, content: Content) -> str | None:
+    """Write `content` to a temporary file beside `target` and fsync it; None for os.devnull (written through)."""
+    path = Path(target)
+    if target == os.devnull:
         with open(path, "wb") as handle:
             _put(handle, content)
         return None
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    # a short temporary name: a target whose name is near the longest allowed still gets one
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name[:64]}.", suffix=".partial", dir=path.parent)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             _put(handle, content)
@@ -277,9 +316,12 @@ def _put(handle: IO[bytes], content: Content) -> None:
 def write_files(outputs: Iterable[tuple[str, Content]]) -> None:
     """Write every (path, content) whole or none of them: all are staged before any is renamed into place.
 
-    Content is text, bytes or a function writing to a binary handle. Any OSError (the target is a folder, its
-    parent is a file or read-only, the disk is full) is an InputError naming the path; nothing is left behind.
+    Content is text, bytes or a function writing to a binary handle. Every target passes check_target first; any
+    OSError after that (a read-only folder, a full disk) is an InputError naming the path; nothing is left behind.
     """
+    outputs = list(outputs)
+    for target, _ in outputs:
+        check_target(target)
     staged: list[tuple[str, str]] = []
     target = ""
     try:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ClusterError, InputError
 from ..scenarios.importer import Imported, build_cluster, from_documents
+from ..scenarios.importer.live import DRA_PATHS
 from ..scenarios.live import Expired, RestError, request, root_cause, split_name
 
 if TYPE_CHECKING:
@@ -33,7 +34,6 @@ __all__ = [
 CORDON_TAINT = "gpusched.io/cordon"  # NoSchedule, value: the run that set it; only that run removes it
 FIELD_MANAGER = "gpusched"
 MERGE = "application/merge-patch+json"
-DRA_PATHS = ("/apis/resource.k8s.io/v1/resourceslices", "/apis/resource.k8s.io/v1/resourceclaims")
 CONFLICT_TRIES = 5  # read-modify-write attempts when someone else changes the node in between (409 Conflict)
 
 
@@ -99,13 +99,15 @@ class Kube:
     def server(self) -> str:
         return str(self.api.configuration.host)
 
-    def call(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
-        """One request; every failure a ClusterError naming it."""
+    def call(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json", kind: str | None = None
+    ) -> Any:
+        """One request (its answer of `kind` when given); every failure a ClusterError naming it."""
         from urllib3.exceptions import HTTPError  # the kubernetes client's transport (the live extra)
 
         what = f"{method} {path.split('?')[0]}"
         try:
-            return request(self.api, method, path, body, content_type)
+            return request(self.api, method, path, body, content_type, kind)
         except RestError as error:
             raise Refused(self.server, what, error.status, error.message, error.causes) from None
         except HTTPError as error:
@@ -114,12 +116,12 @@ class Kube:
             raise Unreachable(
                 self.server, what, f"{error}: timed out (set GPUSCHED_API_TIMEOUT to wait longer)"
             ) from None
-        except ValueError as error:  # an answer that is not a JSON object, or larger than the input limit
-            raise ClusterError(self.server, what, f"expected a JSON object, got {error}") from None
+        except ValueError as error:  # not a JSON object (of the kind asked for), or larger than the input limit
+            raise ClusterError(self.server, what, str(error)) from None
 
-    def _get(self, path: str, missing_ok: bool = False) -> dict | None:
+    def _get(self, path: str, kind: str, missing_ok: bool = False) -> dict | None:
         try:
-            return self.call("GET", path)
+            return self.call("GET", path, kind=kind)
         except Refused as error:
             if missing_ok and error.status == 404:
                 return None
@@ -128,9 +130,11 @@ class Kube:
     def snapshot(self) -> Snapshot:
         """Nodes, pods and (where the server serves resource.k8s.io/v1) ResourceSlices and ResourceClaims, read
         once, and the cluster model built from them as `import_cluster` builds it."""
-        nodes = self._get("/api/v1/nodes") or {}
-        pods = self._get("/api/v1/pods") or {}
-        objects = [(path, found) for path in DRA_PATHS if (found := self._get(path, missing_ok=True)) is not None]
+        nodes = self._get("/api/v1/nodes", "NodeList") or {}
+        pods = self._get("/api/v1/pods", "PodList") or {}
+        objects = [
+            (path, found) for path, kind in DRA_PATHS if (found := self._get(path, kind, missing_ok=True)) is not None
+        ]
         try:
             imported = build_cluster(from_documents(("/api/v1/nodes", nodes), ("/api/v1/pods", pods), objects, {}))
         except InputError as error:  # the answers, not the user's input, are what cannot be read
@@ -139,13 +143,13 @@ class Kube:
 
     def pod(self, key: str) -> dict | None:
         """The pod, or None when it is gone."""
-        return self._get(_pod_path(key), missing_ok=True)
+        return self._get(_pod_path(key), "Pod", missing_ok=True)
 
     def node(self, name: str) -> dict | None:
-        return self._get(f"/api/v1/nodes/{name}", missing_ok=True)
+        return self._get(f"/api/v1/nodes/{name}", "Node", missing_ok=True)
 
     def pods(self) -> list[dict]:
-        return _items(self._get("/api/v1/pods") or {})
+        return _items(self._get("/api/v1/pods", "PodList") or {})
 
     def update_node(self, name: str, change: Callable[[dict], dict | None], dry_run: bool = False) -> dict | None:
         """Read the node, patch what `change` returns (None: nothing to do) on the version read, again when someone
@@ -161,7 +165,7 @@ class Kube:
             if version:  # the precondition: 409 if someone else changed the node since it was read
                 patch = {**patch, "metadata": {**patch.get("metadata", {}), "resourceVersion": version}}
             try:
-                return self.call("PATCH", f"/api/v1/nodes/{name}{_query(dry_run)}", patch, MERGE)
+                return self.call("PATCH", f"/api/v1/nodes/{name}{_query(dry_run)}", patch, MERGE, "Node")
             except Refused as error:
                 if error.status != 409 or attempt == CONFLICT_TRIES - 1:
                     raise
@@ -201,7 +205,7 @@ class Kube:
 
     def create_pod(self, manifest: dict, dry_run: bool = False) -> dict:
         namespace = manifest["metadata"].get("namespace", "default")
-        return self.call("POST", f"/api/v1/namespaces/{namespace}/pods{_query(dry_run)}", manifest)
+        return self.call("POST", f"/api/v1/namespaces/{namespace}/pods{_query(dry_run)}", manifest, kind="Pod")
 
 
 def _items(listed: dict) -> list[dict]:

@@ -130,7 +130,7 @@ def _placements(journal: Journal, todo: set[int], pods: list[dict], cluster: Clu
         return []
     gone = {journal.steps[i].target for i in todo if journal.steps[i].kind in ("evict", "replacement")}
     model = _without_our_cordons(cluster, journal)
-    return problems(model, gone, _assign(without(model, gone), placed))
+    return [str(v) for v in problems(model, gone, _assign(without(model, gone), placed))]
 
 
 def _without_our_cordons(cluster: Cluster, journal: Journal) -> Cluster:
@@ -241,7 +241,7 @@ def _mig(journal: Journal, todo: set[int], cluster: Cluster) -> list[str]:
         layouts[gpu.name] = tuple(sorted(free, key=lambda i: i[1])) if change.after else None
     if not layouts:
         return found
-    return found + layout_violations(cluster, list(gpus.values()), layouts, journal.mig_demand)
+    return found + [str(v) for v in layout_violations(cluster, list(gpus.values()), layouts, journal.mig_demand)]
 
 
 def _layout(instances: list[tuple[str, int]]) -> str:

@@ -16,8 +16,9 @@ from ..models.cluster import Cluster
 from ..models.mig import MigProfile, placement_error, profiles_for
 from ..planner.optimize.mig import plan_mig
 from ..planner.optimize.solver import SolverConfig
+from ..scenarios.realistic import realistic_mig_cluster
 
-__all__ = ["MigBench", "bench_demand", "bench_mig", "synthetic_mig_cluster"]
+__all__ = ["MigBench", "bench_demand", "bench_mig", "realistic_demand", "synthetic_mig_cluster"]
 
 _MODELS = (("A100-SXM4-80GB", 80), ("H100-SXM5-80GB", 80))
 # Layouts an administrator would have created (A100-80GB / H100-80GB names), and MIG disabled.
@@ -35,6 +36,7 @@ _LAYOUTS: tuple[tuple[tuple[str, int], ...] | None, ...] = (
 class MigBench(BaseModel):
     gpus: int
     random_layouts: bool
+    realistic: bool = False
     nodes: int
     classes: int
     options: int
@@ -45,6 +47,9 @@ class MigBench(BaseModel):
     unused_slices: int
     solve_seconds: float  # CP-SAT: the three levels and the tie-break
     seconds: float  # inventory, classes, layouts, solve, extraction, validation and the heuristics
+    cpu_seconds: float = 0.0  # the same, as processor time (every solver thread)
+    time_limit: float = 0.0
+    reconfigured_bound: float | None = None  # the proven lower bound on GPUs reconfigured (None: not reached)
     first_fit_met: bool
     first_fit_reconfigured: int
 
@@ -94,17 +99,43 @@ def bench_demand(cluster: Cluster) -> dict[str, int]:
     }
 
 
-def bench_mig(gpus: int, seed: int = 42, config: SolverConfig | None = None, random_layouts: bool = False) -> MigBench:
-    """Time the whole `mig plan` on a generated cluster."""
-    cluster = synthetic_mig_cluster(gpus, seed, random_layouts)
-    demand = bench_demand(cluster)
-    began = time.perf_counter()
-    plan = plan_mig(cluster, demand, config or SolverConfig(seed=seed))
-    seconds = time.perf_counter() - began
+def realistic_demand(cluster: Cluster) -> dict[str, int]:
+    """A four-profile demand past what is free: half again the free 3g, 2g and 1g instances, and one 7g per 64 GPUs."""
+    free = Counter(m.profile for node in cluster.nodes if node.gpu for m in node.gpu.mig if m.holder is None)
+    gpus = sum(node.gpu.count for node in cluster.nodes if node.gpu)
+    return {
+        "3g.40gb": max(1, 3 * free["3g.40gb"] // 2),
+        "2g.20gb": max(1, 3 * free["2g.20gb"] // 2),
+        "1g.10gb": max(1, free["1g.10gb"]),
+        "7g.80gb": max(1, gpus // 64),
+    }
+
+
+def bench_mig(
+    gpus: int,
+    seed: int = 42,
+    config: SolverConfig | None = None,
+    random_layouts: bool = False,
+    realistic: bool = False,
+) -> MigBench:
+    """Time the whole `mig plan` on a generated cluster (`realistic`: three models, single-strategy nodes, a
+    four-profile demand)."""
+    config = config or SolverConfig(seed=seed)
+    if realistic:
+        cluster = realistic_mig_cluster(gpus, seed)
+        demand = realistic_demand(cluster)
+    else:
+        cluster = synthetic_mig_cluster(gpus, seed, random_layouts)
+        demand = bench_demand(cluster)
+    began, processor = time.perf_counter(), time.process_time()
+    plan = plan_mig(cluster, demand, config)
+    seconds, cpu_seconds = time.perf_counter() - began, time.process_time() - processor
+    levels = plan.solve.levels
     greedy = next(row.outcome for row in plan.comparison if row.plan == "first-fit")
     return MigBench(
         gpus=gpus,
         random_layouts=random_layouts,
+        realistic=realistic,
         nodes=len(cluster.nodes),
         classes=plan.classes,
         options=plan.options,
@@ -115,6 +146,9 @@ def bench_mig(gpus: int, seed: int = 42, config: SolverConfig | None = None, ran
         unused_slices=plan.outcome.unused_slices,
         solve_seconds=round(plan.solve.seconds + (plan.tie_break.seconds if plan.tie_break else 0), 3),
         seconds=round(seconds, 3),
+        cpu_seconds=round(cpu_seconds, 3),
+        time_limit=config.time_limit,
+        reconfigured_bound=levels[1].best_bound if len(levels) > 1 else None,
         first_fit_met=greedy.met,
         first_fit_reconfigured=greedy.reconfigured,
     )

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ..errors import InputError, LimitError
-from ..limits import MAX_PODS, setting
+from ..limits import MAX_PODS, at_import
 from ..models.cluster import Cluster
 from ..planner.gpushare import PodTable, ShareState, share_policy, target_workload
 from ..scenarios.openb import MILLI, OpenbNode, OpenbPod, load_openb, openb_cluster
@@ -43,7 +43,7 @@ __all__ = [
 
 DEFAULT_RATIO = 1.3
 CURVE_POINTS = 131  # arrived 0..130%
-MAX_TASKS = setting("GPUSCHED_MAX_BENCH_RUNS", 20_000)  # runs in one benchmark: a day's work on two cores
+MAX_TASKS = at_import("GPUSCHED_MAX_BENCH_RUNS", 20_000)  # runs in one benchmark: a day's work on two cores
 
 
 class RunSpec(BaseModel):

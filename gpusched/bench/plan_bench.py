@@ -14,8 +14,9 @@ from pydantic import BaseModel, Field
 
 from ..models.cluster import Cluster
 from ..models.workload import Job
-from ..planner.optimize.plan import POLICIES, pending_jobs, plan
+from ..planner.optimize.plan import POLICIES, PendingJob, pending_jobs, plan
 from ..planner.optimize.solver import SolverConfig, collector_paused
+from ..scenarios.realistic import realistic_cluster, realistic_jobs
 from ..scenarios.synthetic import synthetic_cluster, synthetic_jobs
 
 __all__ = ["HeuristicRow", "PlanBench", "bench_plan"]
@@ -34,6 +35,7 @@ class PlanBench(BaseModel):
     busy_fraction: float
     jobs: int
     distinct_nodes: bool = False
+    realistic: bool = False
     status: str
     gap: float | None  # of the first objective level (priority-weighted GPUs); 0 when proven
     seconds: float  # heuristics, classes, patterns, model, solve, disaggregation, validation: plan's own accounting
@@ -49,6 +51,7 @@ class PlanBench(BaseModel):
     patterns: int
     jobs_placed: int
     weighted_gpus: int
+    ran_out: list[str] = Field(default_factory=list)  # the phases the deadline stopped
     source: str  # which plan is the answer: "gpu view" (the first stage's), "full", or a heuristic's
     warm_start: str | None  # the heuristic the solve started from; None when the first stage needed none
     warm_start_jobs: int | None
@@ -98,11 +101,23 @@ def bench_plan(
     shapes: int | None = None,
     distinct_nodes: bool = False,
     compare: bool = False,
+    realistic: bool = False,
 ) -> PlanBench:
     """`domain_jobs` adds that many 4x8-GPU jobs confined to one NVLink domain (each plain node is one);
     `compare` runs the plan as the `plan` command does, every heuristic inside the time limit (once each: the
-    gang-mode ones are the warm start too), to show the plan is no worse than any."""
+    gang-mode ones are the warm start too), to show the plan is no worse than any. `realistic`: GPUs that
+    differ (scenarios/realistic.py), the backlog over `shapes` GPU-visible shapes (300 unless given)."""
     with collector_paused():  # generating 10,000 nodes' models: see collector_paused
+        if realistic:
+            return _timed(
+                realistic_cluster(nodes, seed, busy),
+                pending_jobs([], realistic_jobs(jobs, seed, shapes or 300)),
+                SolverConfig(time_limit=time_limit, seed=seed),
+                compare,
+                busy,
+                distinct_nodes=False,
+                realistic=True,
+            )
         cluster = synthetic_cluster(nodes, seed, busy)
         if distinct_nodes:
             cluster = Cluster.model_validate(_distinct(cluster, seed).model_dump())
@@ -114,8 +129,21 @@ def bench_plan(
         if shapes is not None:
             generated = _shaped(generated, shapes, seed)
         backlog = pending_jobs([], [*generated, *confined])
+    return _timed(cluster, backlog, SolverConfig(time_limit=time_limit, seed=seed), compare, busy, distinct_nodes)
+
+
+def _timed(
+    cluster: Cluster,
+    backlog: list[PendingJob],
+    config: SolverConfig,
+    compare: bool,
+    busy: float,
+    distinct_nodes: bool,
+    realistic: bool = False,
+) -> PlanBench:
+    """One timed plan of the backlog, as a benchmark row (wall and processor time from the call)."""
     began, processor = time.perf_counter(), time.process_time()
-    report = plan(cluster, backlog, SolverConfig(time_limit=time_limit, seed=seed), heuristics=compare)
+    report = plan(cluster, backlog, config, heuristics=compare)
     seconds, cpu_seconds = time.perf_counter() - began, time.process_time() - processor
     start = report.warm_start
     ran = {h.policy: h for h in report.heuristics if h.mode == "gang"}
@@ -133,11 +161,12 @@ def bench_plan(
         if policy in ran or policy in skipped
     ]
     return PlanBench(
-        nodes=nodes,
+        nodes=len(cluster.nodes),
         gpus=sum(node.gpu.count for node in cluster.nodes if node.gpu),
         busy_fraction=busy,
-        jobs=jobs + domain_jobs,
+        jobs=len(backlog),
         distinct_nodes=distinct_nodes,
+        realistic=realistic,
         status=report.solve.status,
         gap=report.solve.levels[0].gap,
         seconds=round(seconds, 3),
@@ -145,7 +174,7 @@ def bench_plan(
         build_seconds=round(report.build_seconds, 3),
         solve_seconds=round(report.solve.seconds, 3),
         phases={name: round(spent, 3) for name, spent in report.phases.items()},
-        time_limit=time_limit,
+        time_limit=config.time_limit,
         node_classes=report.node_classes,
         binding_nodes=report.binding_nodes,
         pod_shapes=report.pod_shapes,
@@ -154,6 +183,7 @@ def bench_plan(
         jobs_placed=report.metrics.jobs_placed,
         weighted_gpus=report.metrics.weighted_gpus,
         source=report.source,
+        ran_out=report.ran_out,
         warm_start=None if start is None else f"{start.policy} ({start.mode})",
         warm_start_jobs=None if start is None else start.metrics.jobs_placed,
         warm_start_weighted_gpus=None if start is None else start.metrics.weighted_gpus,

@@ -17,6 +17,7 @@ from ..planner.optimize.defrag import DefragReport, defrag, parse_shape
 from ..planner.optimize.preempt import PreemptReport, preempt
 from ..planner.optimize.solver import SolverConfig
 from ..planner.place import place
+from ..scenarios.realistic import realistic_cluster
 from ..scenarios.synthetic import synthetic_cluster, synthetic_pods
 
 __all__ = ["FILL", "ExplainBench", "RepairBench", "bench_defrag", "bench_explain", "bench_preempt", "busy_cluster"]
@@ -34,6 +35,8 @@ class RepairBench(BaseModel):
     objective: str
     solve_seconds: float
     seconds: float
+    cpu_seconds: float = 0.0  # processor time of the same call (every solver thread): what load does not stretch
+    time_limit: float = 0.0
 
 
 FILL = 1.3  # generated pods ask for 1.3 times the exclusive GPUs: spread leaves the nodes nearly full
@@ -69,7 +72,13 @@ def busy_cluster(nodes: int, seed: int = 42, fill: float = FILL) -> Cluster:
 
 
 def _result(
-    command: str, nodes: int, cluster: Cluster, report: PreemptReport | DefragReport, objective: str, seconds: float
+    command: str,
+    nodes: int,
+    cluster: Cluster,
+    report: PreemptReport | DefragReport,
+    objective: str,
+    seconds: tuple[float, float],
+    config: SolverConfig | None,
 ) -> RepairBench:
     """One timed run of preempt or defrag, as a benchmark row."""
     return RepairBench(
@@ -81,8 +90,19 @@ def _result(
         status=report.solve.status if report.solve else "-",
         objective=objective,
         solve_seconds=round(report.solve.seconds, 3) if report.solve else 0.0,
-        seconds=round(seconds, 3),
+        seconds=round(seconds[0], 3),
+        cpu_seconds=round(seconds[1], 3),
+        time_limit=(config or SolverConfig()).time_limit,
     )
+
+
+def _clock() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def _since(began: tuple[float, float]) -> tuple[float, float]:
+    """Wall and processor seconds since `_clock()`."""
+    return time.perf_counter() - began[0], time.process_time() - began[1]
 
 
 def bench_preempt(
@@ -91,14 +111,14 @@ def bench_preempt(
     """Time `preempt` of a priority-100 NVLink job (pods x gpus) on a busy generated cluster."""
     cluster = busy_cluster(nodes, seed, fill)
     job = Job(name="llm", pods=pods, gpus_per_pod=gpus, nvlink=True, priority=100, duration=3600)
-    began = time.perf_counter()
+    began = _clock()
     report = preempt(cluster, job, config)
-    seconds = time.perf_counter() - began
+    seconds = _since(began)
     cost = report.cost
     objective = (
         "-" if cost is None else f"top priority {cost.highest_priority}, GPUs {cost.units}, victims {cost.victims}"
     )
-    return _result(f"preempt {pods}x{gpus} NVLink job", nodes, cluster, report, objective, seconds)
+    return _result(f"preempt {pods}x{gpus} NVLink job", nodes, cluster, report, objective, seconds, config)
 
 
 def bench_defrag(
@@ -108,14 +128,18 @@ def bench_defrag(
     max_moves: int | None = None,
     config: SolverConfig | None = None,
     fill: float = FILL,
+    realistic: bool = False,
 ) -> RepairBench:
-    """Time `defrag --for shape` on a busy generated cluster."""
-    cluster = busy_cluster(nodes, seed, fill)
-    began = time.perf_counter()
+    """Time `defrag --for shape` on a busy generated cluster (`realistic`: GPUs that differ, half busy)."""
+    cluster = realistic_cluster(nodes, seed) if realistic else busy_cluster(nodes, seed, fill)
+    began = _clock()
     report = defrag(cluster, parse_shape(shape), max_moves, config)
-    seconds = time.perf_counter() - began
+    seconds = _since(began)
     objective = f"moves {len(report.moves)}, GPUs moved {report.gpus_moved}, target pods {len(report.targets)}"
-    return _result(f"defrag --for {shape}", nodes, cluster, report, objective, seconds)
+    if not report.feasible:
+        objective = f"no plan: {report.reason}"
+    what = f"defrag --for {shape}" + (" (realistic)" if realistic else "")
+    return _result(what, nodes, cluster, report, objective, seconds, config)
 
 
 class ExplainBench(BaseModel):

@@ -33,8 +33,22 @@ COMMAND_MODULES: dict[str, str] = {
     "defrag": "repair",
     "bench": "bench",
     "apply": "apply",
+    "scale": "scale",
 }
-MODULES = ("apply", "core", "bench", "conformance", "dra", "explain", "gpumap", "importer", "mig", "plan", "repair")
+MODULES = (
+    "apply",
+    "core",
+    "bench",
+    "conformance",
+    "dra",
+    "explain",
+    "gpumap",
+    "importer",
+    "mig",
+    "plan",
+    "repair",
+    "scale",
+)
 
 
 def load(module: str | None = None) -> Any:

@@ -31,7 +31,7 @@ from ..actions.signals import Signalled, handled
 from ..errors import Interrupted
 from ..models.cluster import Cluster
 from ..scenarios import Scenario
-from .common import JsonFlag, app, err, out, run, shape, show
+from .common import JsonFlag, app, check_output, err, out, run, shape, show, usage
 
 __all__ = [
     "ApplyFlag", "JournalOpt", "Live", "PdbTimeoutOpt", "WaitTimeoutOpt", "YesFlag",
@@ -75,13 +75,15 @@ WaitTimeoutOpt = Annotated[
 def check_apply(apply: bool, kubeconfig: str | None, context: str | None, yes: bool, journal: str | None) -> None:
     """--yes and --journal belong to --apply, which acts on the --kubeconfig cluster; --context to --kubeconfig."""
     if not apply:
-        stray = [name for name, value in (("--yes", yes), ("--journal", journal)) if value]
+        stray = [name for name, value in (("--yes", yes), ("--journal", journal is not None)) if value]
         if stray:
-            raise ValueError(f"{', '.join(stray)}: only with --apply")
+            raise usage(f"{', '.join(stray)}: only with --apply")
     elif not kubeconfig:
-        raise ValueError("--apply needs --kubeconfig PATH: the cluster to plan from and act on")
+        raise usage("--apply needs --kubeconfig PATH: the cluster to plan from and act on")
     if context and not kubeconfig:
-        raise ValueError("--context goes with --kubeconfig")
+        raise usage("--context goes with --kubeconfig")
+    if journal is not None:
+        check_output("--journal", journal)
 
 
 def options(pdb_timeout: float, wait_timeout: float, **more: object) -> dict:
@@ -238,10 +240,10 @@ def apply_command(
 
     def body() -> int:
         if (resume_path is None) == (status is None):
-            raise ValueError("give exactly one of --resume JOURNAL and --status JOURNAL")
+            raise usage("give exactly one of --resume JOURNAL and --status JOURNAL")
         if status is not None:
             if yes:
-                raise ValueError("--yes: only with --resume")
+                raise usage("--yes: only with --resume")
             outcome = journal_status(status)
             show(outcome, as_json, render_status)
             return 0 if outcome.finished else 1

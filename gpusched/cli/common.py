@@ -20,6 +20,7 @@ Exit codes: 0 everything fits, 1 something Pending / deadlocked / unallocatable,
 
 from __future__ import annotations
 
+import errno
 import functools
 import inspect
 import json
@@ -34,7 +35,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NoReturn
 
 import typer
 import typer.rich_utils
@@ -43,8 +44,9 @@ from pydantic_core import to_jsonable_python
 from rich.console import Console, ConsoleDimensions
 from rich.table import Table
 
-from ..errors import GpuschedError, GpuschedWarning, Infeasible, InputError
-from ..files import write_files
+from ..errors import INTERNAL, GpuschedError, GpuschedWarning, Infeasible, InputError
+from ..files import check_target, write_files
+from ..limits import check_settings, command_budget
 from ..planner.frag import DEFAULT_SIZES
 
 
@@ -139,9 +141,13 @@ def _group(
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="print gpusched's version and exit"),
     ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="an internal error prints its traceback (also GPUSCHED_DEBUG=1)")
+    ] = False,
 ) -> None:
     """Keep `gpusched COMMAND` a group when the console script loaded one module with a single command (import,
     map): Typer would otherwise run that command as the whole program and read COMMAND as its argument."""
+    _debug[0] = debug
 
 
 # --- consoles ------------------------------------------------------------------------------------------------------
@@ -324,14 +330,45 @@ def conventions(typer_app: typer.Typer = app, prefix: str = "") -> typer.Typer:
     return typer_app
 
 
+_OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EPIPE, errno.EIO)  # stdout's: full, closed, broken
+
+
 def run(body: Callable[[], int]) -> None:
     """Run a command body; bad input becomes one clear message on stderr and exit code 2, a doubt (GpuschedWarning)
-    a `warning:` line."""
+    a `warning:` line. Standard output is flushed here, so a full disk or a closed pipe behind it is one line
+    (exit 2) too, never a traceback or Python's "Exception ignored" at exit."""
+    try:
+        try:
+            _run(body)
+        finally:
+            sys.stdout.flush()
+    except OSError as error:
+        if error.errno not in _OUTPUT_ERRNOS:
+            raise
+        _silence_stdout()
+        err.print(f"error: standard output: cannot write: {error.strerror or error}", markup=False)
+        raise typer.Exit(2) from None
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at os.devnull: what is still buffered for the broken stdout goes nowhere quietly."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a test's captured stdout: nothing to redirect
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)
+
+
+def _run(body: Callable[[], int]) -> None:
     try:
         with warnings.catch_warnings(record=True) as doubts:
             warnings.simplefilter("always", GpuschedWarning)
             try:
-                code = body()
+                check_settings()
+                with command_budget():
+                    code = body()
             finally:
                 for doubt in dict.fromkeys(str(item.message) for item in doubts if item.category is GpuschedWarning):
                     err.print(f"warning: {doubt}", markup=False)
@@ -347,7 +384,47 @@ def run(body: Callable[[], int]) -> None:
     except KeyboardInterrupt:  # Ctrl-C where no command handles signals (an --apply run does): one line, not a trace
         err.print("error: interrupted by SIGINT", markup=False)
         raise typer.Exit(130) from None
+    except (typer.Exit, typer.Abort, typer.TyperException):  # click's own: a usage error, an exit asked for
+        raise
+    except Exception as error:
+        if isinstance(error, OSError) and error.errno in _OUTPUT_ERRNOS:
+            raise  # standard output broke: `run` says so
+        _internal(error)
     raise typer.Exit(code)
+
+
+def debugging() -> bool:
+    """--debug (before the command) or GPUSCHED_DEBUG=1: an internal error shows its traceback."""
+    return _debug[0] or os.environ.get("GPUSCHED_DEBUG", "") not in ("", "0")
+
+
+_debug = [False]
+
+
+def _internal(error: BaseException) -> NoReturn:
+    """An exception gpusched did not mean to raise: a bug in gpusched, never the user's input. One line (the
+    traceback too with --debug), exit INTERNAL (3)."""
+    if debugging():
+        import traceback
+
+        sys.stderr.write("".join(traceback.format_exception(error)))
+    where = error.__traceback__
+    while where is not None and where.tb_next is not None:
+        where = where.tb_next
+    at = f" at {Path(where.tb_frame.f_code.co_filename).name}:{where.tb_lineno}" if where is not None else ""
+    said = next(iter(str(error).splitlines()), "")
+    err.print(
+        f"internal error (a gpusched bug, not your input): {type(error).__name__}: {said[:300]}{at}; "
+        "please report it with the command line (gpusched --debug shows the traceback)",
+        markup=False,
+    )
+    raise typer.Exit(INTERNAL) from None
+
+
+def usage(message: str) -> InputError:
+    """A command line that asks for what cannot be (flags that exclude each other, a malformed value): the CLI's
+    own words, naming its flags; exit 2 like any bad input."""
+    return InputError("", message)
 
 
 def emit_json(result: Any) -> None:
@@ -367,9 +444,9 @@ def counts(option: str, text: str) -> tuple[int, ...]:
     try:
         counts = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
-        raise ValueError(f"{option}: expected comma-separated whole numbers, got {text!r}") from None
+        raise usage(f"{option}: expected comma-separated whole numbers, got {text!r}") from None
     if any(count < 1 for count in counts):
-        raise ValueError(f"{option}: GPU counts must be at least 1")
+        raise usage(f"{option}: GPU counts must be at least 1")
     return counts
 
 
@@ -441,20 +518,30 @@ def solver_config(time_limit: float, workers: int, seed: int) -> Any:
     )
 
     if not time_limit > 0:
-        raise ValueError(f"--time-limit: must be more than 0 seconds, got {time_limit:g}")
+        raise usage(f"--time-limit: must be more than 0 seconds, got {time_limit:g}")
     if workers < 1:
-        raise ValueError(f"--workers: must be at least 1, got {workers}")
+        raise usage(f"--workers: must be at least 1, got {workers}")
     return SolverConfig(time_limit=time_limit, workers=workers, seed=seed)
 
 
 def emit_target(option: str, target: str | None, as_json: bool) -> Console:
-    """Where the report goes when a file is emitted: stderr if the file takes stdout (`-`), which -o json|yaml|name
-    cannot share."""
+    """Check an output before any work (gpusched.files.check_target: no FIFO, device, folder or empty name) and
+    say where the report goes: stderr if the file takes stdout (`-`), which -o json|yaml|name cannot share."""
     if target == "-" and as_json:
-        raise ValueError(f"-o {output_format()} and {option} - both want stdout: give {option} FILE")
+        raise usage(f"-o {output_format()} and {option} - both want stdout: give {option} FILE")
     if target is not None and not target.strip():
-        raise ValueError(f"{option}: expected a file name or - for stdout")
+        raise usage(f"{option}: expected a file name or - for stdout")
+    if target is not None and target != "-":
+        check_output(option, target)
     return err if target == "-" else out
+
+
+def check_output(option: str, target: str) -> None:
+    """gpusched.files.check_target, its message naming the option too."""
+    try:
+        check_target(target)
+    except InputError as error:
+        raise InputError(f"{option} {error.source}", error.message) from None
 
 
 def write_output(target: str, text: str, *more: tuple[str, str]) -> None:
@@ -577,13 +664,13 @@ def cluster_source(cluster: str | None, kubeconfig: str | None, context: str | N
     """The one cluster a command reads: CLUSTER, or the live one (`KUBECONFIG#CONTEXT`), never both."""
     kubeconfig = live(kubeconfig, cluster)
     if kubeconfig and cluster:
-        raise ValueError(f"--kubeconfig is the cluster: drop {what}")
+        raise usage(f"--kubeconfig is the cluster: drop {what}")
     if context and not kubeconfig:
-        raise ValueError("--context goes with --kubeconfig")
+        raise usage("--context goes with --kubeconfig")
     if cluster:
         return cluster
     if not kubeconfig:
-        raise ValueError(f"give {what} (a file, built-in scenario, kubectl dump folder or kubeconfig), or --kubeconfig")
+        raise usage(f"give {what} (a file, built-in scenario, kubectl dump folder or kubeconfig), or --kubeconfig")
     if not any(Path(path).is_file() for path in kubeconfig.split(os.pathsep) if path):  # $KUBECONFIG: a list
         found = "no kubeconfig here" if _plugin_kubeconfig else "no such kubeconfig file"
         where = " (kubectl's: --kubeconfig, else $KUBECONFIG, else ~/.kube/config)" if _plugin_kubeconfig else ""
@@ -595,7 +682,7 @@ def namespace_for(namespace: str | None, kubeconfig: str | None, context: str | 
     """-n/--namespace, else the context's namespace when the cluster is live, else None (names as they are)."""
     if namespace is not None:
         if not namespace.strip():
-            raise ValueError("-n/--namespace: expected a namespace")
+            raise usage("-n/--namespace: expected a namespace")
         return namespace
     if kubeconfig is None:
         return None
@@ -606,7 +693,7 @@ def namespace_for(namespace: str | None, kubeconfig: str | None, context: str | 
 
 def check_namespaces(namespace: str | None, all_namespaces: bool) -> None:
     if namespace is not None and all_namespaces:
-        raise ValueError("-n/--namespace and -A/--all-namespaces: give one")
+        raise usage("-n/--namespace and -A/--all-namespaces: give one")
 
 
 def in_namespace(name: str, namespace: str | None) -> bool:

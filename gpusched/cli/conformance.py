@@ -16,7 +16,7 @@ from ..conformance.build import Binaries, HarnessError, cache_root, ensure_built
 from ..conformance.cluster import STATE_FILE, WORKLOAD_CONTROLLERS, ControlPlane, start, stop_detached
 from ..conformance.load import LoadReport, load_into
 from ..scenarios import load_scenario
-from .common import SEED_MAX, JsonFlag, app, run, shape, show
+from .common import SEED_MAX, JsonFlag, app, run, shape, show, usage
 from .progress import progress_bar
 
 cluster_app = typer.Typer(help="A real kube-apiserver, kube-scheduler and etcd, built from Go modules, run locally.")
@@ -39,7 +39,7 @@ def _harness(body: Callable[[], int]) -> Callable[[], int]:
         try:
             return body()
         except (HarnessError, TimeoutError) as error:
-            raise ValueError(str(error)) from None
+            raise usage(str(error)) from None
 
     return guarded
 
@@ -82,7 +82,7 @@ def up_command(
     def body() -> int:
         workdir = _default_dir(folder)
         if (workdir / STATE_FILE).exists():
-            raise ValueError(f"{workdir}: a cluster is already up here; `gpusched cluster down` first")
+            raise usage(f"{workdir}: a cluster is already up here; `gpusched cluster down` first")
         binaries = _binaries(source, version)
         cluster = start(
             binaries, workdir, controller_manager=controller_manager, attach=False, controllers=WORKLOAD_CONTROLLERS
@@ -105,7 +105,7 @@ def load_command(
     def body() -> int:
         workdir = _default_dir(folder)
         if not (workdir / STATE_FILE).exists():
-            raise ValueError(f"{workdir}: no cluster is up here; `gpusched cluster up` first")
+            raise usage(f"{workdir}: no cluster is up here; `gpusched cluster up` first")
         loaded = load_scenario(scenario)
         info = ControlPlane.model_validate_json((workdir / STATE_FILE).read_text())
         rest = Rest(info.kubeconfig)

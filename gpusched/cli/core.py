@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
@@ -11,8 +10,10 @@ from pydantic import BaseModel, TypeAdapter
 from ..models.cluster import Cluster
 from ..models.dra import ClaimList
 from ..models.graph import build_graph
+from ..models.offers import Offers
 from ..models.workload import JobList, PodList
 from ..planner.allreduce import AllReduce, ring_allreduce
+from ..planner.dra.objects import load_objects
 from ..planner.emit import DEFAULT_GPU_WEIGHT, kueue_setup, scheduler_config
 from ..planner.frag import FragReport, fragmentation
 from ..planner.gang import GangReport, Mode, simulate
@@ -20,7 +21,9 @@ from ..planner.gpumap import node_summaries
 from ..planner.place import DEFAULT_GRADIENT_GB, PlaceReport, place
 from ..planner.scheduler.framework import NEWEST as NEWEST_RELEASE
 from ..planner.scheduler.live import predict_live
-from ..planner.scheduler.predict import K8sPrediction, predict_files
+from ..planner.scheduler.predict import K8sPrediction, parse_version, predict_files
+from ..planner.scheduler.profile import load_profiles
+from ..planner.scheduler.queue import QueueReplay, replay
 from ..planner.scheduler.views import View
 from ..planner.state import ClusterState, advertised
 from ..scenarios import (
@@ -28,6 +31,7 @@ from ..scenarios import (
     load_jobs,
     load_pods,
     load_scenario,
+    read_document,
     scenario_names,
 )
 from . import render
@@ -58,6 +62,7 @@ from .common import (
     shape,
     show,
     show_emitted,
+    usage,
 )
 from .common import (
     sizes as parse_sizes,
@@ -99,13 +104,16 @@ def scenarios(as_json: JsonFlag = False) -> None:
     run(body)
 
 
-SCHEMAS: dict[str, type[BaseModel]] = {"cluster": Cluster, "pods": PodList, "jobs": JobList, "claims": ClaimList}
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "cluster": Cluster, "pods": PodList, "jobs": JobList, "claims": ClaimList, "offers": Offers,
+}  # fmt: skip
 
 
 @app.command()
 def schema(
     kind: Annotated[
-        Literal["cluster", "pods", "jobs", "claims"] | None, typer.Argument(metavar="KIND", help="an input file")
+        Literal["cluster", "pods", "jobs", "claims", "offers"] | None,
+        typer.Argument(metavar="KIND", help="an input file"),
     ] = None,
     output: Annotated[
         str | None,
@@ -120,7 +128,7 @@ def schema(
 
     def body() -> int:
         if (kind is None) == (output is None):
-            raise ValueError("give KIND (cluster, pods, jobs, claims) or --output COMMAND")
+            raise usage("give KIND (cluster, pods, jobs, claims, offers) or --output COMMAND")
         if kind is not None:
             emit_json(SCHEMAS[kind].model_json_schema(by_alias=True))
             return 0
@@ -134,7 +142,7 @@ def schema(
             listed = ", ".join(
                 path for path in command_paths() if getattr(command_named(path), "__gpusched_shape__", None)
             )
-            raise ValueError(f"--output: {output!r} is no command that prints JSON; one of: {listed}")
+            raise usage(f"--output: {output!r} is no command that prints JSON; one of: {listed}")
         emit_json(TypeAdapter(printed).json_schema(mode="serialization", by_alias=True))
         return 0
 
@@ -234,7 +242,7 @@ def frag_command(
     cluster: ClusterArg = None,
     sizes: SizesOpt = "",
     plot: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--output-file",
             metavar="FILE",
@@ -350,17 +358,18 @@ def gang_command(
     run(body)
 
 
-@names(lambda result: [object_name("node", node) for node in result["feasible"]])
-@shape(K8sPrediction)
+@names(lambda result: [object_name("node", node) for node in _k8s_nodes(result)])
+@shape(K8sPrediction | QueueReplay)
 @app.command("k8s")
 def k8s_command(
     pod: Annotated[
-        str,
+        str | None,
         typer.Argument(
             metavar="POD",
-            help="kubectl get pod NAME -o json (a file, - for stdin); with --kubeconfig: the pod's [NAMESPACE/]NAME",
+            help="kubectl get pod NAME -o json (a file, - for stdin); with --kubeconfig: the pod's [NAMESPACE/]NAME; "
+            "none with --queue",
         ),
-    ],
+    ] = None,
     nodes: Annotated[str | None, typer.Option("--nodes", metavar="FILE", help="kubectl get nodes -o json")] = None,
     pods: Annotated[
         str | None, typer.Option("--pods", metavar="FILE", help="kubectl get pods -A -o json: what is bound where")
@@ -401,28 +410,92 @@ def k8s_command(
             "--namespaces", metavar="FILE", help="kubectl get namespaces -o json: the labels namespaceSelectors match"
         ),
     ] = None,
+    pvcs: Annotated[
+        str | None,
+        typer.Option("--pvcs", metavar="FILE", help="kubectl get pvc -A -o json: the volume claims that exist"),
+    ] = None,
+    scheduler_config: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler-config",
+            metavar="FILE",
+            help="a KubeSchedulerConfiguration: its profiles score the nodes (weights, scoring strategy, "
+            "percentageOfNodesToScore); default: the release's default profile",
+        ),
+    ] = None,
+    queue: Annotated[
+        bool,
+        typer.Option(
+            "--queue",
+            help="replay every pending pod of --pods in the scheduler's queue order (priority, then creation), each "
+            "bound where the scheduler picks before the next",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Predict kube-scheduler's verdict for one pod: the nodes that fit, or the FailedScheduling message word for word."""
 
     def body() -> int:
+        if queue:
+            return _replay_queue(pod, nodes, pods, k8s_version, objects, pdbs, namespaces, pvcs, scheduler_config,
+                                 kubeconfig, as_json)  # fmt: skip
+        if pod is None:
+            raise ValueError("POD is required (kubectl get pod NAME -o json), or --queue to replay --pods")
         server = live(kubeconfig, nodes)
         if server:
-            if nodes or pods or objects or pdbs or namespaces:
-                raise ValueError(
+            if nodes or pods or objects or pdbs or namespaces or pvcs or scheduler_config:
+                raise usage(
                     "--kubeconfig reads nodes and pods from the cluster: "
-                    "drop --nodes, --pods, --objects, --pdbs and --namespaces"
+                    "drop --nodes, --pods, --objects, --pdbs, --namespaces, --pvcs and --scheduler-config"
                 )
             result = predict_live(
                 server, context, qualified(pod, namespace_for(namespace, server, context)), k8s_version
             )
         elif nodes:
             if namespace is not None:
-                raise ValueError("-n/--namespace names a live pod; POD is a file here (kubectl get pod NAME -o json)")
-            result = predict_files(nodes, pods, pod, k8s_version or NEWEST_RELEASE, objects, pdbs, namespaces)
+                raise usage("-n/--namespace names a live pod; POD is a file here (kubectl get pod NAME -o json)")
+            release = k8s_version or NEWEST_RELEASE
+            result = predict_files(nodes, pods, pod, release, objects, pdbs, namespaces, pvcs, scheduler_config)
         else:
-            raise ValueError("--nodes is required (kubectl get nodes -o json), or --kubeconfig to read a cluster")
+            raise usage("--nodes is required (kubectl get nodes -o json), or --kubeconfig to read a cluster")
         show(result, as_json, render.k8s)
         return 0 if result.fits else 1
 
     run(body)
+
+
+def _k8s_nodes(result: dict) -> list[str]:
+    """-o name: the feasible nodes, or with --queue the nodes the pods bind to."""
+    if "steps" in result:
+        return [step["node"] for step in result["steps"] if step["node"]]
+    return list(result["feasible"])
+
+
+def _replay_queue(
+    pod: str | None,
+    nodes: str | None,
+    pods: str | None,
+    k8s_version: str | None,
+    objects: list[str] | None,
+    pdbs: str | None,
+    namespaces: str | None,
+    pvcs: str | None,
+    scheduler_config: str | None,
+    kubeconfig: str | None,
+    as_json: bool,
+) -> int:
+    if pod is not None or kubeconfig is not None:
+        raise ValueError("--queue replays --pods against --nodes: drop POD and --kubeconfig")
+    if not nodes or not pods:
+        raise ValueError("--queue needs --nodes and --pods (kubectl get nodes,pods -o json)")
+    release = parse_version(k8s_version or NEWEST_RELEASE)
+    context = {
+        "objects": load_objects(objects, pods=False, version=release) if objects else None,
+        "pdbs_doc": read_document(pdbs) if pdbs else None,
+        "namespaces_doc": read_document(namespaces) if namespaces else None,
+        "pvcs_doc": read_document(pvcs) if pvcs else None,
+    }
+    profiles = load_profiles(scheduler_config)[0] if scheduler_config else None
+    result = replay(read_document(nodes), read_document(pods), release, (nodes, pods), profiles, **context)
+    show(result, as_json, render.queue)
+    return 0 if result.all_bound else 1

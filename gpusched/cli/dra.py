@@ -34,6 +34,7 @@ from .common import (
     run,
     shape,
     show,
+    usage,
 )
 
 
@@ -97,9 +98,9 @@ def _check_apply(apply: bool, kubeconfig: str | None, context: str | None, yes: 
             name for name, value in (("--kubeconfig", kubeconfig), ("--context", context), ("--yes", yes)) if value
         ]
         if given:
-            raise ValueError(f"{', '.join(given)}: only with --apply")
+            raise usage(f"{', '.join(given)}: only with --apply")
     elif not kubeconfig:
-        raise ValueError("--apply needs --kubeconfig PATH: the cluster to publish to")
+        raise usage("--apply needs --kubeconfig PATH: the cluster to publish to")
 
 
 def render_apply(console: Console, report: ApplyReport) -> None:
@@ -156,13 +157,11 @@ def dra_command(
         version = parse_version(k8s_version or NEWEST_RELEASE)
         kubeconfig = live(given_kubeconfig, cluster)
         if not objects and not kubeconfig:
-            raise ValueError(
-                "give the DRA objects: --objects FILE (or a built-in set), or --kubeconfig to read a cluster's"
-            )
+            raise usage("give the DRA objects: --objects FILE (or a built-in set), or --kubeconfig to read a cluster's")
         if context and not kubeconfig:
-            raise ValueError("--context goes with --kubeconfig")
+            raise usage("--context goes with --kubeconfig")
         if kubeconfig and cluster:
-            raise ValueError(
+            raise usage(
                 "--kubeconfig reads the cluster's own ResourceSlices: drop --cluster (its slices would be added twice)"
             )
         documents = fetch_dra(kubeconfig, context) if kubeconfig else []

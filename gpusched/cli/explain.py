@@ -35,6 +35,7 @@ from .common import (
     app,
     cluster_source,
     emit_json,
+    emit_target,
     finite,
     live,
     names,
@@ -45,6 +46,7 @@ from .common import (
     shape,
     show,
     solver_config,
+    usage,
     write_output,
 )
 
@@ -108,6 +110,8 @@ def explain_command(
 
     def body() -> int:
         config = solver_config(time_limit, workers, seed)
+        if emit_claim is not None:
+            emit_target("--emit-claim", emit_claim, False)  # `-` with --json: the claim alone is printed
         if objects:
             claim = _claim(cluster, objects, driver, target)
             if claim is not None:
@@ -129,7 +133,7 @@ def explain_command(
         item = pick_pending(pending_pods, pending_jobs, wanted, pods or jobs or source)
         if isinstance(item, Job):
             if emit_claim:
-                raise ValueError("--emit-claim writes a claim for one pod; a job's pods each need their own")
+                raise usage("--emit-claim writes a claim for one pod; a job's pods each need their own")
             result = explain_job(model, pending_jobs, wanted)
         else:
             emitted = claim_for(item.name, item, item.gpus, driver) if emit_claim else None

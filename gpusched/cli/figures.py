@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import require
-from .common import err, out
+from .common import check_output, err, out, usage
 
 __all__ = ["FIGURE_FORMATS", "figure_target", "save_figure", "wrote"]
 
@@ -18,21 +18,27 @@ FIGURE_FORMATS = ("png", "svg", "pdf")
 _ENDINGS = "a file name ending in .png, .svg or .pdf"
 
 
-def figure_target(option: str, path: Path | None) -> Path | None:
+def figure_target(option: str, name: str | None) -> Path | None:
     """Refuse a path that cannot take a picture (or a missing matplotlib) before anything is loaded: nothing is
     written."""
-    if path is None:
+    if name is None:
         return None
+    if not name.strip():
+        raise usage(f"{option}: expected a file name")
     require("matplotlib", "plots")
+    path = Path(name)
+    if len(os.fsencode(path.name)) > 255:  # the system would refuse even to look it up
+        check_output(option, name)
     if path.is_dir():
-        raise ValueError(f"{option}: {path} is a folder; give {_ENDINGS}")
+        raise usage(f"{option}: {path} is a folder; give {_ENDINGS}")
     if path.suffix.lower().lstrip(".") not in FIGURE_FORMATS:
-        raise ValueError(f"{option}: {path}: expected {_ENDINGS}")
+        raise usage(f"{option}: {path}: expected {_ENDINGS}")
     folder = path.parent
     if not folder.is_dir():
-        raise ValueError(f"{option}: {path}: the folder {folder} does not exist")
+        raise usage(f"{option}: {path}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK):
-        raise ValueError(f"{option}: {path}: the folder {folder} is not writable")
+        raise usage(f"{option}: {path}: the folder {folder} is not writable")
+    check_output(option, str(path))
     return path
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from itertools import groupby
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -38,7 +37,7 @@ SYMBOLS = {"free": ".", "stranded": "s", "busy": "#", "mig": "m", "time-sliced":
 def map_command(
     cluster: ClusterArg = None,
     out_path: Annotated[
-        Path | None, typer.Option("--output-file", metavar="FILE", help="also draw the map (.png, .svg or .pdf)")
+        str | None, typer.Option("--output-file", metavar="FILE", help="also draw the map (.png, .svg or .pdf)")
     ] = None,
     size: Annotated[
         int,

@@ -30,6 +30,7 @@ from .common import (
     object_name,
     run,
     shape,
+    usage,
     write_output,
 )
 
@@ -87,16 +88,16 @@ def import_command(
         emit_target("--output-file", output_file, as_json)
         emit_target("--emit-pods", pods_out, as_json)
         if output_file == "-" and pods_out == "-":
-            raise ValueError("--output-file - and --emit-pods - both want stdout: give one of them a FILE")
+            raise usage("--output-file - and --emit-pods - both want stdout: give one of them a FILE")
         server = live(kubeconfig, nodes)
         if server and (nodes or pods or objects):
-            raise ValueError("--kubeconfig reads the cluster itself: drop --nodes, --pods and --objects")
+            raise usage("--kubeconfig reads the cluster itself: drop --nodes, --pods and --objects")
         if server:
             inputs = read_live(server, context, topology or [])
         elif nodes:
             inputs = read_inputs(nodes, pods, objects or [], topology or [])
         else:
-            raise ValueError("give --nodes (kubectl get nodes -o json, - for stdin) or --kubeconfig")
+            raise usage("give --nodes (kubectl get nodes -o json, - for stdin) or --kubeconfig")
         imported = build_cluster(inputs)
         report = imported.report
         outputs = [

@@ -9,8 +9,8 @@ else $KUBECONFIG, else ~/.kube/config, on `--context` or the current context. A 
 
 from __future__ import annotations
 
-from ..errors import InputError
-from ..files import parse, read_text
+from ..errors import GpuschedError
+from ..scenarios.kubeconfig import load
 from ..scenarios.live import default_kubeconfig
 
 __all__ = ["context_namespace", "plugin_kubeconfig"]
@@ -22,16 +22,9 @@ def plugin_kubeconfig() -> str:
 
 
 def context_namespace(kubeconfig: str, context: str | None) -> str:
-    """The namespace of the context (named, else the current one), as kubectl reads it; `default` when it names
-    none, or when the file cannot be read (the command itself then says why)."""
+    """The namespace of the context (named, else the current one), as kubectl reads it from the merged files;
+    `default` when it names none, or when the files cannot be read (the command itself then says why)."""
     try:
-        doc = parse(kubeconfig, read_text(kubeconfig))
-    except (InputError, OSError):
+        return load(kubeconfig).resolve(context).namespace
+    except GpuschedError:  # the command, reading the cluster, says why
         return "default"
-    if not isinstance(doc, dict):
-        return "default"
-    wanted = context or doc.get("current-context")
-    for entry in doc.get("contexts") or []:
-        if isinstance(entry, dict) and entry.get("name") == wanted and isinstance(entry.get("context"), dict):
-            return str(entry["context"].get("namespace") or "default")
-    return "default"

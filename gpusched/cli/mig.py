@@ -56,6 +56,7 @@ from .common import (
     run,
     shape,
     solver_config,
+    usage,
     write_output,
 )
 
@@ -112,7 +113,7 @@ def plan_command(
         check_apply(apply, server, context, yes, journal)
         config = solver_config(time_limit, workers, seed)
         if (demand is None) == (pending is None):
-            raise ValueError("give exactly one of --demand PROFILE=COUNT,... and --pending PODS")
+            raise usage("give exactly one of --demand PROFILE=COUNT,... and --pending PODS")
         target = emit
         console = emit_target("--emit-mig-parted", target, as_json)
         source = cluster_source(cluster, server, context)
@@ -158,14 +159,14 @@ def _render_emitted(console: Console, target: str, written: bool) -> None:
 def _demand(gpus: list[MigGpu], demand: str | None, pending: str | None) -> dict[str, int]:
     """Instances wanted per profile, from --demand or from the pending pods; a profile no GPU has is bad input."""
     if demand is not None:
-        wanted = parse_demand(demand)
-        check_demand(wanted, gpus)
+        wanted = parse_demand(demand, "--demand")
+        check_demand(wanted, gpus, "--demand")
         return wanted
     pods = load_pods(pending or "").pods
     for pod in pods:
         if pod.mig_profile:
             check_demand({pod.mig_profile: 1}, gpus, f"--pending: pod {pod.name}")
-    return demand_from_pods(pods)
+    return demand_from_pods(pods, "--pending")
 
 
 def _timing(plan: MigPlan) -> None:

@@ -57,6 +57,7 @@ from .common import (
     shape,
     show,
     solver_config,
+    usage,
 )
 from .common import sizes as parse_sizes
 
@@ -111,7 +112,7 @@ def plan_command(
         check_apply(apply, server, context, yes, journal)
         check_namespaces(namespace, all_namespaces)
         if rollback and not apply:
-            raise ValueError("--rollback: only with --apply")
+            raise usage("--rollback: only with --apply")
         config = solver_config(time_limit, workers, seed)
         source = cluster_source(cluster, server, context)
         if not apply:
@@ -129,13 +130,13 @@ def plan_command(
             show(report, as_json, render_plan)
             return 1 if report.unplaced else 0
         if pending:
-            raise ValueError("--apply binds the cluster's own pending pods: drop --pending")
+            raise usage("--apply binds the cluster's own pending pods: drop --pending")
         with live_apply(apply, server, context) as opened:  # plan from the one snapshot the run checks
             assert opened is not None
             found, members = gpusched_jobs(opened.snapshot, scheduler_name)
             found = [job for job in found if in_namespace(job.name, namespace)]
             if not found:
-                raise ValueError(f"no pending GPU pod has schedulerName {scheduler_name!r}: nothing to bind")
+                raise usage(f"no pending GPU pod has schedulerName {scheduler_name!r}: nothing to bind")
             report = plan(opened.cluster, found, config, parse_sizes(sizes), began=began)
             if not as_json:
                 render_plan(out, report)
@@ -160,11 +161,16 @@ def validate_command(
         ),
     ],
     plan_file: Annotated[
-        str, typer.Argument(metavar="PLAN", help="a plan, as `gpusched plan -o json` writes it (- for stdin)")
+        str,
+        typer.Argument(
+            metavar="PLAN",
+            help="a plan, as `gpusched plan -o json` or `gpusched mig plan -o json` writes it (- for stdin)",
+        ),
     ],
     as_json: JsonFlag = False,
 ) -> None:
-    """Check a plan against the cluster: capacity, islands, MIG geometry, constraints, gangs complete."""
+    """Check a plan against the cluster: capacity, islands, MIG geometry, constraints, gangs complete; or a MIG
+    plan: layouts, busy instances kept, single strategy, mig-parted config and labels, the outcome it claims."""
 
     def body() -> int:
         model = load_cluster(cluster)
@@ -242,6 +248,8 @@ def render_plan(console: Console, report: PlanReport) -> None:
     for reason in dict.fromkeys(skipped.reason for skipped in report.not_run):
         names = [f"{h.policy} ({h.mode})" for h in report.not_run if h.reason == reason]
         console.print(f"not run: {', '.join(names)}: {reason}", markup=False)
+    if report.ran_out:
+        console.print(f"out of time: {', '.join(report.ran_out)} (the answer: {report.source})", markup=False)
     spent = ", ".join(f"{name} {seconds:.2f}" for name, seconds in report.phases.items())
     console.print(f"time: {report.seconds:.2f} s of {report.solve.time_limit:g} s ({spent})", markup=False)
 
@@ -250,6 +258,5 @@ def render_validation(console: Console, result: PlanValidation) -> None:
     if result.valid:
         console.print("valid", markup=False)
     else:
-        console.print(f"invalid: {result.violations[0]}", markup=False)
-        if len(result.violations) > 1:
-            console.print(f"({len(result.violations) - 1} more; --json lists all)", markup=False)
+        for violation in result.violations:  # every one, with the kind of rule it breaks
+            console.print(f"invalid: {violation.message} ({violation.kind})", markup=False)

@@ -14,6 +14,8 @@ from ..planner.gang import GangReport
 from ..planner.place import PlaceReport, PodResult
 from ..planner.scheduler.names import NODE_RESOURCES_FIT
 from ..planner.scheduler.predict import K8sPrediction
+from ..planner.scheduler.queue import QueueReplay
+from ..planner.scheduler.scoring import ScoreReport
 from .common import new_table
 
 
@@ -129,6 +131,9 @@ def gang(console: Console, report: GangReport) -> None:
 def k8s(console: Console, result: K8sPrediction) -> None:
     for what in result.not_modelled:
         console.print(f"not modelled: {what} (the real verdict may differ)", markup=False)
+    if result.never_tried:
+        console.print(result.never_tried, markup=False)
+        return
     if result.pre_enqueue:
         held = result.pre_enqueue
         shown = held.condition["message"] if held.condition else "no PodScheduled condition"
@@ -140,6 +145,8 @@ def k8s(console: Console, result: K8sPrediction) -> None:
             console.print(
                 f"claim {claim.claim} -> {', '.join(allocated_devices(claim.allocation or {}))}", markup=False
             )
+        if result.scores is not None:
+            scores(console, result.scores)
         return
     for line in result.details:
         console.print(line, markup=False)
@@ -153,6 +160,44 @@ def k8s(console: Console, result: K8sPrediction) -> None:
         others = [choice.node for choice in result.nominations[1:]]
         if others:
             console.print(f"or, at random, one of: {', '.join(others)}", markup=False)
+
+
+def queue(console: Console, result: QueueReplay) -> None:
+    """One line per pending pod in queue order: where it binds (or the tie), or why it stays pending."""
+    for number, step in enumerate(result.steps, 1):
+        head = f"{number}. {step.pod} (priority {step.priority})"
+        if step.node:
+            tie = f" (tied: one of {', '.join(step.tied)}; the replay goes on with {step.node})" if step.tied else ""
+            console.print(f"{head} -> {step.node}{tie}", markup=False)
+        elif step.never_tried:
+            console.print(f"{head} never tried: {step.never_tried}", markup=False)
+        else:
+            nominated = f" (preemption would nominate {step.nominated}; not replayed)" if step.nominated else ""
+            console.print(f"{head} pending: {step.message}{nominated}", markup=False)
+
+
+def scores(console: Console, report: ScoreReport) -> None:
+    """Each Score plugin's normalised score per feasible node (its weight in the header), the weighted total, and
+    the nodes the scheduler picks from."""
+    if report.reason:
+        if len(report.top) == 1 and report.scored == [] and report.reason.startswith("one feasible"):
+            return  # `fits:` names it already
+        console.print(f"binds to {', '.join(report.top)} ({report.reason})", markup=False)
+        return
+    table = new_table("node", *(f"{p.plugin} x{p.weight}" for p in report.plugins), "total")
+    for node in report.scored:
+        table.add_row(node, *(str(p.scores[node]) for p in report.plugins), str(report.totals[node]))
+    console.print(table)
+    if report.skipped:
+        console.print(f"skipped at PreScore: {', '.join(report.skipped)}", markup=False)
+    if len(report.top) == 1:
+        console.print(f"picks: {report.top[0]}", markup=False)
+    else:
+        console.print(f"picks at random one of: {', '.join(report.top)} (tied)", markup=False)
+    if report.sample:
+        console.print(f"sample: {report.sample}", markup=False)
+    for what in report.not_modelled:
+        console.print(f"not modelled in the scores: {what}", markup=False)
 
 
 def scheduler_config(console: Console, config: SchedulerConfig, target: str) -> None:

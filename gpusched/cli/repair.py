@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
 from ..actions.journal import Journal
@@ -16,8 +17,9 @@ from ..actions.kube import Kube, Snapshot
 from ..actions.plans import defrag_journal, preempt_journal
 from ..actions.runner import RunOutcome
 from ..limits import MAX_PODS
+from ..models.scheduling import Toleration
 from ..planner.explain.target import pick_pending, pod_named
-from ..planner.optimize.defrag import DefragReport, defrag, parse_shape
+from ..planner.optimize.defrag import DefragReport, defrag, parse_shape, shape_like
 from ..planner.optimize.preempt import Alternative, PreemptReport, preempt
 from ..planner.optimize.solver import SolveReport
 from ..scenarios import load_cluster, load_pending
@@ -133,7 +135,7 @@ def render_preempt(console: Console, report: PreemptReport) -> None:
         table.add_row(alternative.name, nodes, *_cost_cells(alternative), valid)
         notes += [
             f"{alternative.name}: {text}"
-            for text in ([alternative.note] if alternative.note else []) + alternative.problems
+            for text in ([alternative.note] if alternative.note else []) + [str(p) for p in alternative.problems]
         ]
     console.print(table)
     for note in notes:
@@ -249,17 +251,59 @@ def preempt_command(
     run(body)
 
 
+def toleration_of(text: str) -> Toleration:
+    """`KEY[=VALUE]:EFFECT`, as kubectl taint writes a taint: Equal with a value, Exists without; no EFFECT
+    tolerates every effect."""
+    pair, _, effect = text.rpartition(":") if ":" in text else (text, "", "")
+    key, equals, value = pair.partition("=")
+    try:
+        return Toleration.model_validate(
+            {"key": key, "operator": "Equal" if equals else "Exists", "value": value, "effect": effect}
+        )
+    except ValidationError as error:
+        problem = error.errors(include_url=False)[0]
+        where = ".".join(map(str, problem["loc"]))
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        raise ValueError(f"--toleration {text!r}: {where + ': ' if where else ''}{message}") from None
+
+
 @names(lambda report: [object_name("pod", move["pod"]) for move in report["moves"]])
 @shape(DefragReport | RunOutcome)
 @app.command("defrag")
 def defrag_command(
     shape: Annotated[
-        str,
+        str | None,
         typer.Option(
-            "--for", metavar="SHAPE", help="GPUS[xPODS|xmax][@island]: 8@island, 8x2 (two 8-GPU pods), 4xmax@island"
+            "--for",
+            metavar="SHAPE",
+            help="GPUS[xPODS|xmax][@island]: 8@island, 8x2 (two 8-GPU pods), 4xmax@island (default: --like's)",
         ),
-    ],
+    ] = None,
     cluster: ClusterArg = None,
+    like: Annotated[
+        str | None,
+        typer.Option(
+            "--like",
+            metavar="POD",
+            help="the target pods are like this pending pod or job: its GPUs and NVLink (unless --for), "
+            "tolerations, node selector, GPU model and memory (not its cpu and memory: defrag packs GPUs)",
+        ),
+    ] = None,
+    source: Annotated[
+        str | None,
+        typer.Option(
+            "--from", metavar="FILE", help="--like: pods or jobs file or scenario holding it (default: the cluster's)"
+        ),
+    ] = None,
+    namespace: NamespaceOpt = None,
+    tolerations: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--toleration",
+            metavar="KEY[=VALUE]:EFFECT",
+            help="the target pods tolerate this taint (repeatable), e.g. nvidia.com/gpu=present:NoSchedule",
+        ),
+    ] = None,
     max_moves: Annotated[
         int | None,
         typer.Option("--max-moves", metavar="N", max=MAX_PODS, help="at most this many moves (needed with xmax)"),
@@ -283,10 +327,24 @@ def defrag_command(
         server = live(kubeconfig, cluster)
         check_apply(apply, server, context, yes, journal)
         config = solver_config(time_limit, workers, seed)
-        target = parse_shape(shape)
-        source = cluster_source(cluster, server, context)
+        if shape is None and like is None:
+            raise ValueError("--for: give a shape, or --like POD")
+        if source is not None and like is None:
+            raise ValueError("--from: only with --like")
+        given = [toleration_of(text) for text in tolerations or []]
+        where = cluster_source(cluster, server, context)
         with live_apply(apply, server, context) as opened:  # --apply: plan from the one snapshot the run checks
-            report = defrag(opened.cluster if opened else load_cluster(source), target, max_moves, config)
+            item = None
+            if like is not None:
+                pods, jobs = load_pending(source or (opened.scenario if opened else where))
+                known = [pod.name for pod in pods.pods] + [job.name for job in jobs.jobs]
+                wanted = pod_named(like, namespace_for(namespace, server, context), known)
+                item = pick_pending(pods.pods, jobs.jobs, wanted, source or where)
+            try:
+                target = shape_like(item, parse_shape(shape) if shape else None, given)
+            except ValueError as error:
+                raise ValueError(f"--like: {error}") from None
+            report = defrag(opened.cluster if opened else load_cluster(where), target, max_moves, config)
             if not apply or not report.feasible:
                 show(report, as_json, render_defrag)
                 return 0 if report.feasible else 1
@@ -297,6 +355,7 @@ def defrag_command(
             def steps(kube: Kube, snapshot: Snapshot, where: Target) -> Journal:
                 return defrag_journal(kube, snapshot, report, where, settings)
 
-            return apply_plan(opened, f"defrag --for {shape}", steps, yes, journal, as_json)
+            what = f"defrag --for {shape}" if shape else f"defrag --like {like}"
+            return apply_plan(opened, what, steps, yes, journal, as_json)
 
     run(body)

@@ -355,7 +355,7 @@ class Player:
             refused = isinstance(self._predict(before, manifest), InputError)
             return [PodVerdict(pod=name, refused=True, predicted_refused=refused, plugins=[REFUSED])]
         prediction = self._predict(before, created)
-        held = isinstance(prediction, K8sPrediction) and prediction.pre_enqueue is not None
+        held = isinstance(prediction, K8sPrediction) and (prediction.pre_enqueue or prediction.never_tried) is not None
         try:
             decided = sync.await_verdict(self.rest, f"{PODS}/{name}", lambda text: NOT_CREATED in text,
                                          HELD_AFTER if held else DECIDED_WITHIN)  # fmt: skip
@@ -511,7 +511,8 @@ def _predicted(outcome: PodVerdict, prediction: K8sPrediction) -> PodVerdict:
         "possible_nominations": [n.node for n in prediction.nominations],
         "alternatives": prediction.alternatives,
         "plugins": plugins_at_work(prediction),
-        "predicted_held": ((held.condition or {}).get("reason") or NO_CONDITION) if held else None,
+        "predicted_held": ((held.condition or {}).get("reason") or NO_CONDITION) if held
+                          else NO_CONDITION if prediction.never_tried else None,
     })  # fmt: skip
 
 

@@ -20,7 +20,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from ..limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_REPLICAS, at_most
+from ..limits import MAX_GPUS_PER_NODE, MAX_MEMORY_GIB, MAX_NODES, MAX_REPLICAS, at_most
 from .mig import placement_error, profiles_for
 from .quantity import Quantity, milli, to_int
 from .scheduling import Taint
@@ -49,7 +49,7 @@ class BusyGpu(Strict):
 
     gpu: Count = Field(description="the GPU's index on its node")
     pod: str = Field(description="the pod holding it, NAMESPACE/NAME")
-    memory_gib: float = Field(0.0, ge=0, description="GPU memory the pod declared")
+    memory_gib: float = Field(0.0, ge=0, le=MAX_MEMORY_GIB, description="GPU memory the pod declared")
 
 
 def _known(info: ValidationInfo, field: str):
@@ -75,7 +75,7 @@ class GpuBlock(Strict):
     count: Annotated[Count, at_most(MAX_GPUS_PER_NODE, "GPUSCHED_MAX_GPUS_PER_NODE")] = Field(
         description="GPUs on the node"
     )
-    memory_gib: float = Field(gt=0, description="memory per GPU")
+    memory_gib: float = Field(gt=0, le=MAX_MEMORY_GIB, description="memory per GPU (at most an int64 of bytes)")
     islands: list[list[Count]] = Field(
         default_factory=list, description="GPU indices joined by NVLink; a GPU in no list is an island of one"
     )

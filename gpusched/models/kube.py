@@ -6,6 +6,7 @@ user can find the bad value in a large dump.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -13,8 +14,8 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import InputError
-from ..limits import INT32_MAX, INT32_MIN, INT64_MAX
+from ..errors import InputError, LimitError
+from ..limits import INT32_MAX, INT32_MIN, INT64_MAX, MAX_NODES, MAX_PODS
 from .goparse import label_value_error, parse_rfc3339, qualified_name_error
 from .quantity import milli, rounded, stored, to_int
 from .scheduling import NodeSelectorTerm, Taint, Toleration
@@ -31,6 +32,7 @@ __all__ = [
     "parse_namespaces",
     "parse_nodes",
     "parse_pdbs",
+    "parse_pvcs",
     "parse_pods",
     "parse_pod",
     "add",
@@ -38,6 +40,7 @@ __all__ = [
 ]
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
+DEFAULT_SCHEDULER = "default-scheduler"  # what the API server sets when spec.schedulerName is empty
 _TOLERATION_KEYS = ("key", "operator", "value", "effect")  # tolerationSeconds does not affect scheduling
 Requests = dict[str, int]  # cpu in millicores, everything else in whole units
 Exact = dict[str, Decimal]  # the same before rounding, as Quantity keeps them
@@ -50,6 +53,7 @@ class KubeNode:
     unschedulable: bool
     taints: list[Taint]
     allocatable: Requests
+    images: dict[str, int] = field(default_factory=dict)  # status.images: each name -> sizeBytes (ImageLocality)
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,14 @@ class KubePod:
     host_ports: tuple[HostPort, ...] = ()  # of the containers and sidecars, what NodePorts reads
     scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates names: the pod is not scheduled while any remain
     volumes: tuple[str, ...] = ()  # `name (kind)` of volumes whose scheduling gpusched does not model
+    # (kind, claim name) of persistentVolumeClaim and ephemeral volumes, in order: the claims the volume plugins read
+    claim_volumes: tuple[tuple[str, str], ...] = ()
+    scheduler_name: str = DEFAULT_SCHEDULER  # spec.schedulerName: only that scheduler's profile tries the pod
+    # what the Score plugins read: requests with cpu 100m and memory 200Mi for a container that sets none
+    # (GetNonzeroRequests), preferred node affinity as (weight, term), the containers' images (init ones first)
+    nonzero: Requests = field(default_factory=dict)
+    preferred_node_affinity: tuple[tuple[int, NodeSelectorTerm], ...] = ()
+    images: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -226,13 +238,26 @@ class _Value:
             self.fail(first["msg"], f"{self.path}.{where}" if where else self.path)
 
 
-def _objects(doc: Any, kind: str, source: str) -> list[_Value]:
-    """The objects of one kind in a List/NodeList/PodList or a single object."""
+_MOST_NODES = (MAX_NODES, "GPUSCHED_MAX_NODES")
+_MOST_PODS = (MAX_PODS, "GPUSCHED_MAX_PODS")
+
+
+def _objects(doc: Any, kind: str, source: str, most: tuple[int, str]) -> list[_Value]:
+    """The objects of one kind in a List/NodeList/PodList or a single object; at most `most` (the limit and its
+    variable) of them, counted before any is read (a LimitError naming the limit)."""
     root = _Value(source, "", doc)
     if not isinstance(doc, dict):
         root.fail(f"expected a {kind} or a List of them (kubectl get -o json), got {type(doc).__name__}")
     found = root.get("kind").text()
     if found in ("List", f"{kind}List"):
+        listed = doc.get("items")
+        limit, variable = most
+        if isinstance(listed, list) and len(listed) > limit:
+            raise LimitError(
+                source,
+                f"{len(listed)} {kind}s: more than the {limit} gpusched reads (set {variable} to raise it)",
+                "items",
+            )
         objects = root.get("items").items()
         for item in objects:
             item.mapping()
@@ -256,7 +281,7 @@ def _name(item: _Value) -> str:
 
 
 def parse_nodes(doc: Any, source: str) -> list[KubeNode]:
-    nodes = [_node(item) for item in _objects(doc, "Node", source)]
+    nodes = [_node(item) for item in _objects(doc, "Node", source, _MOST_NODES)]
     seen: set[str] = set()
     for node in nodes:
         if node.name in seen:
@@ -280,11 +305,12 @@ def _node(item: _Value) -> KubeNode:
         unschedulable=bool(unschedulable),
         taints=[taint.model(Taint, ("key", "value", "effect")) for taint in spec.get("taints").items()],
         allocatable=allocatable,
+        images=_images(status),
     )
 
 
 def parse_pods(doc: Any, source: str) -> list[KubePod]:
-    return [_pod(item) for item in _objects(doc, "Pod", source)]
+    return [_pod(item) for item in _objects(doc, "Pod", source, _MOST_PODS)]
 
 
 def parse_pod(doc: Any, source: str) -> KubePod:
@@ -297,6 +323,7 @@ def parse_pod(doc: Any, source: str) -> KubePod:
 
 def _pod(item: _Value) -> KubePod:
     meta, spec, status = item.get("metadata"), item.get("spec"), item.get("status")
+    requests, nonzero = pod_requests(spec)
     policy = spec.get("preemptionPolicy").text("PreemptLowerPriority")
     if policy not in ("PreemptLowerPriority", "Never"):
         spec.get("preemptionPolicy").fail(f"expected PreemptLowerPriority or Never, got {policy!r}")
@@ -307,7 +334,8 @@ def _pod(item: _Value) -> KubePod:
         phase=status.get("phase").text(),
         priority=spec.get("priority").integer(0, INT32_MIN, INT32_MAX),
         preemption_policy=policy,
-        requests=pod_requests(spec),
+        requests=requests,
+        nonzero=nonzero,
         tolerations=[_toleration(t) for t in spec.get("tolerations").items()],
         node_selector=spec.get("nodeSelector").labels(),
         affinity=_required_affinity(spec),
@@ -322,6 +350,12 @@ def _pod(item: _Value) -> KubePod:
         host_ports=_host_ports(spec),
         scheduling_gates=_gates(spec),
         volumes=_unmodelled_volumes(spec),
+        claim_volumes=_claim_volumes(spec, _name(item)),
+        scheduler_name=spec.get("schedulerName").text() or DEFAULT_SCHEDULER,
+        preferred_node_affinity=_preferred_affinity(spec),
+        images=tuple(
+            c.get("image").text() for kind in ("initContainers", "containers") for c in spec.get(kind).items()
+        ),
     )
 
 
@@ -375,7 +409,7 @@ class KubePdb:
 def parse_namespaces(doc: Any, source: str) -> dict[str, dict[str, str]]:
     """`kubectl get namespaces -o json`: each namespace's labels, with the name label the API server always sets."""
     found: dict[str, dict[str, str]] = {}
-    for item in _objects(doc, "Namespace", source):
+    for item in _objects(doc, "Namespace", source, _MOST_NODES):
         name = _name(item)
         if name in found:
             raise InputError(source, f"namespace {name!r} appears more than once", "metadata.name")
@@ -386,7 +420,7 @@ def parse_namespaces(doc: Any, source: str) -> dict[str, dict[str, str]]:
 def parse_pdbs(doc: Any, source: str) -> list[KubePdb]:
     """`kubectl get pdb -A -o json`."""
     found = []
-    for item in _objects(doc, "PodDisruptionBudget", source):
+    for item in _objects(doc, "PodDisruptionBudget", source, _MOST_PODS):
         spec, status = item.get("spec"), item.get("status")
         selector = spec.get("selector")
         found.append(
@@ -459,7 +493,42 @@ def _unmodelled_volumes(spec: _Value) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _claim_volumes(spec: _Value, pod: str) -> tuple[tuple[str, str], ...]:
+    """An ephemeral volume's claim is named `<pod>-<volume>` (ephemeral.VolumeClaimName)."""
+    found = []
+    for volume in spec.get("volumes").items():
+        if volume.get("persistentVolumeClaim").value is not None:
+            found.append(("persistentVolumeClaim", volume.get("persistentVolumeClaim").get("claimName").text()))
+        elif volume.get("ephemeral").value is not None:
+            found.append(("ephemeral", f"{pod}-{volume.get('name').text()}"))
+    return tuple(found)
+
+
+def parse_pvcs(doc: Any, source: str) -> frozenset[str]:
+    """`kubectl get pvc -A -o json`: the claims that exist, as namespace/name."""
+    return frozenset(
+        f"{item.get('metadata').get('namespace').text('default') or 'default'}/{_name(item)}"
+        for item in _objects(doc, "PersistentVolumeClaim", source, _MOST_PODS)
+    )
+
+
+def _container_names(spec: _Value) -> None:
+    """The API server's validation of container names (validateContainers, then validateInitContainers): unique
+    across containers and init containers. (A missing name, which it also refuses, is let pass: a hand-written
+    pod file may leave names out.)"""
+    seen: set[str] = set()
+    for kind in ("containers", "initContainers"):
+        for container in spec.get(kind).items():
+            name = container.get("name")
+            if not name.text():
+                continue
+            if name.text() in seen:
+                name.fail(f"Duplicate value: {json.dumps(name.text())}")
+            seen.add(name.text())
+
+
 def _containers(spec: _Value) -> tuple[ContainerRequests, ...]:
+    _container_names(spec)
     found = [
         ContainerRequests(
             c.get("name").text(),
@@ -498,6 +567,24 @@ def _required_affinity(spec: _Value) -> list[NodeSelectorTerm] | None:
     if not terms:
         required.get("nodeSelectorTerms").fail("must have at least one node selector term")
     return terms
+
+
+def _preferred_affinity(spec: _Value) -> tuple[tuple[int, NodeSelectorTerm], ...]:
+    preferred = spec.get("affinity").get("nodeAffinity").get("preferredDuringSchedulingIgnoredDuringExecution")
+    found = []
+    for entry in preferred.items():
+        weight = entry.get("weight").integer(0, 1, 100)
+        found.append((weight, entry.get("preference").model(NodeSelectorTerm)))
+    return tuple(found)
+
+
+def _images(status: _Value) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for image in status.get("images").items():
+        size = image.get("sizeBytes").integer(0, 0)
+        for name in image.get("names").items():
+            found[name.text()] = size
+    return found
 
 
 def _time(value: _Value) -> datetime | None:
@@ -542,26 +629,41 @@ def _container_requests(resources: _Value) -> Requests:
     return {name: rounded(name, amount) for name, amount in _exact_requests(resources).items()}
 
 
-def pod_requests(spec: _Value) -> Requests:
+NONZERO_DEFAULTS: Exact = {"cpu": Decimal("0.1"), "memory": Decimal(200 * 2**20)}
+
+
+def pod_requests(spec: _Value) -> tuple[Requests, Requests]:
     """component-helpers PodRequests: containers plus sidecars, at least any init step's peak, then overhead, summed
-    exactly as Quantities are and rounded once (two 0.1Gi containers need 214748365 bytes, not 214748366)."""
-    total: Exact = {}
-    for container in spec.get("containers").items():
-        total = _add(total, _exact_requests(container.get("resources")))
-    sidecars: Exact = {}
-    init_peak: Exact = {}
-    for container in spec.get("initContainers").items():
-        requests = _exact_requests(container.get("resources"))
-        if container.get("restartPolicy").text() == "Always":
-            total = _add(total, requests)
-            sidecars = _add(sidecars, requests)
-            init_peak = _max(init_peak, sidecars)
-        else:
-            init_peak = _max(init_peak, _add(requests, sidecars))
-    total = _max(total, init_peak)
-    total.update(_pod_level(spec.get("resources")))
-    total = _add(total, spec.get("overhead").exact())
-    return {name: rounded(name, amount) for name, amount in total.items()}
+    exactly as Quantities are and rounded once (two 0.1Gi containers need 214748365 bytes, not 214748366). Twice:
+    as written, and with NONZERO_DEFAULTS for a container that sets none of them (NonMissingContainerRequests, what
+    the Score plugins count)."""
+    containers = [_exact_requests(c.get("resources")) for c in spec.get("containers").items()]
+    inits = [(_exact_requests(c.get("resources")), c.get("restartPolicy").text() == "Always")
+             for c in spec.get("initContainers").items()]  # fmt: skip
+    pod_level = _pod_level(spec.get("resources"))
+    overhead = spec.get("overhead").exact()
+    found: list[Requests] = []
+    every = [*containers, *(requests for requests, _ in inits)]
+    complete = all("cpu" in requests and "memory" in requests for requests in every)
+    for missing in ({},) if complete else ({}, NONZERO_DEFAULTS):
+        total: Exact = {}
+        for requests in containers:
+            total = _add(total, {**missing, **requests})
+        sidecars: Exact = {}
+        init_peak: Exact = {}
+        for requests, sidecar in inits:
+            requests = {**missing, **requests}
+            if sidecar:
+                total = _add(total, requests)
+                sidecars = _add(sidecars, requests)
+                init_peak = _max(init_peak, sidecars)
+            else:
+                init_peak = _max(init_peak, _add(requests, sidecars))
+        total = _max(total, init_peak)
+        total.update(pod_level)
+        total = _add(total, overhead)
+        found.append({name: rounded(name, amount) for name, amount in total.items()})
+    return found[0], found[-1]  # every container setting cpu and memory: the same
 
 
 def _pod_level(resources: _Value) -> Exact:

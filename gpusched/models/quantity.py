@@ -34,8 +34,16 @@ _SUFFIXES = {
 _PATTERN = re.compile(r"([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)")  # Go's parseQuantityString, in one
 _EXPONENT = re.compile(r"[eE][-+]?[0-9]+")
 _REGEX = "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-_LARGEST = Decimal(INT64_MAX) / 1000  # so that millicores too stay an int64, as the API server keeps them
-_TOO_LARGE = f"must be no more than {INT64_MAX // 1000} (an int64 of millis, as the API server keeps it); got {{!r}}"
+# The API server keeps any quantity (an arbitrary-precision decimal past int64); the scheduler reads whole units
+# (Value) as an int64, cpu as int64 millis (MilliValue): gpusched refuses what those cannot hold.
+_LARGEST = Decimal(INT64_MAX)
+_TOO_LARGE = (
+    f"must be no more than {INT64_MAX} (the scheduler reads a quantity as an int64, and gpusched models no more); "
+    "got {!r}"
+)
+_CPU_TOO_LARGE = (
+    f"must be no more than {INT64_MAX // 1000} for cpu (the scheduler reads cpu as an int64 of millicores); got {{!r}}"
+)
 
 
 def _malformed(value: object) -> ValueError:
@@ -47,7 +55,7 @@ def _malformed(value: object) -> ValueError:
 
 def parse_quantity(value: str | int | float) -> Decimal:
     """Parse a quantity; raises ValueError with the expected form, or when it is infinite, not a number, or too
-    large for an int64 of millis: nothing downstream ever sees an exponent it could not afford to compute."""
+    large for an int64: nothing downstream ever sees an exponent it could not afford to compute."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise _malformed(value)
     if isinstance(value, int) and abs(value) > INT64_MAX:
@@ -97,8 +105,11 @@ def rounded(resource: str, amount: Decimal) -> int:
 
 @lru_cache(maxsize=4096)
 def milli(value: str | int | float) -> int:
-    """Millicores (rounded up, as the API server does for cpu)."""
-    return int((parse_quantity(value) * 1000).to_integral_value(rounding="ROUND_CEILING"))
+    """Millicores (rounded up, as the API server does for cpu), within an int64."""
+    found = int((parse_quantity(value) * 1000).to_integral_value(rounding="ROUND_CEILING"))
+    if abs(found) > INT64_MAX:
+        raise ValueError(_CPU_TOO_LARGE.format(value))
+    return found
 
 
 @lru_cache(maxsize=4096)

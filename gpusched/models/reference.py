@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from .cluster import BusyGpu, Cluster, DisruptionBudget, GpuBlock, MigInstance, Node, NvlinkDomain
+from .offers import InstanceType, Offers, PoolLimits, Price
 from .scheduling import Taint, Toleration
 from .workload import GpuNeeds, Job, Pod
 
@@ -37,6 +38,10 @@ SECTIONS: list[tuple[str, type[BaseModel], str]] = [
     ("pods[]", Pod, "a pending pod: a pods file is `pods: [...]` or a bare list; every field of running.POD too"),
     ("jobs[]", Job, "a pending training job: `jobs: [...]`; every field of running.POD too, for each of its pods"),
     ("tolerations[]", Toleration, "as a Pod's spec.tolerations"),
+    ("offers", Offers, "an OFFERS file's top level (`gpusched scale --offers`): the NodePool and what it may launch"),
+    ("offers.limits", PoolLimits, "the NodePool's limits"),
+    ("offers.instance_types[]", InstanceType, "an instance type the NodePool may launch"),
+    ("offers.instance_types[].prices[]", Price, "one offering of the type: capacity type, zone, price"),
 ]
 _PATH = {model: path for path, model, _ in SECTIONS}
 _INHERITED = {Pod: GpuNeeds, Job: GpuNeeds}  # fields shown once, under running.POD
@@ -57,6 +62,11 @@ COMMANDS: list[tuple[str, str]] = [
     ),
     ("`defrag`", "`nodes` with `busy`/`mig` holders, `running`, `disruption_budgets`"),
     ("`mig plan`", "`nodes` with MIG-capable GPUs and their `mig` instances; `--demand`, or pods with `mig_profile`"),
+    (
+        "`scale up`, `scale down`",
+        "`nodes` (with `busy`/`mig` holders, `running`, `disruption_budgets` for `down`), pending `pods` and/or "
+        "`jobs` (`up`), and an OFFERS file",
+    ),
 ]
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..limits import INT32_MAX, INT32_MIN, MAX_POD_GPUS, MAX_PODS, at_most
+from ..limits import INT32_MAX, INT32_MIN, MAX_MEMORY_GIB, MAX_POD_GPUS, MAX_PODS, at_most
 from .quantity import Quantity, milli, to_int
 from .scheduling import Toleration
 
@@ -22,7 +22,7 @@ class GpuNeeds(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model: str | None = Field(None, description="GPU model required, e.g. A100-SXM4-80GB")
-    memory_gib: float | None = Field(None, gt=0, description="GPU memory needed per GPU")
+    memory_gib: float | None = Field(None, gt=0, le=MAX_MEMORY_GIB, description="GPU memory needed per GPU")
     nvlink: bool = Field(False, description="all GPUs inside one NVLink island")
     shared: bool = Field(False, description="accepts a time-sliced replica")
     mig_profile: str | None = Field(None, description="needs MIG instances of this profile, e.g. 3g.40gb")

@@ -22,6 +22,7 @@ __all__ = [
     "GpuState",
     "NodeState",
     "ClusterState",
+    "node_state",
     "advertised",
 ]
 
@@ -156,7 +157,7 @@ class ClusterState:
     def from_cluster(cls, cluster: Cluster) -> ClusterState:
         """The state every planner starts from: running pods hold their GPUs and, as kube-scheduler counts them,
         their cpu and memory requests on their nodes (gpusched.planner.validate counts the same)."""
-        state = cls([_node_state(node) for node in cluster.nodes], cluster.network_gbps)
+        state = cls([node_state(node) for node in cluster.nodes], cluster.network_gbps)
         for pod in cluster.running_pods():
             node = state.node(pod.node)
             node.cpu_requested += pod.needs.cpu_milli
@@ -170,7 +171,8 @@ class ClusterState:
         return self._by_name[name]
 
 
-def _node_state(node: Node) -> NodeState:
+def node_state(node: Node) -> NodeState:
+    """One node's state as its model has it (its busy GPUs and MIG instances held)."""
     block = node.gpu
     if block is None:
         return NodeState(node, [])

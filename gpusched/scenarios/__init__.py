@@ -8,8 +8,10 @@ kubectl dumps, or a kubeconfig (a live cluster); the last two are imported on th
 from __future__ import annotations
 
 import difflib
+import os
 import typing
 import warnings
+from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -17,13 +19,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import GpuschedWarning, InputError
+from ..errors import GpuschedWarning, InputError, LimitError
 from ..files import parse as _parse
 from ..files import read_document
 from ..models.cluster import Cluster
 from ..models.workload import JobList, PodList
 from .importer import import_cluster
 from .importer.catalogue import catalogue
+from .kubeconfig import paths_of
 
 __all__ = [
     "Scenario",
@@ -129,19 +132,26 @@ _KUBECONFIG_MAX_BYTES = 1 << 20  # a kubeconfig is small; larger files are not w
 
 
 def _kubeconfig(source: str) -> tuple[str, str | None] | None:
-    """`KUBECONFIG[#CONTEXT]`, when the file is a kubeconfig (`kind: Config`): the path and the context."""
+    """`KUBECONFIG[#CONTEXT]`, when the file is a kubeconfig (`kind: Config`; for a $KUBECONFIG list, when each
+    of its files that exists is one): the path or list and the context."""
     path, hashed, context = source.rpartition("#")
-    if not (hashed and Path(path).is_file()):
+    if not (hashed and any(Path(entry).is_file() for entry in paths_of(path))):
         path, context = source, ""
-    file = Path(path)
+    files = [Path(entry) for entry in paths_of(path) if Path(entry).exists()]
+    if not files or (len(files) == 1 and os.pathsep not in path and "clusters" not in _config_keys(files[0])):
+        return None
+    return (path, context or None) if all(_config_keys(file) for file in files) else None
+
+
+def _config_keys(file: Path) -> set[str]:
+    """The top-level keys of a kubeconfig file (`kind: Config`), or none when it is not one."""
     if not file.is_file() or file.stat().st_size > _KUBECONFIG_MAX_BYTES:
-        return None
+        return set()
     try:
-        data = read_document(path)
+        data = read_document(str(file))
     except InputError:
-        return None
-    is_config = isinstance(data, dict) and data.get("kind") == "Config" and "clusters" in data
-    return (path, context or None) if is_config else None
+        return set()
+    return {str(key) for key in data} if isinstance(data, dict) and data.get("kind") == "Config" else set()
 
 
 def _is_imported(source: str) -> bool:
@@ -206,16 +216,38 @@ def _warn_unknown_models(source: str, cluster: Cluster, prefix: str) -> None:
         )
 
 
+MAX_REUSE = 16  # scenarios that reuse one another's cluster, one inside the next
+_reusing: ContextVar[tuple[str, ...]] = ContextVar("gpusched_reusing", default=())  # the scenarios being read
+
+
+def _identity(source: str) -> str:
+    """One name per file however it is written (`a.yaml`, `./a.yaml`), and `scenario X` for a built-in one."""
+    source = source.removeprefix("scenario ")
+    try:
+        return os.path.realpath(source) if Path(source).is_file() else source
+    except (OSError, ValueError):
+        return source
+
+
 def _scenario(source: str, name: str, data: dict[str, Any]) -> Scenario:
     unknown = set(data) - {"description", "cluster", "pods", "jobs"}
     if unknown:
         raise InputError(source, "unknown keys (expected description, cluster, pods, jobs)", ", ".join(sorted(unknown)))
     cluster_data = data["cluster"]
     if isinstance(cluster_data, str):  # a scenario may reuse another scenario's cluster by name
+        chain = _reusing.get()
+        if _identity(cluster_data) in {_identity(s) for s in (*chain, source)}:
+            loop = " -> ".join((*chain, source, cluster_data))
+            raise InputError(source, f"the scenarios name each other as their cluster ({loop})", "cluster")
+        if len(chain) >= MAX_REUSE:
+            raise LimitError(source, f"more than {MAX_REUSE} scenarios reuse one another's cluster", "cluster")
+        token = _reusing.set((*chain, source))
         try:
             cluster = load_scenario(cluster_data).cluster
         except InputError as error:
             raise InputError(source, str(error), "cluster") from None
+        finally:
+            _reusing.reset(token)
     else:
         cluster = _cluster(source, cluster_data, "cluster.")
     pods = validate(source, {"pods": data["pods"]}, PodList) if "pods" in data else None

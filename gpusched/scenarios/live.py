@@ -1,18 +1,20 @@
 """Read Nodes, Pods and DRA objects straight from an API server, as the JSON `kubectl get -o json` prints.
 
-The official kubernetes client loads the kubeconfig (certificates, tokens, exec plugins); responses are kept raw,
-so `gpusched k8s --kubeconfig` and `--nodes/--pods/--pod` files go through one parser. Every failure (a kubeconfig
-that does not parse, a missing context, an unreachable or refusing server) is one InputError: exit 2.
+The kubeconfig is read and merged by gpusched.scenarios.kubeconfig (a typed model, kubectl's merge of a
+$KUBECONFIG list) and its exec plugin run by gpusched.scenarios.credentials; the official kubernetes client then
+loads the one context (certificates, tokens) and makes the calls. Responses are kept raw, so `gpusched k8s
+--kubeconfig` and `--nodes/--pods/--pod` files go through one parser. Every failure (a kubeconfig that does not
+parse, a missing context, an unreachable or refusing server) is one InputError: exit 2.
 
 Nothing here waits without end. Each socket read has a timeout, but a server that trickles a byte just inside it
-would never trip one, and the client runs a kubeconfig's exec plugin with no timeout at all; so each request, and
-the loading of the kubeconfig with its exec plugin, also runs under a whole deadline (`deadline`), and an answer
-is read only up to the input size cap.
+would never trip one; so each request, and the loading of the kubeconfig, also runs under a whole deadline
+(`deadline`), and an answer is read only up to the input size cap.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import threading
@@ -22,9 +24,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InputError, require
-from ..files import max_input_bytes, parse, read_text, within_depth
+from ..errors import ClusterError, InputError, require
+from ..files import max_input_bytes, within_depth
 from ..limits import setting
+from .credentials import exec_timeout, exec_user
+from .kubeconfig import client_dict, paths_of
+from .kubeconfig import load as load_kubeconfig
 
 if TYPE_CHECKING:  # the client is imported when a kubeconfig is used, not at every CLI start
     from kubernetes import client
@@ -37,7 +42,6 @@ __all__ = [
     "connect",
     "deadline",
     "default_kubeconfig",
-    "exec_timeout",
     "fetch",
     "fetch_budgets_and_namespaces",
     "fetch_dra",
@@ -47,22 +51,13 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT = 30.0  # seconds to wait for each answer; GPUSCHED_API_TIMEOUT overrides it
-DEFAULT_EXEC_TIMEOUT = 60.0  # seconds a kubeconfig's exec plugin may take; GPUSCHED_EXEC_TIMEOUT overrides it
 
 
 def timeout() -> tuple[float, float]:
     """(connect, read) seconds for every request: GPUSCHED_API_TIMEOUT (a positive number), else 30; connecting
     waits at most 5 of them. A server that accepts and never answers is an error, not a hang."""
     seconds = setting("GPUSCHED_API_TIMEOUT", DEFAULT_TIMEOUT)
-    seconds = seconds if seconds < 86400 else DEFAULT_TIMEOUT
     return min(5.0, seconds), seconds
-
-
-def exec_timeout() -> float:
-    """Seconds that loading a kubeconfig may take, its exec plugin (a cloud login, say) included:
-    GPUSCHED_EXEC_TIMEOUT, else 60."""
-    seconds = setting("GPUSCHED_EXEC_TIMEOUT", DEFAULT_EXEC_TIMEOUT)
-    return seconds if seconds < 86400 else DEFAULT_EXEC_TIMEOUT
 
 
 class Expired(BaseException):  # noqa: N818 - like KeyboardInterrupt: no `except Exception` in a library swallows it
@@ -135,59 +130,54 @@ def deadline(seconds: float, what: str) -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - began), 0.001))
 
 
-def _contexts(path: Path) -> tuple[list[str], str]:
-    """The kubeconfig's context names and current context, or an InputError naming the file."""
-    try:
-        text = read_text(str(path))
-    except InputError as error:
-        raise InputError(str(path), f"cannot read the kubeconfig: {error.message}") from None
-    try:
-        doc = parse(str(path), text)
-    except InputError as error:
-        raise InputError(str(path), f"not a kubeconfig: {error.message}") from None
-    if not isinstance(doc, dict):
-        raise InputError(str(path), "not a kubeconfig: expected a YAML or JSON object")
-    entries = doc.get("contexts") or []
-    names = [entry.get("name", "") for entry in entries if isinstance(entry, dict)]
-    return names, str(doc.get("current-context") or "")
-
-
 def default_kubeconfig() -> str:
-    """The kubeconfig kubectl reads: the first existing file of $KUBECONFIG (a path list), else ~/.kube/config.
-    Not modelled: kubectl merges every file of $KUBECONFIG; gpusched reads the first one."""
-    for entry in os.environ.get("KUBECONFIG", "").split(os.pathsep):
-        if entry and Path(entry).is_file():
-            return entry
+    """The kubeconfig kubectl reads: $KUBECONFIG (a path list, merged as kubectl merges it), else ~/.kube/config."""
+    listed = os.environ.get("KUBECONFIG", "")
+    if any(Path(entry).is_file() for entry in paths_of(listed)):
+        return listed
     return str(Path.home() / ".kube" / "config")
 
 
+@contextmanager
+def _client_log() -> Iterator[list[str]]:
+    """What the kubernetes client logs (it reports a failed credential with `logging.error`, which would print
+    `ERROR:root:` lines before gpusched's one message): kept for that message instead of printed."""
+    said: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(record.getMessage())
+
+    root = logging.getLogger()
+    handler = Keep(logging.WARNING)
+    root.addHandler(handler)  # with a handler on the root, logging.error() adds no stderr handler of its own
+    try:
+        yield said
+    finally:
+        root.removeHandler(handler)
+
+
 def connect(kubeconfig: str | Path, context: str | None = None) -> client.ApiClient:
-    """An API client for the kubeconfig's context (its current one unless named)."""
+    """An API client for the kubeconfig's context (its current one unless named); a $KUBECONFIG list merged as
+    kubectl merges it (gpusched.scenarios.kubeconfig), an exec plugin run by gpusched.scenarios.credentials."""
     require("kubernetes", "live")
-    path = Path(kubeconfig)
-    names, current = _contexts(path)
-    wanted = context or current
-    if not wanted:
-        raise InputError(str(path), "no current-context; name one with --context", "current-context")
-    if wanted not in names:
-        known = ", ".join(names) or "none"
-        raise InputError(str(path), f"context {wanted!r} not found (contexts: {known})", "contexts")
-    from kubernetes.config import new_client_from_config
+    merged = load_kubeconfig(str(kubeconfig))
+    resolved = merged.resolve(context)
+    user_name = merged.contexts[resolved.context][1].user
+    user = exec_user(resolved, user_name)
+    from kubernetes.config import new_client_from_config_dict
     from kubernetes.config.config_exception import ConfigException
 
-    try:
-        with deadline(exec_timeout(), "loading the kubeconfig (its exec plugin included)"):
-            return new_client_from_config(config_file=str(path), context=wanted, persist_config=False)
-    except Expired as error:
-        raise InputError(str(path), f"context {wanted!r}: {error} (set GPUSCHED_EXEC_TIMEOUT to wait longer)") from None
-    except (ConfigException, ValueError, TypeError, OSError) as error:
-        raise InputError(str(path), f"context {wanted!r}: {error}".splitlines()[0]) from None
-    except (AttributeError, KeyError) as error:  # the client trips over an entry of the wrong shape (user: "text")
-        raise InputError(
-            str(path),
-            f"context {wanted!r}: a cluster, user or context entry is not a mapping of the expected keys "
-            f"({type(error).__name__}: {error})".splitlines()[0],
-        ) from None
+    where, wanted = merged.name, resolved.context
+    with _client_log() as said:
+        try:
+            with deadline(exec_timeout(), "loading the kubeconfig"):
+                return new_client_from_config_dict(client_dict(resolved, user), context=wanted, persist_config=False)
+        except Expired as error:
+            raise InputError(where, f"context {wanted!r}: {error} (set GPUSCHED_EXEC_TIMEOUT to wait longer)") from None
+        except (ConfigException, ValueError, TypeError, OSError, AttributeError, KeyError) as error:
+            why = (said[-1] if said else f"{error}").splitlines()[0] if (said or str(error)) else type(error).__name__
+            raise InputError(where, f"context {wanted!r}: {why}") from None
 
 
 def split_name(name: str, default_namespace: str = "default") -> tuple[str, str]:
@@ -208,13 +198,16 @@ class RestError(Exception):
 
 
 def request(
-    api: client.ApiClient, method: str, path: str, body: Any = None, content_type: str = "application/json"
-) -> Any:
+    api: client.ApiClient, method: str, path: str, body: Any = None, content_type: str = "application/json",
+    kind: str | None = None,
+) -> Any:  # fmt: skip
     """One call with the kubeconfig's credentials, within the whole deadline GPUSCHED_API_TIMEOUT; the JSON
-    answer, RestError for an error status.
+    answer (of `kind` when given: a NodeList where one Node was asked for is refused), RestError for an error
+    status.
 
-    Unreachable servers raise urllib3's HTTPError and a server too slow raises Expired; callers turn both into
-    their own message.
+    Unreachable servers raise urllib3's HTTPError, a server too slow raises Expired and an answer of the wrong
+    shape ValueError (its words complete: "expected a JSON object, got ..."); callers name the server and the
+    request.
     """
     headers = {"Accept": "application/json", "Content-Type": content_type}
     method, url, headers, body, _ = api.param_serialize(
@@ -230,7 +223,11 @@ def request(
             raise
     if not 200 <= response.status < 300:
         raise RestError(response.status, _status_message(data, response.reason), _causes(data))
-    return _object(data)
+    found = _object(data)
+    if kind is not None and found.get("kind") != kind:
+        got = found.get("kind")
+        raise ValueError(f"expected a {kind}, got {f'a {got}' if isinstance(got, str) and got else 'no kind'}")
+    return found
 
 
 def _body(raw: Any) -> bytes:
@@ -242,7 +239,7 @@ def _body(raw: Any) -> bytes:
     while chunk := raw.read1(1 << 20):
         size += len(chunk)
         if size > cap:
-            raise ValueError(f"an answer larger than the input limit of {cap} bytes (GPUSCHED_MAX_INPUT_BYTES)")
+            raise ValueError(f"the answer is larger than the input limit of {cap} bytes (GPUSCHED_MAX_INPUT_BYTES)")
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -251,15 +248,15 @@ def _object(data: bytes) -> dict[str, Any]:
     """The answer as a JSON object within the reader's nesting limit; ValueError saying what came instead
     (nothing, null, a list, not JSON, nested too deep)."""
     if not data.strip():
-        raise ValueError("an empty answer")
+        raise ValueError("expected a JSON object, got an empty answer")
     try:
         found = json.loads(data)
     except (ValueError, RecursionError):
-        raise ValueError("an answer that is not JSON") from None
+        raise ValueError("expected a JSON object, got an answer that is not JSON") from None
     if not isinstance(found, dict):
-        raise ValueError(f"JSON {type(found).__name__ if found is not None else 'null'}")
+        raise ValueError(f"expected a JSON object, got JSON {type(found).__name__ if found is not None else 'null'}")
     if not within_depth(found):
-        raise ValueError("an answer nested too deep")
+        raise ValueError("expected a JSON object, got one nested too deep")
     return found
 
 
@@ -282,29 +279,30 @@ def _causes(data: bytes) -> tuple[str, ...]:
 
 def call(
     api: client.ApiClient, method: str, path: str, body: Any = None, content_type: str = "application/json",
-    missing_ok: bool = False, forbidden_ok: bool = False,
+    missing_ok: bool = False, forbidden_ok: bool = False, kind: str | None = None,
 ) -> Any:  # fmt: skip
-    """`request` for the CLI: any failure becomes one InputError naming the server; `missing_ok`: None for a 404,
-    `forbidden_ok`: None for a 403 (something optional the user may not read)."""
+    """`request` for the commands that read: any failure becomes one ClusterError naming the server and the
+    request; `missing_ok`: None for a 404, `forbidden_ok`: None for a 403 (something optional the user may not
+    read); `kind`: the kind the answer must be."""
     from urllib3.exceptions import HTTPError  # the kubernetes client's transport (the live extra)
 
-    server = api.configuration.host
+    server, what = api.configuration.host, f"{method} {path.split('?')[0]}"
     try:
-        return request(api, method, path, body, content_type)
+        return request(api, method, path, body, content_type, kind)
     except RestError as error:
         if (missing_ok and error.status == 404) or (forbidden_ok and error.status == 403):
             return None
-        raise InputError(server, f"{method} {path.split('?')[0]}: {error}") from None
+        raise ClusterError(server, what, str(error)) from None
     except HTTPError as error:
-        raise InputError(server, f"cannot reach the API server: {root_cause(error)}") from None
+        raise ClusterError(server, what, f"cannot reach the API server: {root_cause(error)}") from None
     except Expired as error:
-        raise InputError(server, f"{error}: timed out (set GPUSCHED_API_TIMEOUT to wait longer)") from None
+        raise ClusterError(server, what, f"{error}: timed out (set GPUSCHED_API_TIMEOUT to wait longer)") from None
     except ValueError as error:
-        raise InputError(server, f"{method} {path.split('?')[0]}: expected a JSON object, got {error}") from None
+        raise ClusterError(server, what, str(error)) from None
 
 
-def _get(api: client.ApiClient, path: str) -> Any:
-    return call(api, "GET", path)
+def _get(api: client.ApiClient, path: str, kind: str | None = None) -> Any:
+    return call(api, "GET", path, kind=kind)
 
 
 def root_cause(error: BaseException) -> str:
@@ -337,9 +335,9 @@ def fetch(
     api = connect(kubeconfig, context)
     with api:
         namespace, name = split_name(pod)
-        nodes = _get(api, "/api/v1/nodes")
-        pods = _get(api, "/api/v1/pods")
-        target = _get(api, f"/api/v1/namespaces/{namespace}/pods/{name}")
+        nodes = _get(api, "/api/v1/nodes", "NodeList")
+        pods = _get(api, "/api/v1/pods", "PodList")
+        target = _get(api, f"/api/v1/namespaces/{namespace}/pods/{name}", "Pod")
         documents = None
         if (target.get("spec") or {}).get("resourceClaims"):
             documents = _dra_documents(api)

@@ -62,7 +62,7 @@ def test_unreachable_server_is_one_message(gpusched, write):
     server = f"https://127.0.0.1:{closed_port()}"
     result = gpusched("slices", MODEL, "--apply", "--kubeconfig", kubeconfig(write, server), "--yes")
     assert result.exit_code == 2
-    assert result.stderr.startswith(f"error: {server}: cannot reach the API server")
+    assert result.stderr.startswith(f"error: {server}: GET /apis/") and ": cannot reach the API server" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and result.stdout == ""
 
 

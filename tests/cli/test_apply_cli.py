@@ -91,8 +91,8 @@ def test_status_contacts_nothing_and_runs_no_exec_plugin(gpusched, tmp_path):
 
 
 def test_the_kubectl_plugin_reads_kubectls_kubeconfig(monkeypatch, tmp_path):
-    """The arguments go to the commands as they came; a command given no cluster reads the first file of
-    $KUBECONFIG that exists, else ~/.kube/config."""
+    """The arguments go to the commands as they came; a command given no cluster reads $KUBECONFIG (the whole list,
+    merged as kubectl merges it) when one of its files exists, else ~/.kube/config."""
     import gpusched.cli as cli
     from gpusched.cli.common import live
 
@@ -100,10 +100,11 @@ def test_the_kubectl_plugin_reads_kubectls_kubeconfig(monkeypatch, tmp_path):
     monkeypatch.setattr(cli, "main", lambda: seen.append((list(cli.sys.argv), live(None), live(None, "monday"))))
     config = tmp_path / "config"
     config.write_text("kind: Config\n")
-    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{config}")
+    listed = f"{tmp_path / 'absent'}:{config}"
+    monkeypatch.setenv("KUBECONFIG", listed)
     monkeypatch.setattr(cli.sys, "argv", ["kubectl-gpusched", "explain", "p", "-n", "ns"])
     cli.kubectl_main()
-    assert seen == [(["kubectl gpusched", "explain", "p", "-n", "ns"], str(config), None)]
+    assert seen == [(["kubectl gpusched", "explain", "p", "-n", "ns"], listed, None)]
     monkeypatch.delenv("KUBECONFIG")
     monkeypatch.setenv("HOME", str(tmp_path))
     cli.kubectl_main()

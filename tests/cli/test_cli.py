@@ -24,7 +24,7 @@ def test_scenarios_lists_builtins(gpusched):
     assert next(r for r in rows if r["name"] == "training")["jobs"] == 3
 
 
-@pytest.mark.parametrize("kind", ["cluster", "pods", "jobs", "claims"])
+@pytest.mark.parametrize("kind", ["cluster", "pods", "jobs", "claims", "offers"])
 def test_schema_is_json_schema(gpusched, kind):
     result = gpusched("schema", kind)
     assert result.exit_code == 0
@@ -36,7 +36,8 @@ def test_schema_unknown_kind(gpusched):
     result = gpusched("schema", "nodes")
     assert (
         result.exit_code == 2
-        and "Invalid value for 'KIND': 'nodes' is not one of 'cluster', 'pods', 'jobs', 'claims'" in result.stderr
+        and "Invalid value for 'KIND': 'nodes' is not one of 'cluster', 'pods', 'jobs', 'claims', 'offers'"
+        in result.stderr
     )
 
 
@@ -191,3 +192,38 @@ def test_allreduce_of_one_gpu_crosses_no_link(gpusched):
         {"ring": "dgx-a:0", "gpus": 1, "gradient_gb": 14.0, "slowest_gbps": None, "link": None, "seconds": 0.0}
     ]
     assert gpusched("allreduce", "monday", "dgx-a:0").lines == ["dgx-a:0: a single GPU: nothing to all-reduce"]
+
+
+def test_an_unexpected_exception_is_exit_3_in_one_line(monkeypatch) -> None:
+    """A bug inside gpusched is never reported as the user's bad input (2) nor as Pending (1): exit 3, one line."""
+    from typer.testing import CliRunner
+
+    from gpusched.cli import app, common
+    from gpusched.planner import frag
+
+    def broken(*args, **kwargs):
+        raise KeyError("oops")
+
+    monkeypatch.setattr(frag, "fragmentation", broken)
+    monkeypatch.setattr("gpusched.cli.core.fragmentation", broken, raising=False)
+    result = CliRunner().invoke(app, ["frag", "monday"])
+    assert result.exit_code == 3, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "internal error (a gpusched bug, not your input): KeyError: 'oops'"
+    ), lines
+    assert "Traceback" not in result.stderr
+    result = CliRunner().invoke(app, ["--debug", "frag", "monday"])
+    assert result.exit_code == 3 and "Traceback" in result.stderr
+    monkeypatch.setenv("GPUSCHED_DEBUG", "1")
+    result = CliRunner().invoke(app, ["frag", "monday"])
+    assert result.exit_code == 3 and "Traceback" in result.stderr and not common._debug[0]
+
+
+def test_the_mig_demand_count_is_bounded() -> None:
+    from typer.testing import CliRunner
+
+    from gpusched.cli import app
+
+    result = CliRunner().invoke(app, ["mig", "plan", "fragmented", "--demand", f"3g.40gb={2**63}"])
+    assert result.exit_code == 2 and "--demand: 3g.40gb: 9223372036854775808 instances is more than" in result.stderr

@@ -319,6 +319,8 @@ def test_every_command_that_prints_json_publishes_its_shape(gpusched):
         ["dra", "--objects", "seed-claims", "-f", "fragmented"],
         ["k8s", "examples/kind/gpu-c.json", "--nodes", "examples/kind/nodes.json"],
         ["import", "--nodes", "tests/data/import/nodes.json"],
+        ["scale", "up", "crowded", "examples/scale/backlog.yaml", "--offers", "examples/scale/offers.yaml"],
+        ["scale", "down", "examples/scale/pool.yaml", "--offers", "examples/scale/offers.yaml"],
     ],
 )
 def test_what_a_command_prints_is_its_published_shape(gpusched, args, monkeypatch):
@@ -327,7 +329,7 @@ def test_what_a_command_prints_is_its_published_shape(gpusched, args, monkeypatc
     from gpusched.cli.common import command_named
 
     monkeypatch.chdir(ROOT)
-    path = " ".join(args[:2]) if args[0] == "mig" else args[0]
+    path = " ".join(args[:2]) if args[0] in ("mig", "scale") else args[0]
     printed = gpusched(*args, "-o", "json").stdout
     TypeAdapter(command_named(path).__gpusched_shape__).validate_json(printed)  # type: ignore[union-attr]
 

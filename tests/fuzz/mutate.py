@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
+import threading
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,12 @@ __all__ = [
     "dump_case",
     "raw_case",
     "random_case",
+    "output_case",
+    "kubeconfig_case",
+    "live_case",
+    "limit_case",
+    "cel_case",
+    "leftover_case",
     "check",
 ]
 
@@ -110,16 +119,26 @@ RAW: dict[str, str] = {
 
 @dataclass
 class Case:
-    """A command line, with `{NAME}` standing for files written into the case's folder."""
+    """A command line, with `{NAME}` standing for files written into the case's folder (`{out}`: a path in it
+    that does not exist); `fifos` are made there too, `env` is set while it runs, `answers` are what the local
+    API server (live_server) answers per path."""
 
     args: list[str]
     files: dict[str, bytes] = field(default_factory=dict)
     describe: str = ""
+    fifos: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    answers: dict[str, bytes] | None = None
 
     def write(self, folder: Path) -> list[str]:
         for name, content in self.files.items():
-            (folder / name).write_bytes(content)
-        return [arg.format(**{Path(n).stem: str(folder / n) for n in self.files}) for arg in self.args]
+            (folder / name).write_bytes(content.replace(b"{folder}", str(folder).encode()))
+        for name in self.fifos:
+            os.mkfifo(folder / name)
+        names = {Path(n).stem: str(folder / n) for n in (*self.files, *self.fifos)}
+        names.setdefault("out", str(folder / "out"))
+        names["folder"] = str(folder)
+        return [arg.format(**names) for arg in self.args]
 
 
 def _paths(data: Any, path: tuple = ()) -> list[tuple]:
@@ -271,26 +290,233 @@ def raw_case(rng: random.Random) -> Case:
     )
 
 
+# --- round two's classes: outputs, kubeconfigs, live answers, limit variables, CEL, scenario loops, MIG demand ---
+
+OUTPUT_COMMANDS = (
+    ["place", "monday", "--emit-scheduler-config", "{T}"],
+    ["gang", "monday", "--jobs", "training", "--emit-kueue", "{T}"],
+    ["explain", "train-8", "--cluster", "monday", "--emit-claim", "{T}"],
+    ["mig", "plan", "fragmented", "--demand", "3g.40gb=2", "--emit-mig-parted", "{T}"],
+    ["import", "--nodes", str(DUMP / "nodes.json"), "--output-file", "{T}"],
+    ["import", "--nodes", str(DUMP / "nodes.json"), "--pods", str(DUMP / "pods.json"), "--output-file", "{out}",
+     "--emit-pods", "{T}"],
+    ["frag", "monday", "--output-file", "{T}"],
+)  # fmt: skip
+OUTPUT_TARGETS = ("fifo", "", " ", "/dev/full", "{folder}", "{folder}/missing/x.yaml", "{folder}/" + "a" * 300)
+
+
+def output_case(rng: random.Random) -> Case:
+    """An output option pointed at what cannot take it (a FIFO blocked for ever before round two)."""
+    command = list(rng.choice(OUTPUT_COMMANDS))
+    target = rng.choice(OUTPUT_TARGETS)
+    if command[0] == "frag" and target == "fifo":
+        target = "fifo.png"
+    fifos = [target] if target.startswith("fifo") else []
+    placeholder = "{" + Path(target).stem + "}" if fifos else target
+    args = [placeholder if arg == "{T}" else arg for arg in command]
+    return Case(args, {}, f"output {target[:20]!r}, {' '.join(command[:2])}", fifos=fifos)
+
+
+KUBECONFIG_EDITS: list[tuple[str, Any]] = [
+    ("contexts", 5), ("contexts", "x"), ("contexts", [{"name": 5, "context": {"cluster": "c"}}]),
+    ("contexts", [{"name": None}]), ("clusters", [{"name": "c", "cluster": "text"}]), ("users", {"u": 1}),
+    ("current-context", ["x"]), ("current-context", "missing"), ("kind", "Pod"),
+    ("clusters", [{"name": "c", "cluster": {"server": "http://127.0.0.1:9", "proxy-url": "socks5://127.0.0.1:1"}}]),
+    ("clusters", [{"name": "c", "cluster": {"server": "http://127.0.0.1:9", "proxy-url": "gopher://x"}}]),
+    ("users", [{"name": "u", "user": {"exec": {"command": "sh", "args": ["-c", "sleep 1000 & echo {}"]}}}]),
+    ("users", [{"name": "u", "user": {"exec": {"command": "sh", "args": ["-c", "yes"]}}}]),
+    ("users", [{"name": "u", "user": {"exec": {"command": "/nonexistent/plugin"}}}]),
+    ("users", [{"name": "u", "user": {"exec": {"command": 7}}}]),
+    ("users", [{"name": "u", "user": {"client-certificate": "missing.pem", "client-key": "missing.key"}}]),
+]  # fmt: skip
+
+
+def _kubeconfig(server: str = "http://127.0.0.1:9") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u", "namespace": "ns"}}],
+    }  # fmt: skip
+
+
+def kubeconfig_case(rng: random.Random) -> Case:
+    """A kubeconfig entry of the wrong type or a hostile plugin or proxy, alone or in a $KUBECONFIG list."""
+    config = _kubeconfig()
+    key, value = rng.choice(KUBECONFIG_EDITS)
+    config[key] = copy.deepcopy(value)
+    command = rng.choice([["import", "--kubeconfig", "{kc}"], ["frag", "--kubeconfig", "{kc}"],
+                          ["k8s", "--kubeconfig", "{kc}", "p"], ["import", "--kubeconfig", "{ok}:{kc}"]])  # fmt: skip
+    files = {"kc.yaml": _dump(config, ".yaml"), "ok.yaml": _dump(_kubeconfig(), ".yaml")}
+    return Case(command, files, f"kubeconfig {key}={str(value)[:30]}, {command[0]}", env={"GPUSCHED_EXEC_TIMEOUT": "3"})
+
+
+_live: dict[str, Any] = {}
+
+
+def live_server() -> str:
+    """One local API server (127.0.0.1 only) for every live case: it answers what the running case says."""
+    if "url" not in _live:
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                answers = _live.get("answers") or {}
+                body = answers.get(self.path.split("?")[0])
+                self.send_response(404 if body is None else 200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body or b"")))
+                self.end_headers()
+                self.wfile.write(body or b"")
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        _live["url"] = f"http://127.0.0.1:{server.server_address[1]}"
+    return str(_live["url"])
+
+
+def live_case(rng: random.Random) -> Case:
+    """A live server's answers, mutated: counts of GPUs and MIG instances, the wrong kinds, not JSON."""
+    nodes, pods = json.loads((DUMP / "nodes.json").read_text()), json.loads((DUMP / "pods.json").read_text())
+    nodes["kind"], pods["kind"] = "NodeList", "PodList"
+    move = rng.randrange(5)
+    if move == 0:
+        item = rng.choice(nodes["items"])
+        resource = rng.choice(["nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared"])
+        item.setdefault("status", {}).setdefault("allocatable", {})[resource] = rng.choice(
+            ["1000000000", "65", "449", "9223372036854775807", "1e3", "-1"]
+        )
+    elif move == 1:
+        nodes = mutate(nodes, rng, rng.randint(1, 3))
+    elif move == 2:
+        nodes = pods if rng.random() < 0.5 else {"kind": "Node", "metadata": {"name": "n"}}
+    answers = {"/api/v1/nodes": _dump(nodes, ".json"), "/api/v1/pods": _dump(pods, ".json")}
+    if move == 3:
+        answers[rng.choice(list(answers))] = rng.choice([b"<html>", b"", b"null", b"[1]", b"{" * 100])
+    if move == 4:
+        answers["/api/v1/nodes"] = _dump({"kind": "NodeList", "items": [{"metadata": {"name": f"n{i}"}}
+                                                                       for i in range(100_001)]}, ".json")  # fmt: skip
+    command = rng.choice([["import", "--kubeconfig", "{kc}"], ["frag", "--kubeconfig", "{kc}"]])
+    files = {"kc.yaml": _dump(_kubeconfig(live_server()), ".yaml")}
+    return Case(command, files, f"live answer (edit {move}), {command[0]}", answers=answers)
+
+
+LIMIT_VARIABLES = ("GPUSCHED_READ_TIMEOUT", "GPUSCHED_API_TIMEOUT", "GPUSCHED_EXEC_TIMEOUT",
+                   "GPUSCHED_MAX_INPUT_BYTES", "GPUSCHED_DRA_MAX_STEPS", "GPUSCHED_DRA_COMMAND_STEPS")  # fmt: skip
+LIMIT_VALUES = ("inf", "-inf", "1e308", "-1", "0", "nan", "abc", "1e3", "99999999999999999999999", " ", "0x10")
+
+
+def limit_case(rng: random.Random) -> Case:
+    """A limit variable that is no number in range, on a command that reads it."""
+    variable = rng.choice(LIMIT_VARIABLES)
+    command = {
+        "GPUSCHED_READ_TIMEOUT": ["frag", "{fifo}"], "GPUSCHED_MAX_INPUT_BYTES": ["frag", "{c}"],
+        "GPUSCHED_API_TIMEOUT": ["import", "--kubeconfig", "{kc}"],
+        "GPUSCHED_EXEC_TIMEOUT": ["import", "--kubeconfig", "{kc}"],
+        "GPUSCHED_DRA_MAX_STEPS": ["dra", "--cluster", "monday", "--objects", "seed-claims"],
+        "GPUSCHED_DRA_COMMAND_STEPS": ["dra", "--cluster", "monday", "--objects", "seed-claims"],
+    }[variable]  # fmt: skip
+    config = _kubeconfig()
+    config["users"] = [{"name": "u", "user": {"exec": {"command": "true"}}}]
+    files = {"kc.yaml": _dump(config, ".yaml"), "c.yaml": (SCENARIOS / "monday.yaml").read_bytes()}
+    fifos = ["fifo.yaml"] if "{fifo}" in command else []
+    value = rng.choice(LIMIT_VALUES)
+    return Case(command, files, f"{variable}={value!r}, {command[0]}", fifos=fifos, env={variable: value})
+
+
+def _range(n: int) -> str:
+    return rng_list(n) if n <= 200 else f"lists.range({n})"
+
+
+def rng_list(n: int) -> str:
+    return "[" + ",".join(str(i) for i in range(n)) + "]"
+
+
+CEL_SELECTORS = (
+    "{A}.all(a, {B}.all(b, a + b >= 0))", "{A}.exists(a, {B}.exists(b, {C}.all(c, a + b + c < 0)))",
+    "{A}.map(a, {B}.filter(b, b > a)).size() >= 0", "lists.range({N}).all(x, x >= 0)",
+    "'aa'" + ".replace('a', 'aa')" * 22 + ".size() > 0", "device.attributes[\"gpu.example.com\"].all(k, {A}.all(a, k != ''))",
+)  # fmt: skip
+
+
+def cel_case(rng: random.Random) -> Case:
+    """A claim whose selector the cost estimate or the library's iteration budget must stop, or let through."""
+    documents = list(yaml.safe_load_all((ROOT / "gpusched" / "scenarios" / "dra" / "seed-claims.yaml").read_text()))
+    claims = [doc for doc in documents if doc.get("kind") == "ResourceClaim"]
+    claim = rng.choice(claims)
+    sizes = {key: _range(rng.choice([1, 10, 99, 100, 101, 1000])) for key in "ABC"}
+    expression = rng.choice(CEL_SELECTORS).replace("\\", "\\")
+    for key, text in sizes.items():
+        expression = expression.replace("{" + key + "}", text)
+    expression = expression.replace("{N}", str(rng.choice([9999, 10000, 10**6, 2**63])))
+    request = claim["spec"]["devices"]["requests"][0]
+    exactly = request.get("exactly", request)
+    exactly["selectors"] = [{"cel": {"expression": expression}}]
+    content = yaml.safe_dump_all(documents).encode()
+    return Case(["dra", "--cluster", "monday", "--objects", "{objects}"], {"objects.yaml": content},
+                f"CEL {expression[:50]}")  # fmt: skip
+
+
+def leftover_case(rng: random.Random) -> Case:
+    """Round one's leftovers: a scenario naming itself, memory past an int64, a MIG demand past the limit."""
+    move = rng.randrange(3)
+    if move == 0:
+        other = rng.choice(["{folder}/self.yaml", "{folder}/./self.yaml", "{folder}/other.yaml"])
+        files = {"self.yaml": f"cluster: {other}\n".encode(), "other.yaml": b"cluster: {folder}/self.yaml\n"}
+        return Case([rng.choice(["frag", "slices", "place"]), "{self}"], files, f"scenario loop via {other[9:]}")
+    if move == 1:
+        memory = rng.choice(["1e308", "1e20", "8589934592", "inf", "-1", "1e-300"])
+        text = f"nodes:\n- name: n\n  gpu: {{model: A100-SXM4-80GB, count: 1, memory_gib: {memory}}}\n"
+        command = rng.choice(["slices", "frag", "place", "map"])
+        return Case([command, "{c}"], {"c.yaml": text.encode()}, f"memory_gib {memory}, {command}")
+    count = rng.choice([str(2**63), str(2**64), "1000001", "-5", "0", "1e9", "9" * 50])
+    return Case(["mig", "plan", "fragmented", "--demand", f"3g.40gb={count}"], {}, f"mig demand {count[:20]}")
+
+
 def random_case(rng: random.Random) -> Case:
-    return rng.choice([scenario_case, scenario_case, dump_case, raw_case])(rng)
+    return rng.choice(
+        [scenario_case, scenario_case, dump_case, raw_case, output_case, kubeconfig_case, live_case, limit_case,
+         cel_case, leftover_case]
+    )(rng)  # fmt: skip
 
 
 def check(case: Case, folder: Path) -> tuple[Outcome, list[str]]:
-    """Run the case in `folder`; the problems found: a traceback, an unknown exit code, an exit 2 that does not name
-    the input, a temporary file or any other new file left behind."""
+    """Run the case in `folder`; the problems found: a traceback, an unknown exit code (3 is an internal error), an
+    exit 2 that does not name the input, a temporary file or any other new file left behind."""
     args = case.write(folder)
     before = set(folder.iterdir())
-    outcome = invoke(*args)
+    saved = {name: os.environ.get(name) for name in case.env}
+    os.environ.update(case.env)
+    _live["answers"] = case.answers
+    try:
+        outcome = invoke(*args)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     problems = []
     if outcome.crash:
         problems.append(f"traceback: {outcome.crash}")
     if outcome.code not in (0, 1, 2):
-        problems.append(f"exit code {outcome.code}")
+        problems.append(f"exit code {outcome.code}: {outcome.stderr.strip()[:200]}")
     if outcome.code == 2 and not outcome.crash:
-        named = any(str(folder / name) in outcome.stderr for name in case.files) or "Usage:" in outcome.stderr
+        named = (
+            any(str(folder / name) in outcome.stderr for name in (*case.files, *case.fifos))
+            or any(f"${name}" in outcome.stderr for name in case.env)
+            or "Usage:" in outcome.stderr
+            or (case.answers is not None and "127.0.0.1" in outcome.stderr)
+            or any(flag in outcome.stderr for flag in case.args if flag.startswith("--"))
+        )
         if not named:
             problems.append(f"exit 2 without naming the input: {outcome.stderr.strip()[:200]}")
     written = [str(path) for path in set(folder.iterdir()) - before] + [str(p) for p in leftovers(folder)]
-    if written:
+    if outcome.code != 0 and written:
+        problems.append(f"files written on failure: {written}")
+    elif written and not any(arg.startswith(str(folder)) for arg in args):
         problems.append(f"files written: {written}")
     return outcome, problems

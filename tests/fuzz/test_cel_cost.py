@@ -40,3 +40,34 @@ def test_over_budget_selectors_are_refused_quickly(expression: str, why: str) ->
 )
 def test_selectors_within_budget_compile(expression: str) -> None:
     compile_selector(expression)
+
+
+def _literal(n: int) -> str:
+    return "[" + ",".join(str(i) for i in range(n)) + "]"
+
+
+@pytest.mark.parametrize(
+    ("expression", "most"),
+    [
+        (f"{_literal(99)}.all(a, {_literal(99)}.all(b, a + b >= 0))", 9900),
+        (f"{_literal(100)}.all(a, {_literal(100)}.all(b, a + b >= 0))", 10100),
+        ("lists.range(9999).all(x, x >= 0)", 9999),
+        ("lists.range(10000).all(x, x >= 0)", 10000),
+        ("lists.range(5000).all(x, x >= 0) && lists.range(5000).all(x, x >= 0)", 10000),
+        ("lists.range(10).all(a, lists.range(999).all(b, b >= 0))", 10000),
+    ],
+)
+def test_the_iteration_estimate_agrees_with_the_runtime_budget(expression: str, most: int) -> None:
+    """The API server accepts these (within its cost limit); the CEL library stops at its 10,000th iteration. The
+    estimate says which it would stop, exactly: those are "not modelled", never a RuntimeError mid-search."""
+    from gpusched.planner.dra.celcheck import checked
+    from gpusched.planner.dra.celcost import iterations
+
+    assert iterations(checked(expression)) == most
+    selector = compile_selector(expression)
+    if most < 10_000:
+        assert not selector.missing and selector.program.eval(data={"device": {}}).value() is True
+    else:
+        assert "comprehension iterations" in selector.missing
+        with pytest.raises(CelError, match="not modelled by gpusched: up to"):
+            selector.matches(None)  # type: ignore[arg-type]  # refused before the device is read

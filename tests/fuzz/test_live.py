@@ -17,8 +17,8 @@ from .harness import invoke
 BODIES = {"empty": b"", "null": b"null", "list": b"[1, 2]", "binary": b"\xff\xfe\x00\x81", "deep": b"[" * 100000}
 
 
-def _serve(body: bytes | None):
-    """A server answering every GET with `body` (None: accept and never answer)."""
+def _serve(body: bytes | dict[str, bytes] | None):
+    """A server answering every GET with `body` (by path when a dict; None: accept and never answer)."""
     stop = threading.Event()
 
     class Handler(BaseHTTPRequestHandler):
@@ -26,11 +26,13 @@ def _serve(body: bytes | None):
             if body is None:
                 stop.wait(10)
                 return
-            self.send_response(200)
+            answer = body.get(self.path.split("?")[0]) if isinstance(body, dict) else body
+            self.send_response(404 if answer is None else 200)
+            answer = answer or b""
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
-            self.wfile.write(body)
+            self.wfile.write(answer)
 
         def log_message(self, *args: object) -> None:
             pass
@@ -183,3 +185,68 @@ def test_deadlines_nest() -> None:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def _answering(tmp_path: Path, body: bytes | dict[str, bytes]):
+    server, stop = _serve(body)
+    return _kubeconfig(tmp_path, server.server_address[1]), server, stop
+
+
+def _close(server, stop) -> None:
+    stop.set()
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_list_where_one_node_was_asked_for_is_a_cluster_error(tmp_path: Path) -> None:
+    from gpusched.actions.kube import Kube
+    from gpusched.errors import ClusterError
+    from gpusched.scenarios.live import connect
+
+    config, server, stop = _answering(tmp_path, b'{"kind": "NodeList", "items": []}')
+    try:
+        with connect(config) as api:
+            with pytest.raises(ClusterError, match=r"GET /api/v1/nodes/n: expected a Node, got a NodeList"):
+                Kube(api, str(config), None).node("n")
+    finally:
+        _close(server, stop)
+
+
+def test_a_not_json_answer_names_the_server_and_the_request(tmp_path: Path) -> None:
+    config, server, stop = _answering(tmp_path, b"<html>")
+    try:
+        outcome = invoke("import", "--kubeconfig", config)
+    finally:
+        _close(server, stop)
+    assert outcome.code == 2 and "http://127.0.0.1:" in outcome.stderr, outcome
+    assert "GET /api/v1/nodes: expected a JSON object, got an answer that is not JSON" in outcome.stderr
+
+
+@pytest.mark.parametrize(
+    "allocatable", [{"nvidia.com/mig-1g.10gb": "1000000000"}, {"nvidia.com/gpu": "1000000000"}], ids=["mig", "gpu"]
+)
+def test_a_huge_allocatable_from_a_server_is_refused_before_it_is_laid_out(tmp_path: Path, allocatable: dict) -> None:
+    import json
+
+    labels = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/mig.strategy": "mixed"}
+    node = {"metadata": {"name": "n1", "labels": labels}, "status": {"allocatable": allocatable}}
+    answers = {
+        "/api/v1/nodes": json.dumps({"kind": "NodeList", "items": [node]}).encode(),
+        "/api/v1/pods": b'{"kind": "PodList", "items": []}',
+    }
+    config, server, stop = _answering(tmp_path, answers)
+    try:
+        outcome = invoke("import", "--kubeconfig", config)
+    finally:
+        _close(server, stop)
+    assert not outcome.crash and outcome.code == 2, outcome
+    assert "node n1" in outcome.stderr and "GPUSCHED_MAX_GPUS_PER_NODE" in outcome.stderr, outcome.stderr
+
+
+def test_more_nodes_than_the_limit_name_the_limit() -> None:
+    from gpusched.errors import LimitError
+    from gpusched.models.kube import _objects
+
+    listed = {"kind": "NodeList", "items": [{"metadata": {"name": f"n{i}"}} for i in range(4)]}
+    with pytest.raises(LimitError, match=r"4 Nodes: more than the 3 gpusched reads \(set GPUSCHED_MAX_NODES"):
+        _objects(listed, "Node", "nodes.json", (3, "GPUSCHED_MAX_NODES"))

@@ -101,3 +101,73 @@ def test_a_good_output_replaces_the_old_file_whole(tmp_path: Path) -> None:
     target.write_text("old\n")
     outcome = invoke("place", "monday", "--emit-scheduler-config", target)
     assert outcome.code in (0, 1) and "KubeSchedulerConfiguration" in target.read_text() and not leftovers(tmp_path)
+
+
+@pytest.mark.parametrize("option", sorted(OUTPUTS))
+def test_a_fifo_or_an_empty_name_is_refused_before_any_work(tmp_path: Path, option: str) -> None:
+    """A FIFO would block the writer until someone reads it: refused up front, like an empty name."""
+    args, name = OUTPUTS[option]
+    if option == "bench synthetic --out":
+        return  # a folder, made by the bench: see test_a_fifo_as_the_output_folder
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    for target in (str(fifo), ""):
+        outcome = invoke(*[arg.replace("{T}", target) for arg in args])
+        assert not outcome.crash and outcome.code == 2, (target, outcome)
+        assert (str(fifo) if target else "expected a file name") in outcome.stderr, outcome.stderr
+    assert sorted(tmp_path.iterdir()) == [fifo]
+
+
+def test_a_fifo_as_the_output_folder(tmp_path: Path) -> None:
+    fifo = tmp_path / "results"
+    os.mkfifo(fifo)
+    args, _ = OUTPUTS["bench synthetic --out"]
+    outcome = invoke(*[arg.replace("{T}", str(fifo)) for arg in args])
+    assert not outcome.crash and outcome.code == 2 and str(fifo) in outcome.stderr, outcome
+
+
+def test_a_name_longer_than_the_file_system_takes(tmp_path: Path) -> None:
+    target = tmp_path / ("a" * 300)
+    outcome = invoke("place", "monday", "--emit-scheduler-config", target)
+    assert (
+        outcome.code == 2
+        and "too long" in outcome.stderr.replace("longer than", "too long")
+        and not list(tmp_path.iterdir())
+    ), outcome
+    near = tmp_path / ("b" * 250)  # its temporary name must fit too
+    outcome = invoke("place", "monday", "--emit-scheduler-config", near)
+    assert outcome.code in (0, 1) and near.is_file() and not leftovers(tmp_path), outcome
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+@pytest.mark.parametrize("args", [["place", "monday", "--json"], ["place", "monday"], ["scenarios"]])
+def test_standard_output_on_a_full_device_is_one_line(args: list[str]) -> None:
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "gpusched", *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "error: standard output: cannot write: No space left on device\n"
+
+
+def test_a_broken_pipe_on_standard_output_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import typer
+
+    from gpusched.cli import common
+
+    class Broken:
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr("sys.stdout", Broken())
+    lines: list[str] = []
+    monkeypatch.setattr(common.err, "print", lambda text, **_: lines.append(text))
+    with pytest.raises(typer.Exit) as exit_:
+        common.run(lambda: common.sys.stdout.write("x") and 0)
+    assert exit_.value.exit_code == 2 and lines == ["error: standard output: cannot write: Broken pipe"]

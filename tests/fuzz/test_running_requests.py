@@ -81,4 +81,4 @@ def test_a_running_pods_cpu_is_counted_everywhere() -> None:
     jobs = pending_jobs([pod], [])
     assert plan(cluster, jobs, SolverConfig(time_limit=5, workers=1)).unplaced == ["p"]
     assert place(cluster, [pod]).results[0].node is None
-    assert violations(cluster, [Assignment("p", pod, "n", (1,))]) == ["n: cpu over allocatable"]
+    assert [str(v) for v in violations(cluster, [Assignment("p", pod, "n", (1,))])] == ["n: cpu over allocatable"]

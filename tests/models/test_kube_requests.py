@@ -15,9 +15,10 @@ GI = 2**30
 
 
 def _pod(*containers, init=(), **spec):
-    body = {"containers": list(containers), **spec}
+    """Containers named c0, c1, ... and init containers i0, ...: the API server wants the names unique."""
+    body = {"containers": [{**c, "name": f"c{i}"} for i, c in enumerate(containers)], **spec}
     if init:
-        body["initContainers"] = list(init)
+        body["initContainers"] = [{**c, "name": f"i{i}"} for i, c in enumerate(init)]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": body}
 
 

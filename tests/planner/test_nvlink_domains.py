@@ -131,7 +131,7 @@ def test_check_plan_rejects_a_gang_across_domains():
         PlannedPod(pod="train-0", job="train", node="a1", gpus=[0, 1, 2, 3]),
         PlannedPod(pod="train-1", job="train", node="b1", gpus=[0, 1, 2, 3]),
     ]
-    assert check_plan(cluster, [job], across) == [
+    assert [str(v) for v in check_plan(cluster, [job], across)] == [
         "job train: pods span NVLink domains rack-a, rack-b, but it needs one (nvlink_domain)"
     ]
     inside = [across[0], PlannedPod(pod="train-1", job="train", node="a2", gpus=[0, 1, 2, 3])]

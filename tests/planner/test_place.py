@@ -175,6 +175,6 @@ def test_extended_view_warns_whenever_the_hardware_would_refuse(cluster, pods, p
         if r.node is None or not r.gpus:
             continue
         alone = violations(cluster, [Assignment(r.pod, needs[r.pod], r.node, tuple(r.gpus), tuple(r.mig))])
-        harmful = [v for v in alone if "a shared pod on an exclusive GPU" not in v]  # waste, not a runtime fault
+        harmful = [v for v in alone if "a shared pod on an exclusive GPU" not in str(v)]  # waste, not a runtime fault
         if harmful:
             assert r.warnings, (r, harmful)

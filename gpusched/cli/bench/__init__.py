@@ -18,6 +18,7 @@ from ...bench import PlaceBench, bench_place
 from ...bench.cel_bench import CelBench, bench_cel
 from ...bench.dra_bench import DraBench, bench_dra
 from ...bench.fanout import LOCAL_RAY
+from ...bench.k8s_bench import K8sBench, bench_k8s
 from ...bench.mig_bench import MigBench, bench_mig
 from ...bench.openb import DEFAULT_RATIO, MAX_TASKS, require_at_most
 from ...bench.openb_bench import OpenbBench, bench_openb, write_outputs
@@ -52,6 +53,7 @@ from ..common import (
     shape,
     show,
     solver_config,
+    usage,
 )
 from ..progress import progress_bar
 from .render import (
@@ -60,6 +62,7 @@ from .render import (
     render_downloaded,
     render_dra_bench,
     render_explain_bench,
+    render_k8s_bench,
     render_mig_bench,
     render_openb,
     render_place_bench,
@@ -329,9 +332,9 @@ def _counts(option: str, text: str) -> list[int]:
     try:
         values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise ValueError(f"{option}: expected comma-separated whole numbers, got {text!r}") from None
+        raise usage(f"{option}: expected comma-separated whole numbers, got {text!r}") from None
     if not values or any(v < 1 for v in values):
-        raise ValueError(f"{option}: expected whole numbers of at least 1")
+        raise usage(f"{option}: expected whole numbers of at least 1")
     return values
 
 
@@ -342,7 +345,7 @@ def _mix(text: str) -> dict[str, float]:
         try:
             found[kind.strip()] = float(weight or 1)
         except ValueError:
-            raise ValueError(f"--mix: expected kind=weight, got {part!r}") from None
+            raise usage(f"--mix: expected kind=weight, got {part!r}") from None
     return found
 
 
@@ -410,6 +413,18 @@ def bench_cel_command(
     run(body)
 
 
+@shape(K8sBench)
+@bench_app.command("k8s")
+def bench_k8s_command(
+    nodes: Annotated[int, typer.Option(min=2, max=MAX_NODES, help="generated nodes (64 cpu, 8 GPUs, 3 zones)")] = 5000,
+    pods: Annotated[int, typer.Option(min=0, max=100_000, help="pods bound round the nodes")] = 5000,
+    as_json: JsonFlag = False,
+) -> None:
+    """Time `gpusched k8s` with scores on a generated cluster: every Filter, then every Score plugin."""
+
+    run_and_show(lambda: bench_k8s(nodes, pods), as_json, render_k8s_bench)
+
+
 @shape(DraBench)
 @bench_app.command("dra")
 def bench_dra_command(
@@ -440,6 +455,10 @@ def bench_mig_command(
             "--random-layouts", help="random instances on every GPU (few identical GPUs) instead of common layouts"
         ),
     ] = False,
+    realistic: Annotated[
+        bool,
+        typer.Option("--realistic", help="GPUs that differ (A100/H100/H200/L4/L40S/GB200, MIG, time-slicing, taints)"),
+    ] = False,
     time_limit: TimeLimit = 10.0,
     workers: SolverWorkers = DEFAULT_WORKERS,
     as_json: JsonFlag = False,
@@ -447,7 +466,7 @@ def bench_mig_command(
     """Time `mig plan` on a generated cluster of MIG GPUs (half their instances busy) against a demand."""
 
     run_and_show(
-        lambda: bench_mig(gpus, seed, solver_config(time_limit, workers, seed), random_layouts),
+        lambda: bench_mig(gpus, seed, solver_config(time_limit, workers, seed), random_layouts, realistic),
         as_json,
         render_mig_bench,
     )
@@ -477,6 +496,10 @@ def bench_plan_command(
         bool,
         typer.Option("--compare", help="plan as the plan command does: every heuristic, once, inside the time limit"),
     ] = False,
+    realistic: Annotated[
+        bool,
+        typer.Option("--realistic", help="GPUs that differ (A100/H100/H200/L4/L40S/GB200, MIG, time-slicing, taints)"),
+    ] = False,
     seed: Seed = 42,
     time_limit: TimeLimit = 60.0,
     as_json: JsonFlag = False,
@@ -486,7 +509,9 @@ def bench_plan_command(
 
     def body() -> int:
         solver_config(time_limit, 1, seed)
-        result = bench_plan(nodes, jobs, busy, seed, time_limit, domain_jobs, shapes, distinct_nodes, compare)
+        result = bench_plan(
+            nodes, jobs, busy, seed, time_limit, domain_jobs, shapes, distinct_nodes, compare, realistic
+        )
         show(result, as_json, render_plan_bench)
         return 0
 
@@ -522,6 +547,10 @@ def bench_defrag_command(
     max_moves: Annotated[int | None, typer.Option("--max-moves", max=MAX_PODS, help="at most this many moves")] = None,
     seed: GeneratorSeed = 42,
     fill: Fill = FILL,
+    realistic: Annotated[
+        bool,
+        typer.Option("--realistic", help="GPUs that differ (A100/H100/H200/L4/L40S/GB200, MIG, time-slicing, taints)"),
+    ] = False,
     time_limit: TimeLimit = 10.0,
     workers: SolverWorkers = DEFAULT_WORKERS,
     as_json: JsonFlag = False,
@@ -530,7 +559,7 @@ def bench_defrag_command(
 
     def body() -> int:
         parse_shape(shape)
-        result = bench_defrag(nodes, seed, shape, max_moves, solver_config(time_limit, workers, 0), fill)
+        result = bench_defrag(nodes, seed, shape, max_moves, solver_config(time_limit, workers, 0), fill, realistic)
         show(result, as_json, render_repair_bench)
         return 0
 

@@ -8,6 +8,7 @@ from rich.console import Console
 from ...bench import PlaceBench
 from ...bench.cel_bench import CelBench
 from ...bench.dra_bench import DraBench
+from ...bench.k8s_bench import K8sBench
 from ...bench.mig_bench import MigBench
 from ...bench.openb_bench import OpenbBench
 from ...bench.plan_bench import PlanBench
@@ -188,6 +189,15 @@ def render_cel_bench(console: Console, result: CelBench) -> None:
     )
 
 
+def render_k8s_bench(console: Console, result: K8sBench) -> None:
+    console.print(
+        f"k8s on {result.nodes} nodes, {result.pods} pods: {result.seconds:.3f} s ({result.cpu_seconds:.3f} s CPU); "
+        f"{result.feasible_nodes} feasible nodes scored by {len(result.scored_plugins)} plugins, "
+        f"{result.top} in the top set",
+        markup=False,
+    )
+
+
 def render_dra_bench(console: Console, result: DraBench) -> None:
     console.print(
         f"{result.nodes} nodes x {result.gpus_per_node} GPUs ({result.fragmented_nodes} fragmented), "
@@ -199,12 +209,15 @@ def render_dra_bench(console: Console, result: DraBench) -> None:
 
 
 def render_mig_bench(console: Console, result: MigBench) -> None:
+    bound = "-" if result.reconfigured_bound is None else f"{result.reconfigured_bound:g} reconfigured"
     console.print(
-        f"mig plan on {result.gpus} GPUs ({result.nodes} nodes, {'random' if result.random_layouts else 'common'} "
+        f"mig plan on {result.gpus} GPUs ({result.nodes} nodes, "
+        f"{'realistic' if result.realistic else 'random' if result.random_layouts else 'common'} "
         f"layouts; {result.classes} classes, {result.options} layouts to choose from): "
         f"demand {', '.join(f'{k}={v}' for k, v in result.demand.items())}; {result.status}, "
         f"{'met' if result.met else 'NOT met'}, {result.reconfigured} GPUs reconfigured, "
-        f"{result.unused_slices} unused slices; solve {result.solve_seconds:.3f} s, total {result.seconds:.3f} s "
+        f"{result.unused_slices} unused slices (bound {bound}); solve {result.solve_seconds:.3f} s, total "
+        f"{result.seconds:.3f} s ({result.cpu_seconds:.2f} s of processor time), limit {result.time_limit:g} s "
         f"(first-fit reconfigures {result.first_fit_reconfigured}, met: {'yes' if result.first_fit_met else 'no'})",
         markup=False,
     )
@@ -213,7 +226,8 @@ def render_mig_bench(console: Console, result: MigBench) -> None:
 def render_plan_bench(console: Console, result: PlanBench) -> None:
     gap = "-" if result.gap is None else f"{100 * result.gap:.2f}%"
     console.print(
-        f"plan {result.jobs} jobs on {result.nodes} nodes ({result.gpus} GPUs, {result.busy_fraction:.0%} busy"
+        f"plan {result.jobs} jobs on {result.nodes} {'realistic ' if result.realistic else ''}nodes "
+        f"({result.gpus} GPUs, {result.busy_fraction:.0%} busy"
         f"{', every node a different cpu and memory' if result.distinct_nodes else ''}): "
         f"{result.status} (gap {gap}), {result.jobs_placed} jobs placed, {result.weighted_gpus} weighted GPUs; "
         f"{result.seconds:.2f} s in all ({result.cpu_seconds:.2f} s of processor time), limit {result.time_limit:g} s "
@@ -226,6 +240,8 @@ def render_plan_bench(console: Console, result: PlanBench) -> None:
         f"{result.pod_shapes} pod shapes ({result.gpu_shapes} as the GPUs see them), {result.patterns} patterns",
         markup=False,
     )
+    if result.ran_out:
+        console.print(f"out of time: {', '.join(result.ran_out)}", markup=False)
     if result.warm_start is None:
         why = "proven without" if result.status == "OPTIMAL" else "out of time before"
         console.print(f"answer: the {result.source} plan, {why} a heuristic to start from", markup=False)
@@ -251,7 +267,8 @@ def render_plan_bench(console: Console, result: PlanBench) -> None:
 def render_repair_bench(console: Console, result: RepairBench) -> None:
     console.print(
         f"{result.command} on {result.nodes} nodes ({result.running} running pods, {result.kinds} kinds of node): "
-        f"{result.status} in {result.seconds:g} s (solver {result.solve_seconds:g} s); {result.objective}",
+        f"{result.status} in {result.seconds:g} s ({result.cpu_seconds:g} s of processor time, limit "
+        f"{result.time_limit:g} s; solver {result.solve_seconds:g} s); {result.objective}",
         markup=False,
     )
 

@@ -135,6 +135,7 @@ def allocate(
     try:
         found = not search.infeasible() and search.one(0, 0, 0, 0, False, 0)
     finally:
+        search.spent()
         if search.slow:
             inventory.slow.add(node.name)
     if not found:

@@ -22,7 +22,10 @@ What the library lacks, and what this module does:
 - an unknown attribute domain reads as an empty map (Kubernetes wraps the map with a default): a missing domain is
   added as {} for that evaluation and the expression re-run, so only a missing *attribute* is "no such key";
 - `device` is a map to the checker, so a field that the Kubernetes device type lacks is refused here at compile time;
-- runtime errors are reworded to cel-go's ("no such key: x", "integer overflow", "division by zero", ...);
+- runtime errors are reworded to cel-go's ("no such key: x", "integer overflow", "division by zero", conversions and
+  regular expressions: celwords);
+- format, substring and charAt run cel-go's strings extension (celstrings): the program runs them by names of ours,
+  after the checks ran on the expression as written;
 - no cost estimator and no runtime cost limit: celcheck runs the API server's checks (its types, its literal and
   format validators, its cost estimate: celcost) on the library's checked AST of the expression.
 - list indexOf/lastIndexOf and string(ip)/string(cidr) have names the library's extensions own: where its checker
@@ -46,6 +49,8 @@ from .celcheck import InstantiationError, OutputTypeError, api_server_problems, 
 from .celcost import COST_WORDS, MAX_EXPRESSION_LENGTH
 from .cellib import DECLARATIONS, QUANTITY, SEMVER, LibraryError, make_quantity, make_semver, parse_k8s_quantity
 from .cellib import type_name as _type_name
+from .celstrings import RUNTIME_FUNCTIONS
+from .celwords import go_words
 
 __all__ = [
     "CelError",
@@ -97,6 +102,13 @@ _OWNED = re.compile(
 )
 _FORMAT_LIBRARY = re.compile(r"undeclared reference to 'format'")
 MAX_NESTING = 32  # deeper parentheses and brackets are refused before the library recurses into them
+# cel-go's strings functions where the library's differ (celstrings), called by names of ours in the program run
+_RUNTIME_CALL = re.compile(r"\.\s*(" + "|".join(RUNTIME_FUNCTIONS) + r")\s*\(")
+_RUNTIME_DECLARATIONS = [
+    (ours, overload, True, parameters, result, function)
+    for ours, overloads, function in RUNTIME_FUNCTIONS.values()
+    for overload, parameters, result in overloads
+]
 _TRANSFORM_MAP = re.compile(r"\.\s*(transformMap|transformMapEntry)\s*\(")
 
 
@@ -155,7 +167,7 @@ def _env(extensions: tuple[tuple[str, str], ...] = NEWEST_EXTENSIONS) -> Any:
         "query": cel.Type.Map(cel.Type.STRING, cel.Type.List(cel.Type.STRING)),
     }
     overloads: dict[str, list[Any]] = {}
-    for name, overload_id, member, parameters, result, function in DECLARATIONS:
+    for name, overload_id, member, parameters, result, function in (*DECLARATIONS, *_RUNTIME_DECLARATIONS):
         for concrete in _ANY if "any" in parameters else ("",):
             if concrete == "list" and "same" in parameters:
                 continue  # a list target is the list overload
@@ -264,7 +276,12 @@ class Selector:
             raise CelError(f"not modelled by gpusched: {self.missing} (the CEL library lacks it)")
         extra: frozenset[str] = frozenset()
         while True:
-            result = self.program.eval(device.activation(extra))
+            try:
+                result = self.program.eval(device.activation(extra))
+            except RuntimeError as error:  # the library's iteration budget, where the estimate did not see it
+                if "Iteration budget" not in str(error):
+                    raise
+                raise CelError(f"not modelled by gpusched: comprehension iterations {_BUDGET_WORDS}") from None
             value = result.value()
             if isinstance(value, bool):
                 return value
@@ -272,6 +289,9 @@ class Selector:
                 raise CelError(f"CEL result of type {_type_name(value)} could not be converted to bool")
             text = str(value)
             missing = _MISSING_KEY.match(text)
+            if missing is None and _NON_MAP_SELECT.search(text):
+                field = _failed_select(self.expression, device.variable(extra))
+                raise CelError(f"no such key: {field}" if field else "no such key")
             if missing is None:
                 raise CelError(_runtime_words(text))
             key = missing.group(1)
@@ -280,12 +300,58 @@ class Selector:
             extra |= {key}  # an unknown domain: Kubernetes reads it as an empty map
 
 
+_NON_MAP_SELECT = re.compile(r"Applying SELECT to non-message type")
+
+
+def _failed_select(expression: str, device: dict[str, Any]) -> str:
+    """The field a select asked of a value that is no map (a bool, a number): cel-go says `no such key: <field>`,
+    cel-cpp names no field. The first select, in evaluation order, whose operand is an access path from `device`
+    with constant keys and reads a non-map; else the first select on anything else (a call's result)."""
+    from .celcheck import CheckError, checked
+
+    try:
+        root = checked(expression).root
+    except CheckError:
+        return ""
+    fallback = ""
+
+    def path(node: Any) -> tuple[bool, Any]:
+        if node.kind == "ident" and node.name.startswith("device"):
+            value: Any = {"device": device}
+            for part in node.name.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            return True, value
+        if node.kind == "select" and node.target is not None:
+            known, value = path(node.target)
+            return known, value.get(node.name) if known and isinstance(value, dict) else None
+        if node.kind == "call" and node.name == "_[_]" and len(node.args) == 2 and node.args[1].kind == "const":
+            known, value = path(node.args[0])
+            key = node.args[1].value
+            return known, value.get(key) if known and isinstance(value, dict) else None
+        return False, None
+
+    def walk(node: Any) -> str:
+        nonlocal fallback
+        for child in [*([node.target] if node.target is not None else []), *node.args, *node.parts.values()]:
+            if found := walk(child):
+                return found
+        if node.kind == "select" and not node.test_only and node.target is not None:
+            known, value = path(node.target)
+            if known and value is not None and not isinstance(value, dict):
+                return node.name
+            if not known and not fallback:
+                fallback = node.name
+        return ""
+
+    return walk(root) or fallback
+
+
 def _runtime_words(text: str) -> str:
     text = re.sub(r"^[A-Z_]+: ", "", text)  # the status code cel-cpp puts first
     for pattern, words in _RUNTIME_WORDS:
         if pattern.match(text):
             return pattern.sub(words, text)
-    return text
+    return go_words(text)
 
 
 def check_cost(expression: str) -> None:
@@ -333,15 +399,17 @@ def _compile(expression: str, fields: tuple[str, ...], extensions: tuple[tuple[s
             text = re.sub(r"^[A-Z_]+: ", "", str(error).strip())
             text = re.sub(r"\s*\[[A-Z_]+\]$", "", text)
         else:
-            _api_server_checks(source, expression, origin)
-            return Selector(expression, program)
+            most = _api_server_checks(source, expression, origin)
+            if most >= ITERATION_BUDGET:  # the API server runs it; the library gpusched evaluates with would stop
+                return Selector(expression, None, f"up to {most} comprehension iterations, {_BUDGET_WORDS}")
+            return Selector(expression, _with_cel_go_strings(source, program))
         renamed, origin = _rename_owned(source, text, origin)
         if renamed == source:
             break
         source = renamed
     if _FORMAT_LIBRARY.search(text):
         return Selector(expression, None, "Kubernetes' format library")
-    problems, _ = api_server_problems(
+    problems, _, _ = api_server_problems(
         source, _constant_error
     )  # where the API server's types fail first, its checker says so
     if problems:
@@ -349,15 +417,25 @@ def _compile(expression: str, fields: tuple[str, ...], extensions: tuple[tuple[s
     raise CelError(f"compilation failed: {_in_the_expression(text, source, expression, origin)}")
 
 
+def _with_cel_go_strings(source: str, program: Any) -> Any:
+    """The program, with each format, substring and charAt call running cel-go's (the checks ran on the source as
+    written)."""
+    calls = list(_RUNTIME_CALL.finditer(blank_literals(source)))
+    for call in reversed(calls):
+        source = source[: call.start(1)] + RUNTIME_FUNCTIONS[call.group(1)][0] + source[call.end(1) :]
+    return _env().compile(source) if calls else program
+
+
 def forget_compiled() -> None:
     """Drop every compiled selector, so that a benchmark compiles from cold."""
     _compile.cache_clear()
 
 
-def _api_server_checks(source: str, expression: str, origin: list[int]) -> None:
-    """What the API server refuses after its type check (celcheck), in its words."""
+def _api_server_checks(source: str, expression: str, origin: list[int]) -> int:
+    """What the API server refuses after its type check (celcheck), in its words; else the most comprehension
+    iterations the expression can run."""
     try:
-        problems, over_budget = api_server_problems(source, _constant_error)
+        problems, over_budget, most = api_server_problems(source, _constant_error)
     except (OutputTypeError, InstantiationError) as error:
         raise CelError(str(error)) from None
     if problems:
@@ -366,49 +444,27 @@ def _api_server_checks(source: str, expression: str, origin: list[int]) -> None:
         )
     if over_budget:
         raise CelError(COST_WORDS)
+    return most
 
 
-# the library's words for a failed conversion or regular expression -> cel-go's (common/types, Go's regexp/syntax)
-_CONSTANT_WORDS = [
-    (re.compile(r"^cannot convert string to (int|uint|double)$"), r"type conversion error from 'string' to '\1'"),
-    (re.compile(r"^Type conversion error from"), "type conversion error from"),
-    (re.compile(r"^(int64|double) out of uint64 range$"), "unsigned integer overflow"),
-    (re.compile(r"^(uint64|double) out of int64 range$"), "integer overflow"),
-    (re.compile(r"^malformed UTF-8 bytes$"), "invalid UTF-8 in bytes, cannot convert to string"),
-    (
-        re.compile(r"^String to (Timestamp|Duration) conversion failed$"),
-        r"type conversion error from 'string' to 'google.protobuf.\1'",
-    ),  # fmt: skip
-]
-_REGEX_CODES = {
-    "missing )": "missing closing )",
-    "missing ]": "missing closing ]",
-    "bad repetition operator": "invalid nested repetition operator",
-    "no argument for repetition operator": "missing argument to repetition operator",
-    "trailing \\": "trailing backslash at end of expression",
-    "invalid named capture group": "invalid named capture",
-    "invalid repetition size": "invalid repeat count",
-    "invalid perl operator": "invalid or unsupported Perl syntax",
-}
-_TRAILING = "trailing \\"
-_REGEX_ERROR = re.compile(r"^invalid regular expression: (.*?)(?:: (.*))?$", re.S)
+# The CEL library (cel-cpp) stops an evaluation at its 10,000th comprehension iteration, all loops together, and
+# gpusched cannot set that option; the API server has no such budget (its cost limit alone), so an expression
+# within the cost limit that could run that many is "not modelled" (compiled, failing every device, saying why).
+ITERATION_BUDGET = 10_000
+_BUDGET_WORDS = f"past the {ITERATION_BUDGET - 1} the CEL library runs in one evaluation (the API server runs them)"
 
 
 def _constant_error(text: str) -> str | None:
     """A constant expression's error, in cel-go's words, or None when it evaluates."""
-    value = _env().compile(text).eval(data={"device": {}})
+    try:
+        value = _env().compile(text).eval(data={"device": {}})
+    except RuntimeError as error:
+        if "Iteration budget" not in str(error):
+            raise
+        return None  # the API server evaluates it: no error it would report
     if value.type().name() != "ERROR":
         return None
-    words = re.sub(r"^[A-Z_]+: ", "", str(value.value()))
-    regex = _REGEX_ERROR.match(words)
-    if regex:
-        code, fragment = regex.group(1), regex.group(2) or ""
-        if code == _TRAILING:
-            fragment = ""  # Go names no fragment for a trailing backslash
-        return f"error parsing regexp: {_REGEX_CODES.get(code, code)}: `{fragment}`"
-    for pattern, replacement in _CONSTANT_WORDS:
-        words = pattern.sub(replacement, words)
-    return words
+    return go_words(str(value.value()))
 
 
 def _errors(source: str, problems: list[tuple[int, str]]) -> str:

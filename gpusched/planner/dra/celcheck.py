@@ -32,7 +32,7 @@ from functools import cache
 from typing import Any
 
 from .celast import KUBERNETES_NAMES, CelType, Checked, Node, read_checked
-from .celcost import MAX_COST, estimate
+from .celcost import MAX_COST, estimate, iterations
 
 __all__ = [
     "CheckError",
@@ -202,9 +202,10 @@ _ERROR_HEAD = re.compile(r"ERROR: <input>:(\d+):(\d+): ([^\n]*)")
 Evaluate = Callable[[str], "str | None"]  # a constant expression's error in cel-go's words, None if it has none
 
 
-def api_server_problems(source: str, evaluate: Evaluate) -> tuple[list[tuple[int, str]], bool]:
-    """(offset, message) of each check the API server refuses the source for, and whether its cost is over the
-    limit; offsets are into `source`. `evaluate` runs a constant expression (the library evaluates it)."""
+def api_server_problems(source: str, evaluate: Evaluate) -> tuple[list[tuple[int, str]], bool, int]:
+    """(offset, message) of each check the API server refuses the source for, whether its cost is over the
+    limit, and the most comprehension iterations it can run (celcost.iterations); offsets are into `source`.
+    `evaluate` runs a constant expression (the library evaluates it)."""
     try:
         tree = checked(source)
     except CheckError as error:
@@ -215,18 +216,19 @@ def api_server_problems(source: str, evaluate: Evaluate) -> tuple[list[tuple[int
                 message = message.replace(theirs, ours)
             at = sum(len(part) + 1 for part in lines[: int(line) - 1]) + int(column) - 1
             found.append((at, member_words(source, at, message)))
-        return found, False
+        return found, False, 0
     nodes = _nodes(tree.root)
     problems = _homogeneous(tree, nodes) + _formats(tree, nodes) + _list_searches(tree, nodes)
     problems += _global_as_member(tree, nodes)
     problems += _literal_arguments(tree, nodes, evaluate)
     if problems:
-        return sorted(problems), False
+        return sorted(problems), False, 0
     result = tree.type(tree.root)
     if result.kind not in ("bool", "any"):
         raise OutputTypeError(f"must evaluate to bool or the unknown type, not {result.spelled()}")
     _instantiate(tree.root, evaluate)
-    return [], estimate(tree) > MAX_COST
+    over = estimate(tree) > MAX_COST
+    return [], over, 0 if over else iterations(tree)
 
 
 class InstantiationError(Exception):

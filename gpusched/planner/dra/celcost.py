@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from .celast import KUBERNETES_NAMES, CelType, Checked, Node
 
-__all__ = ["MAX_COST", "MAX_EXPRESSION_LENGTH", "COST_WORDS", "Range", "estimate"]
+__all__ = ["MAX_COST", "MAX_EXPRESSION_LENGTH", "COST_WORDS", "Range", "estimate", "iterations"]
 
 MAX_EXPRESSION_LENGTH = 10 * 1024  # resource.k8s.io CELSelectorExpressionMaxLength
 MAX_COST = 1_000_000  # resource.k8s.io CELSelectorExpressionMaxCost
@@ -155,6 +155,24 @@ def estimate(tree: Checked) -> int:
     return _Coster(tree).cost(tree.root).high
 
 
+def iterations(tree: Checked) -> int:
+    """The most comprehension iterations one evaluation can run (every loop run to its range's end), from the
+    range sizes the estimator knows: what the CEL runtime gpusched evaluates with counts against its budget."""
+    coster = _Coster(tree)
+    coster.cost(tree.root)
+
+    def walk(node: Node) -> int:
+        if node.kind == "comprehension" and not _is_bind(node):
+            parts = node.parts
+            count = coster.counts.get(node.id, _TOP)
+            loop = 1 + walk(parts["condition"]) + walk(parts["step"])
+            return min(_TOP, walk(parts["range"]) + walk(parts["init"]) + walk(parts["result"]) + count * loop)
+        children = [*([node.target] if node.target is not None else []), *node.args, *node.parts.values()]
+        return min(_TOP, sum(walk(child) for child in children))
+
+    return walk(tree.root)
+
+
 class _Coster:
     def __init__(self, tree: Checked) -> None:
         self.tree = tree
@@ -162,6 +180,7 @@ class _Coster:
         self.locals: dict[str, list[_Local]] = {}
         self.sizes: dict[int, Range] = {}
         self.entries: dict[int, _Entries] = {}
+        self.counts: dict[int, int] = {}  # comprehension id -> the most iterations of its range
 
     # --- sizes and paths
 
@@ -314,6 +333,7 @@ class _Coster:
         total += self.cost(node.parts["result"])
         self.pop(node.accu)
         count = self.size_or_unknown(over)
+        self.counts[node.id] = count.high
         total += count * (step + loop)
         if init.kind == "const":
             initial = self.size(init)

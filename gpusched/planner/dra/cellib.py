@@ -16,6 +16,7 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from .celwords import go_regex_error
 from .netip import AddrError, parse_addr, parse_prefix
 
 __all__ = ["LibraryError", "QUANTITY", "SEMVER", "DECLARATIONS", "parse_k8s_quantity", "type_name"]
@@ -451,10 +452,13 @@ def _string(value: Any) -> str:
 
 
 def _regex(pattern: str) -> re.Pattern[str]:
+    """Go's regexp decides what is valid (RE2 syntax); Python's re runs what both accept."""
+    if error := go_regex_error(pattern):
+        raise LibraryError(f"Illegal regex: {error}")
     try:
         return re.compile(pattern)
-    except re.error as error:
-        raise LibraryError(f"Illegal regex: error parsing regexp: {error}") from None
+    except re.error:
+        raise LibraryError(f"not modelled by gpusched: the regular expression {pattern!r} (RE2 syntax)") from None
 
 
 def _find(text: str, pattern: str) -> str:

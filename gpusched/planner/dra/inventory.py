@@ -12,6 +12,7 @@ from ...models.dra import (
     CounterSet,
     Device,
     DeviceClass,
+    DeviceConstraint,
     DeviceRequestAllocationResult,
     NodeSelector,
     ResourceClaim,
@@ -112,6 +113,12 @@ class Inventory:
     def multiple(self, device: Device) -> bool:
         """allowMultipleAllocations, honoured where DRAConsumableCapacity is on."""
         return self.consumable and bool(device.allow_multiple_allocations)
+
+    def constraints(self, claim: ResourceClaim) -> list[DeviceConstraint]:
+        """The claim's constraints the release enforces: without DRAConsumableCapacity (1.34, 1.35) the API server
+        drops a claim's distinctAttribute and the allocator allocates as if the constraint were not there."""
+        found = claim.spec.devices.constraints
+        return list(found) if self.consumable else [c for c in found if c.kind != "distinctAttribute"]
 
     def _look(self, device_id: DeviceID, device: Device) -> tuple[Any, ...]:
         """What a selector can see of the device: driver, attribute values and capacity amounts."""

@@ -21,7 +21,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...models.dra import MAX_SUBREQUESTS, AllocationResult, DeviceClaim, ResourceClaim, ResourceClaimStatus
+from ...models.dra import (
+    MAX_SUBREQUESTS,
+    AllocationResult,
+    DeviceClaim,
+    DeviceConstraint,
+    ResourceClaim,
+    ResourceClaimStatus,
+)
 from ...models.kube import KubePod
 from . import features
 from .allocator import allocate, iter_devices
@@ -308,9 +315,8 @@ def _room(inventory: Inventory, entry: Entry, request: Any) -> bool:
     return fits(requests, entry.device.capacity, inventory.consumed.get(entry.id, {}), aborts=False)
 
 
-def _without_constraints(claim: ResourceClaim, keep: int | None = None) -> ResourceClaim:
-    constraints = claim.spec.devices.constraints
-    kept = () if keep is None else (constraints[keep],)
+def _without_constraints(claim: ResourceClaim, keep: DeviceConstraint | None = None) -> ResourceClaim:
+    kept = () if keep is None else (keep,)
     devices = DeviceClaim(requests=claim.spec.devices.requests, constraints=kept, config=claim.spec.devices.config)
     return claim.model_copy(update={"spec": claim.spec.model_copy(update={"devices": devices})})
 
@@ -360,10 +366,11 @@ def _claim_reason(inventory: Inventory, node: NodeRef, claim: ResourceClaim) -> 
             f"{detail}, but not enough distinct devices for all requests together (or their shared counters or "
             "consumable capacity run out)"
         )
-    for index, constraint in enumerate(claim.spec.devices.constraints):
-        if _alone(inventory, node, _without_constraints(claim, index)) is not None:
+    enforced = inventory.constraints(claim)
+    for constraint in enforced:
+        if _alone(inventory, node, _without_constraints(claim, constraint)) is not None:
             return f"{detail}, but no combination satisfies {constraint.kind} {constraint.attribute}"
-    kinds = ", ".join(f"{c.kind} {c.attribute}" for c in claim.spec.devices.constraints)
+    kinds = ", ".join(f"{c.kind} {c.attribute}" for c in enforced)
     return f"{detail}, but no combination satisfies {kinds} together"
 
 

@@ -44,7 +44,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from ...limits import setting
+from ...errors import LimitError
+from ...limits import command_steps, setting
 from ...models.dra import (
     MAX_RESULTS,
     Device,
@@ -200,8 +201,16 @@ class _Search:
         self.available: dict[str, dict[str, dict[str, Decimal]]] = {}
         self.consumed: dict[str, dict[str, Counter[str]]] = {}
         self.capacity: dict[DeviceID, dict[str, Decimal]] = {}  # allocatingCapacity: what this search's shares take
-        self.steps = max_steps()
+        self.budget = command_steps()  # the command's steps left, shared by every node's search
+        self.steps = max_steps() if self.budget is None else min(max_steps(), self.budget[0])
+        self.initial = self.started = self.steps
         self.candidates: dict[tuple[int, int, int], list[Entry]] = {}  # per (claim, request, subrequest): `infeasible`
+
+    def spent(self) -> None:
+        """Charge the steps this search took to the command's budget (once)."""
+        if self.budget is not None:
+            self.budget[0] -= self.started - max(self.steps, 0)
+            self.started = max(self.steps, 0)
 
     # -- setup: validateDeviceRequest and the constraints -----------------------------------------------------
 
@@ -224,7 +233,7 @@ class _Search:
                         f"limit of {MAX_RESULTS}, with {minimum} already accounted for"
                     )
                 minimum += need
-            self.constraints.append([_Constraint(c) for c in claim.spec.devices.constraints])
+            self.constraints.append([_Constraint(c) for c in self.inventory.constraints(claim)])
 
     def _size(self, ci: int, key: tuple[int, int, int], data: RequestData) -> None:
         """ExactCount takes its count; All takes every selectable device and refuses incomplete or invalid pools."""
@@ -461,6 +470,12 @@ class _Search:
         for position in range(start, len(self.entries)):
             self.steps -= 1
             if self.steps < 0:
+                self.spent()
+                if self.budget is not None and self.budget[0] <= 0:
+                    variable = "GPUSCHED_DRA_COMMAND_STEPS"
+                    raise LimitError(
+                        "DRA", f"the searches tried more devices over all nodes than one command may ({variable})"
+                    )
                 raise DraError(f"node {self.node.name}: timed out trying to allocate devices", timed_out=True)
             entry = self.entries[position]
             if data.request.admin:
@@ -534,7 +549,7 @@ class _Search:
     @property
     def slow(self) -> bool:
         """The search tried SLOW_STEPS devices or more (it stops at max_steps())."""
-        return max_steps() - self.steps >= SLOW_STEPS
+        return self.initial - self.steps >= SLOW_STEPS
 
     def long(self) -> bool:
         """After `infeasible`: the real search might try SLOW_STEPS devices or more before it fails. Bound: it tries

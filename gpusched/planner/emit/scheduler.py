@@ -6,7 +6,12 @@ from __future__ import annotations
 from pydantic import Field
 
 from ...models.cluster import Cluster
-from ..scheduler.names import NODE_RESOURCES_FIT, POD_TOPOLOGY_SPREAD
+from ..scheduler.names import (
+    IMAGE_LOCALITY,
+    NODE_RESOURCES_BALANCED_ALLOCATION,
+    NODE_RESOURCES_FIT,
+    POD_TOPOLOGY_SPREAD,
+)
 from .emitted import Emitted, gpu_resources
 
 __all__ = ["DEFAULT_GPU_WEIGHT", "SchedulerConfig", "scheduler_config"]
@@ -16,7 +21,7 @@ MAX_WEIGHT = 100  # kube-scheduler rejects resource weights outside (0, 100]
 STRATEGIES = {"binpack": "MostAllocated", "spread": "LeastAllocated"}
 # Score plugins on by default whose scores differ between nodes although gpusched does not model them: off, so that
 # the profile ranks exactly as the simulation does. Preference-driven scorers (taints, affinity) stay on.
-UNMODELLED_SCORES = ("NodeResourcesBalancedAllocation", "ImageLocality")
+UNMODELLED_SCORES = (NODE_RESOURCES_BALANCED_ALLOCATION, IMAGE_LOCALITY)
 
 
 class SchedulerConfig(Emitted):

@@ -7,12 +7,14 @@ pattern — and its size depends on how many classes of node and shapes of pod t
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import combinations
 
 from ...models.workload import GpuNeeds
+from ..deadline import OutOfTime
 from ..scheduler.plugins.gpudevices import GpuChoice
 from ..scheduler.views import evaluate
 from ..state import NodeState
@@ -340,13 +342,21 @@ def _spans(islands: tuple[int, ...], slots: tuple[int, ...]) -> bool:
 
 
 def patterns(
-    room: _Room, shapes: list[PodShape], pending: dict[PodShape, int] | None = None
+    room: _Room,
+    shapes: list[PodShape],
+    pending: dict[PodShape, int] | None = None,
+    deadline: float | None = None,
 ) -> list[tuple[tuple[PodShape, ...], Arrangement]]:
     """Every multiset of these shapes that fits together in the room (the empty one included), each shape at most
-    as often as `pending` has pods of it: the patterns follow the backlog, not the room on the node."""
+    as often as `pending` has pods of it: the patterns follow the backlog, not the room on the node. OutOfTime
+    once `deadline` (perf_counter) passes: the enumeration grows with the shapes, and has no result half done."""
     found: list[tuple[tuple[PodShape, ...], Arrangement]] = []
+    tried = [0]
 
     def extend(start: int, chosen: list[PodShape]) -> None:
+        tried[0] += 1
+        if deadline is not None and not tried[0] % 64 and time.perf_counter() > deadline:
+            raise OutOfTime("model")
         arrangement = arrange(room, tuple(chosen))
         if arrangement is None:
             return

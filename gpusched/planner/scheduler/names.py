@@ -14,6 +14,9 @@ __all__ = [
     "INTER_POD_AFFINITY",
     "DYNAMIC_RESOURCES",
     "DEFAULT_PREEMPTION",
+    "NODE_RESOURCES_BALANCED_ALLOCATION",
+    "IMAGE_LOCALITY",
+    "VOLUME_BINDING",
     "GPU_DEVICES",
 ]
 
@@ -28,4 +31,7 @@ POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 INTER_POD_AFFINITY = "InterPodAffinity"
 DYNAMIC_RESOURCES = "DynamicResources"
 DEFAULT_PREEMPTION = "DefaultPreemption"
+NODE_RESOURCES_BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
+IMAGE_LOCALITY = "ImageLocality"
+VOLUME_BINDING = "VolumeBinding"
 GPU_DEVICES = "GpuDevices"  # gpusched's own: the GPU view's check of model, memory, sharing, MIG and NVLink

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...models.kube import KubeNode, KubePod, Requests, add
 from ...models.scheduling import Taint
@@ -23,6 +23,7 @@ class KubeNodeInfo:
     requested: Requests
     dra_mapped: frozenset[str] = frozenset()  # resource names a DeviceClass maps (DRAExtendedResource)
     nominated: tuple[KubePod, ...] = ()
+    nonzero_requested: Requests = field(default_factory=dict)  # cpu and memory as the Score plugins count them
 
     @classmethod
     def of(
@@ -33,9 +34,11 @@ class KubeNodeInfo:
         nominated: tuple[KubePod, ...] = (),
     ) -> KubeNodeInfo:
         requested: Requests = {}
+        nonzero: Requests = {}
         for pod in (*pods, *nominated):
             requested = add(requested, pod.requests)
-        return cls(node, tuple(pods), requested, dra_mapped, nominated)
+            nonzero = add(nonzero, pod.nonzero)
+        return cls(node, tuple(pods), requested, dra_mapped, nominated, nonzero)
 
     @property
     def name(self) -> str:

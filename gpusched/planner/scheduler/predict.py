@@ -5,8 +5,9 @@ DynamicResources' claims), NodeName, NodeUnschedulable, TaintToleration, NodeAff
 PodTopologySpread and InterPodAffinity, then the PostFilter (DRA's message and DefaultPreemption, with
 PodDisruptionBudgets when given). Unbound pods that preemption nominated to a node count there for pods of no higher
 priority: the filters run with them, then, if they pass, without them, as RunFilterPluginsWithNominatedPods does.
-Scores (preferred affinity, ScheduleAnyway and default spread constraints) only order the feasible nodes, which are
-all reported. What the real scheduler would also check and gpusched does not model is listed as `not_modelled`: the
+The feasible nodes are then scored as the profile scores them (scoring.py: the Score plugins, their weights, the
+feasible-node search) and the nodes the scheduler picks from reported; a pod naming another scheduler is never
+tried; with the volume claims given, a missing one fails the PreFilter. What the real scheduler would also check and gpusched does not model is listed as `not_modelled`: the
 prediction may then differ.
 The wording and the version differences follow the Kubernetes sources of each release (pkg/scheduler).
 """
@@ -22,7 +23,16 @@ from typing import Any
 from pydantic import BaseModel, Field, computed_field
 
 from ...errors import InputError
-from ...models.kube import KubePdb, KubePod, parse_namespaces, parse_nodes, parse_pdbs, parse_pod, parse_pods
+from ...models.kube import (
+    KubePdb,
+    KubePod,
+    parse_namespaces,
+    parse_nodes,
+    parse_pdbs,
+    parse_pod,
+    parse_pods,
+    parse_pvcs,
+)
 from ...models.topology import NamespaceLabels
 from ...scenarios import read_document
 from ..dra import features
@@ -41,9 +51,17 @@ from .framework import (
     outside_prefilter,
     unresolvable,
 )
-from .names import NODE_AFFINITY, NODE_NAME, NODE_UNSCHEDULABLE, TAINT_TOLERATION
+from .names import NODE_AFFINITY, NODE_NAME, NODE_UNSCHEDULABLE, TAINT_TOLERATION, VOLUME_BINDING
 from .nodeinfo import KubeNodeInfo, snapshot
-from .plugins import defaultpreemption, dynamicresources, interpodaffinity, nodeaffinity, noderesources, schedulinggates
+from .plugins import (
+    defaultpreemption,
+    dynamicresources,
+    interpodaffinity,
+    nodeaffinity,
+    noderesources,
+    schedulinggates,
+    volumes,
+)
 from .plugins.defaultpreemption import Candidate
 from .plugins.dynamicresources import ClaimPrediction, DynamicResources
 from .plugins.interpodaffinity import InterPodAffinity
@@ -51,6 +69,8 @@ from .plugins.nodeaffinity import NodeAffinity
 from .plugins.nodename import NodeName
 from .plugins.noderesources import Shortfall, shortfalls
 from .plugins.podtopologyspread import PodTopologySpread
+from .profile import Profile, default_profile, load_profiles
+from .scoring import ScoreReport, score_nodes
 from .views import Filter, kubectl_filters
 
 SKIPPED = "Skipped"  # a filter the scheduler never ran on the node: an earlier one had rejected it
@@ -69,6 +89,7 @@ __all__ = [
 ]
 
 NO_NODES = "no nodes available to schedule pods"
+NOT_OURS = "not this scheduler's pod: never tried by {names}"
 EVENT_LIMIT = 1024  # bytes kept of an event's note
 
 
@@ -135,10 +156,18 @@ class K8sPrediction(BaseModel):
         "breaks a final tie by that order): its choice is random among these; the first is `nomination`",
     )
     pre_enqueue: PreEnqueue | None = Field(None, description="when the scheduler never tries the pod, and why")
+    never_tried: str | None = Field(
+        None,
+        description="the pod names another scheduler (spec.schedulerName) than the profiles': no profile of this "
+        "scheduler ever tries it, it gets no condition and no event (pending, exit 1)",
+    )
     not_modelled: list[str] = Field(
         default_factory=list, description="what the real scheduler checks here that gpusched does not model"
     )
     claims: list[ClaimPrediction] = Field(default_factory=list, description="the pod's ResourceClaims (with --objects)")
+    scores: ScoreReport | None = Field(
+        None, description="when it fits: each Score plugin's score per feasible node, the totals, the top nodes"
+    )
     alternatives: list[str] = Field(
         default_factory=list,
         description="other PodScheduled messages the real scheduler may give: its DRA search may time out (10 s) on "
@@ -202,8 +231,11 @@ class _PreFilter:
     failed_plugin: str = nodeaffinity.NAME
 
 
-def _prefilter(pod: KubePod, version: Version, dra: DynamicResources | None) -> _PreFilter:
-    """1.37's NodeName and NodeAffinity's `metadata.name` matchFields narrow the nodes; DRA's PreFilter may fail."""
+def _prefilter(
+    pod: KubePod, version: Version, dra: DynamicResources | None, claims: frozenset[str] | None = None
+) -> _PreFilter:
+    """1.37's NodeName and NodeAffinity's `metadata.name` matchFields narrow the nodes; a missing volume claim (when
+    the claims are known) or DRA's PreFilter may fail."""
     names = NodeName.prefilter(pod, version)
     plugins = [NodeName.name] if names is not None else []
     pinned = NodeAffinity.prefilter(pod)
@@ -215,6 +247,9 @@ def _prefilter(pod: KubePod, version: Version, dra: DynamicResources | None) -> 
         if not names:  # RunPreFilterPlugins' words, the plugins in the order they ran
             return _PreFilter(failure=ERR_REASON_PREFILTER_DISJOINT.format(plugins=" ".join(plugins)),
                               failed_plugin="")  # fmt: skip
+    missing = volumes.missing_claim(pod, claims) if claims is not None else None
+    if missing is not None:
+        return _PreFilter(failure=missing[1], failed_plugin=missing[0])
     if dra is not None and dra.cycle.prefilter:
         return _PreFilter(failure=dra.cycle.prefilter, failed_plugin=dynamicresources.NAME)
     return _PreFilter(names, tuple(sorted(plugins)))
@@ -355,12 +390,14 @@ def _schedule(
     dra: DynamicResources | None,
     pdbs: list[KubePdb] | None = None,
     namespaces: NamespaceLabels | None = None,
+    claims: frozenset[str] | None = None,
+    profile: Profile | None = None,
 ) -> K8sPrediction:
     result = _unscheduled(pod, version)
     if not infos:
         return result.model_copy(update={"message": NO_NODES, "event": NO_NODES})
     filters = (*kubectl_filters(version), *_pod_filters(pod, infos, namespaces, version), *([dra] if dra else []))
-    pre = _prefilter(pod, version, dra)
+    pre = _prefilter(pod, version, dra, claims)
     each = _statuses(pod, infos, pre, filters)
     statuses = {name: status for name, (status, _) in each.items()}
     result.nodes = [_verdict(pod, info, *each[info.name]) for info in infos]
@@ -372,6 +409,10 @@ def _schedule(
     if dra is not None and dra.slow:
         result.alternatives = _timed_out(pod, infos, statuses, version, filters, dra, pdbs or [], pre)
     if result.feasible:
+        considered = len(infos) if pre.names is None else sum(1 for info in infos if info.name in pre.names)
+        dra_scores = dict(dra.cycle.scores) if dra is not None and dra.unit.claims else None
+        result.scores = score_nodes(pod, infos, result.feasible, profile or default_profile(), considered, version,
+                                    namespaces, dra_scores)  # fmt: skip
         return result
     post, found = _postfilter(pod, infos, statuses, version, filters, dra, pdbs or [], pre)
     diagnosis = Diagnosis(len(infos), statuses, prefilter=pre.failure, postfilter=post)
@@ -417,12 +458,17 @@ def predict(
     pdbs_source: str = "pdbs",
     namespaces_doc: Any = None,
     namespaces_source: str = "namespaces",
+    pvcs_doc: Any = None,
+    pvcs_source: str = "pvcs",
+    profiles: list[Profile] | None = None,
 ) -> K8sPrediction:
     """Parsed `kubectl get -o json` documents in; `sources` names them in errors. `pods_doc` may be None.
 
     A pod with spec.resourceClaims needs `objects`: the DeviceClasses, ResourceSlices and claims or templates.
     `pdbs_doc` (`kubectl get pdb -A -o json`) gives preemption its disruption budgets, `namespaces_doc`
-    (`kubectl get namespaces -o json`) the labels namespaceSelectors match.
+    (`kubectl get namespaces -o json`) the labels namespaceSelectors match, `pvcs_doc` (`kubectl get pvc -A -o
+    json`) the volume claims that exist. `profiles` (a KubeSchedulerConfiguration's; default: the release's
+    default profile) score the feasible nodes; a pod naming a scheduler none of them is, is never tried.
     """
     release = parse_version(version)
     nodes = parse_nodes(nodes_doc, sources[0])
@@ -441,14 +487,20 @@ def predict(
                 "spec.resourceClaims",
             )
         dra = DynamicResources.for_pod(pod, nodes, objects, mapping, release)
+    claims = parse_pvcs(pvcs_doc, pvcs_source) if pvcs_doc is not None else None
+    chosen = {profile.scheduler_name: profile for profile in profiles or [default_profile()]}
+    if pod.scheduler_name not in chosen:
+        never = NOT_OURS.format(names=", ".join(chosen))
+        return _unscheduled(pod, release).model_copy(update={"never_tried": never})
     held = _pre_enqueue(pod, objects)
     if held is not None:
         result = _unscheduled(pod, release).model_copy(update={"pre_enqueue": held})
     else:
-        result = _schedule(pod, snapshot(nodes, pods, pod, frozenset(mapping)), release, dra, pdbs, namespaces)
-    return result.model_copy(
-        update={"not_modelled": not_modelled(pod, pods, namespaces) + (dra.not_modelled if dra else [])}
-    )
+        infos = snapshot(nodes, pods, pod, frozenset(mapping))
+        result = _schedule(pod, infos, release, dra, pdbs, namespaces, claims, chosen[pod.scheduler_name])
+    decided = claims is not None and volumes.missing_claim(pod, claims) is not None and held is None
+    notes = [] if decided else not_modelled(pod, pods, namespaces)  # a missing claim decides: nothing else counts
+    return result.model_copy(update={"not_modelled": notes + (dra.not_modelled if dra else [])})
 
 
 def _pre_enqueue(pod: KubePod, objects: DraObjects | None) -> PreEnqueue | None:
@@ -464,7 +516,7 @@ def _pre_enqueue(pod: KubePod, objects: DraObjects | None) -> PreEnqueue | None:
 
 def not_modelled(pod: KubePod, pods: list[KubePod], namespaces: NamespaceLabels | None) -> list[str]:
     """What the default profile's filters would read here that gpusched does not model (or was not given)."""
-    found = [f"volume {volume}: VolumeBinding, VolumeRestrictions, VolumeZone, NodeVolumeLimits"
+    found = [f"volume {volume}: {VOLUME_BINDING}, VolumeRestrictions, VolumeZone, NodeVolumeLimits"
              for volume in pod.volumes]  # fmt: skip
     terms = [*pod.pod_affinity, *pod.pod_anti_affinity, *(t for other in pods for t in other.pod_anti_affinity)]
     if namespaces is None and any(term.reads_namespace_labels for term in terms):
@@ -483,6 +535,8 @@ def predict_files(
     objects: list[str] | None = None,
     pdbs: str | None = None,
     namespaces: str | None = None,
+    pvcs: str | None = None,
+    scheduler_config: str | None = None,
 ) -> K8sPrediction:
     """The same from file paths, each named in any error."""
     release = parse_version(version)
@@ -501,4 +555,7 @@ def predict_files(
         pdbs or "pdbs",
         namespaces_doc,
         namespaces or "namespaces",
+        read_document(pvcs) if pvcs else None,
+        pvcs or "pvcs",
+        load_profiles(scheduler_config)[0] if scheduler_config else None,
     )

@@ -86,6 +86,7 @@ def _build_nodes(
             inputs.captures.get(kube.name, []),
             catalogue(),
             findings,
+            origin=inputs.sources[0] if inputs.sources else "nodes",
         )
         if kube.unschedulable:
             findings.add("info", "cordoned", "cordoned (spec.unschedulable)", kube.name)

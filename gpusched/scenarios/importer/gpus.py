@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ...errors import LimitError
+from ...limits import MAX_GPUS_PER_NODE, MAX_REPLICAS
 from ...models.cluster import MigInstance
 from ...models.kube import KubeNode
 from ...models.mig import profiles_for
@@ -26,6 +28,7 @@ GPU = "nvidia.com/gpu"
 SHARED = "nvidia.com/gpu.shared"
 MIG_PREFIX = "nvidia.com/mig-"
 DEFAULT_NVLINK_GBPS = 300.0
+MAX_MIG_PER_GPU = 7  # instances of the smallest profile on one GPU (A100, H100, B200)
 
 
 @dataclass
@@ -56,6 +59,7 @@ class NodeContext:
     catalogue: Catalogue
     findings: Findings
     sources: dict[str, str] = field(default_factory=dict)
+    origin: str = "nodes"  # the input the node came from (a file, or a server's /api/v1/nodes)
 
     @property
     def name(self) -> str:
@@ -95,6 +99,7 @@ def infer_gpus(ctx: NodeContext) -> Gpus | None:
     """The node's GPUs, or None when it advertises none (a GPU the scheduler cannot give out is not modelled)."""
     for problem in ctx.gfd.unreadable:
         ctx.note("warning", "unreadable-label", f"label {problem}: ignored")
+    _bounded(ctx)
     dra = ctx.dra and (ctx.dra.gpus or ctx.dra.migs)
     plugin = ctx.allocatable(GPU) or ctx.allocatable(SHARED) or ctx.mig_allocatable()
     if dra and plugin:
@@ -122,6 +127,41 @@ def infer_gpus(ctx: NodeContext) -> Gpus | None:
     return gpus
 
 
+def _too_many(ctx: NodeContext, what: str, value: int, most: int, field: str) -> LimitError:
+    return LimitError(
+        ctx.origin,
+        f"{what} {value}: more than the {most} a node may have (set GPUSCHED_MAX_GPUS_PER_NODE to raise the limit)",
+        f"node {ctx.name}: {field}",
+    )
+
+
+def _bounded(ctx: NodeContext) -> None:
+    """Refuse counts no node could have before any list is made of them: `nvidia.com/mig-1g.10gb: 1000000000`
+    from a server would otherwise be a billion instances laid out one by one."""
+    mig = 0
+    for name, value in ctx.kube.allocatable.items():
+        if name in (GPU, SHARED) and value > MAX_GPUS_PER_NODE * MAX_REPLICAS:
+            raise _too_many(ctx, name, value, MAX_GPUS_PER_NODE * MAX_REPLICAS, f"status.allocatable.{name}")
+        if name.startswith(MIG_PREFIX) and value > 0:
+            mig += value
+            if mig > MAX_GPUS_PER_NODE * MAX_MIG_PER_GPU:
+                most = MAX_GPUS_PER_NODE * MAX_MIG_PER_GPU
+                raise _too_many(ctx, "MIG instances", mig, most, f"status.allocatable.{name}")
+    if ctx.gfd.count is not None and ctx.gfd.count > MAX_GPUS_PER_NODE * MAX_MIG_PER_GPU:
+        raise _too_many(
+            ctx,
+            "GPUs labelled",
+            ctx.gfd.count,
+            MAX_GPUS_PER_NODE * MAX_MIG_PER_GPU,
+            "metadata.labels.nvidia.com/gpu.count",
+        )
+
+
+def _check_limit(ctx: NodeContext, count: int) -> None:
+    if count > MAX_GPUS_PER_NODE:
+        raise _too_many(ctx, "GPUs", count, MAX_GPUS_PER_NODE, "status.allocatable")
+
+
 # --- device plugin ----------------------------------------------------------------------------------------------
 
 
@@ -145,6 +185,7 @@ def _from_plugin(ctx: NodeContext) -> Gpus | None:
         return None
     mig_gpus = _mig_gpu_count(ctx, whole, instances, model, memory)
     count = whole + mig_gpus
+    _check_limit(ctx, count)
     _check_count(ctx, count)
     ctx.sources["count"] = "allocatable " + " + ".join(
         [n for n in (GPU, SHARED) if ctx.allocatable(n)] + ([MIG_PREFIX + "*"] if instances else [])
@@ -216,6 +257,7 @@ def _single(ctx: NodeContext) -> Gpus | None:
     instances = ctx.allocatable(GPU)
     fits = per_gpu(profile)
     count = -(-instances // fits)
+    _check_limit(ctx, count)
     ctx.sources["count"] = f"allocatable {GPU}={instances} MIG {profile_name} instances, {fits} per GPU"
     ctx.note(
         "info",

@@ -89,11 +89,12 @@ def claim(name="c", requests=None, constraints=(), namespace="ml", allocated=Non
     return ResourceClaim.model_validate(body)
 
 
-def inventory(slices, classes=(GPU_CLASS,), allocated=()):
+def inventory(slices, classes=(GPU_CLASS,), allocated=(), version=(1, 37)):
     return Inventory(
         [ResourceSlice.model_validate(s) for s in slices],
         {c["metadata"]["name"]: DeviceClass.model_validate(c) for c in classes},
         set(allocated),
+        version,
     )
 
 
@@ -155,6 +156,15 @@ def test_distinct_attribute():
     inv = inventory([slice_("n1", [device("dev-0", numa=0), device("dev-1", numa=0), device("dev-2", numa=1)])])
     spread = claim(requests=[request(count=2)], constraints=[{"distinctAttribute": f"{D}/numa"}])
     assert devices_of(allocate(inv, NODE, [spread])) == [[("gpus", "n1", "dev-0"), ("gpus", "n1", "dev-2")]]
+
+
+@pytest.mark.parametrize(("version", "second"), [((1, 34), "dev-1"), ((1, 35), "dev-1"), ((1, 36), "dev-2")])
+def test_distinct_attribute_needs_consumable_capacity(version, second):
+    """Before 1.36 (DRAConsumableCapacity off) the API server drops distinctAttribute: the first two devices."""
+    slices = [slice_("n1", [device("dev-0", numa=0), device("dev-1", numa=0), device("dev-2", numa=1)])]
+    spread = claim(requests=[request(count=2)], constraints=[{"distinctAttribute": f"{D}/numa"}])
+    found = devices_of(allocate(inventory(slices, version=version), NODE, [spread]))
+    assert found == [[("gpus", "n1", "dev-0"), ("gpus", "n1", second)]]
 
 
 # --- allocation modes -------------------------------------------------------------------------------------------

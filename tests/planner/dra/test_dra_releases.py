@@ -233,3 +233,24 @@ def test_a_node_whose_real_search_may_pass_the_timeout_is_slow_whatever_gpusched
     monkeypatch.setattr(search, "SLOW_STEPS", 10_000)
     found = inventory((1, 35))
     assert filter_node(found, NODE, unit) == (CANNOT_ALLOCATE, []) and not found.slow
+
+
+def test_one_budget_for_every_node_of_a_command(monkeypatch):
+    """Each node keeps its own limit (the scheduler's timeout); all of a command's searches share one more, so
+    1,000 nodes of impossible claims stop at it, naming it, instead of running 1,000 node limits."""
+    from gpusched.errors import LimitError
+    from gpusched.limits import command_budget, command_steps
+
+    monkeypatch.setenv("GPUSCHED_DRA_MAX_STEPS", "1000")
+    monkeypatch.setattr(search, "SLOW_STEPS", 5)  # the real search is run through, as on a slow node
+    unit = Unit("ml/p", [claim(["a", "b"], count=2)])
+    assert filter_node(inventory((1, 35)), NODE, unit) == (CANNOT_ALLOCATE, [])  # no budget: the node limit alone
+    monkeypatch.setenv("GPUSCHED_DRA_COMMAND_STEPS", "20")
+    with command_budget():
+        left = command_steps()
+        assert filter_node(inventory((1, 35)), NODE, unit) == (CANNOT_ALLOCATE, [])
+        assert left is not None and 0 < left[0] < 20  # the steps it took are spent
+        with pytest.raises(LimitError, match="GPUSCHED_DRA_COMMAND_STEPS"):
+            for _ in range(20):
+                filter_node(inventory((1, 35)), NODE, unit)
+    assert command_steps() is None

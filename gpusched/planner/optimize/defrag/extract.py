@@ -6,6 +6,8 @@ is broken by evicting one pod first and re-creating it last.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ....models.cluster import RunningPod
@@ -15,7 +17,7 @@ from .model import DefragNodeClass, MoveOption, caps_after, pack
 from .report import Move, Step, TargetPlacement
 from .world import World
 
-__all__ = ["DefragPlan", "commands_for", "extract", "order_moves"]
+__all__ = ["DefragPlan", "Unorderable", "commands_for", "extract", "order_moves", "schedule"]
 
 
 @dataclass
@@ -109,11 +111,12 @@ def extract(world: World, classes: list[DefragNodeClass], counts: list[list[int]
 @dataclass
 class _Ledger:
     """What the ordering tracks besides GPUs: each node's free cpu and memory (None: unlimited), each pod's
-    requests, and the disruption budgets each pod counts against."""
+    requests, the disruption budgets each pod counts against and how many of each may be down at once."""
 
     free: dict[str, list[int | None]]
     requests: dict[str, tuple[int, int]]
     budgets: dict[str, tuple[int, ...]]
+    allowed: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, world: World | None, moves: list[Move]) -> _Ledger:
@@ -121,7 +124,7 @@ class _Ledger:
             return cls({}, {}, {})
         budgets = Budgets.of(world.cluster)
         free: dict[str, list[int | None]] = {}
-        for name in {m.to_node for m in moves} | {m.from_node for m in moves}:
+        for name in {m.to_node for m in moves} | {m.from_node for m in moves} | set(world.islands):
             node = world.nodes[name]
             cpu, memory = node.spec.cpu_milli, node.spec.memory_bytes
             free[name] = [
@@ -130,7 +133,7 @@ class _Ledger:
             ]
         pods = {m.pod: world.movers[m.pod] for m in moves}
         requests = {name: (pod.needs.cpu_milli, pod.needs.memory_bytes) for name, pod in pods.items()}
-        return cls(free, requests, {name: budgets.selecting(pod) for name, pod in pods.items()})
+        return cls(free, requests, {name: budgets.selecting(pod) for name, pod in pods.items()}, budgets.allowed)
 
     def fits(self, move: Move, still_there: bool) -> bool:
         """Room for the pod's cpu and memory on its destination, its own requests given back first if it moves
@@ -151,45 +154,59 @@ class _Ledger:
             if room is not None:
                 self.free[node][resource] = room + sign * asked
 
+    def within_budgets(self, down: set[str]) -> bool:
+        """These pods down at once overdraw no disruption budget."""
+        used = Counter(i for pod in down for i in self.budgets.get(pod, ()))
+        return all(n <= self.allowed[i] for i, n in used.items())
+
 
 def order_moves(moves: list[Move], world: World | None = None) -> list[Step]:
-    """Steps in which a pod lands only on free GPUs and where its cpu and memory fit; when every remaining move
-    waits on another, evict one first. While a pod is down, moves of pods under the same disruption budget wait
-    if another move can go, and the pod evicted is one whose budgets the fewest other moves share."""
+    """The steps of `moves` as they are (see schedule)."""
+    return schedule(moves, world)[1]
+
+
+def schedule(
+    moves: list[Move], world: World | None = None, targets: Sequence[TargetPlacement] = ()
+) -> tuple[list[Move], list[Step]]:
+    """Steps in which a pod lands only on free GPUs and where its cpu and memory fit, and no step takes more pods
+    of a disruption budget down than it allows (a moved pod is down while it moves; an evicted one until it is
+    re-created). When every remaining move waits on another, one is first sent instead to GPUs that are free now
+    and stay free in the plan (same pod, same cost, no cycle: needs `world`); failing that, one pod is evicted
+    first, one whose budgets allow it and the fewest other moves share. Returns the moves (so re-sent) and steps."""
     ledger = _Ledger.of(world, moves)
     held = {(m.from_node, g): m.pod for m in moves for g in m.from_gpus}
+    moves = list(moves)
     waiting = list(moves)
     evicted: set[str] = set()
     steps: list[Step] = []
 
     def ready(m: Move) -> bool:
         gpus_free = all(held.get((m.to_node, g), m.pod) == m.pod for g in m.to_gpus)
-        return gpus_free and ledger.fits(m, m.pod not in evicted)
+        return gpus_free and ledger.fits(m, m.pod not in evicted) and ledger.within_budgets(evicted | {m.pod})
 
-    def overlaps(m: Move) -> int:
-        """Pods down now that share a disruption budget with this one."""
-        return sum(bool(set(ledger.budgets.get(m.pod, ())) & set(ledger.budgets.get(p, ()))) for p in evicted)
+    def shared(m: Move) -> int:
+        """Other waiting moves whose pods share a disruption budget with this one."""
+        mine = set(ledger.budgets.get(m.pod, ()))
+        return sum(bool(mine & set(ledger.budgets.get(o.pod, ()))) for o in waiting if o is not m)
 
     while waiting:
         candidates = [m for m in waiting if ready(m)]
+        if not candidates and world is not None:
+            resent = _resend(world, ledger, held, moves, waiting, evicted, targets)
+            if resent is not None:
+                old, new = resent
+                moves[moves.index(old)] = waiting[waiting.index(old)] = new
+                candidates = [new]
         if not candidates:
-            blockers = [m for m in waiting if m.pod not in evicted]
+            blockers = [m for m in waiting if m.pod not in evicted and ledger.within_budgets(evicted | {m.pod})]
             if not blockers:
-                raise RuntimeError("internal error: the moves cannot be ordered: every pod is down and none fits")
-            shared = {
-                m.pod: sum(
-                    bool(set(ledger.budgets.get(m.pod, ())) & set(ledger.budgets.get(o.pod, ())))
-                    for o in waiting
-                    if o is not m
-                )
-                for m in blockers
-            }
-            blocker = min(blockers, key=lambda m: shared[m.pod])
+                raise Unorderable("every pod left to move waits on another, and none may go down first")
+            blocker = min(blockers, key=shared)
             steps.append(Step(action="evict", pod=blocker.pod, node=blocker.from_node, gpus=blocker.from_gpus))
             _leave(held, blocker, evicted)
             ledger.shift(blocker.pod, blocker.from_node, +1)
             continue
-        chosen = min(candidates, key=lambda m: (m.pod not in evicted, overlaps(m)))  # bring a pod back up first
+        chosen = min(candidates, key=lambda m: m.pod not in evicted)  # bring a pod back up first
         recreate = chosen.pod in evicted
         if not recreate:
             _leave(held, chosen, evicted)
@@ -201,7 +218,47 @@ def order_moves(moves: list[Move], world: World | None = None) -> list[Step]:
         )
         held.update({(chosen.to_node, g): chosen.pod for g in chosen.to_gpus})
         waiting.remove(chosen)
-    return steps
+    return moves, steps
+
+
+class Unorderable(RuntimeError):
+    """The moves form a cycle that cannot be broken within the disruption budgets."""
+
+
+def _resend(
+    world: World,
+    ledger: _Ledger,
+    held: dict[tuple[str, int], str],
+    moves: list[Move],
+    waiting: list[Move],
+    evicted: set[str],
+    targets: Sequence[TargetPlacement],
+) -> tuple[Move, Move] | None:
+    """A waiting move sent instead to GPUs free now that no pod or target of the plan takes at its end, where its
+    class may land (its NVLink island kept, its cpu and memory fitting): it then waits for nobody."""
+    taken = {(m.to_node, g) for m in moves for g in m.to_gpus} | {(t.node, g) for t in targets for g in t.gpus}
+    moving = {m.pod for m in moves}  # where they are now is `held`; every other holder stays put
+    for move in waiting:
+        if move.pod in evicted or not ledger.within_budgets(evicted | {move.pod}):
+            continue
+        kind = world.mover_classes[world.mover_class[move.pod]]
+        for node in sorted(world.islands):
+            if world.mover_class[move.pod] not in world.landing[node]:
+                continue
+            state = world.nodes[node]
+            fixed = {g for g, gpu in enumerate(state.gpus) if any(h not in moving for h, _ in gpu.holders)}
+            free = [
+                [g for g in island if g not in fixed and (node, g) not in held and (node, g) not in taken]
+                for island in world.islands[node]
+            ]
+            pools = free if kind.nvlink else [[g for island in free for g in island]]
+            pool = next((p for p in pools if len(p) >= move.gpus), None)
+            if pool is None:
+                continue
+            new = move.model_copy(update={"to_node": node, "to_gpus": sorted(pool[: move.gpus])})
+            if ledger.fits(new, True):
+                return move, new
+    return None
 
 
 def _leave(held: dict[tuple[str, int], str], move: Move, evicted: set[str]) -> None:

@@ -97,9 +97,12 @@ def _patterns(
     cpu_left, memory_left = room
 
     def fits(vector: tuple[int, ...]) -> bool:
-        if cpu_left is not None and sum(c.cpu * n for c, n in zip(classes, vector, strict=True)) > cpu_left:
+        # pods asking no cpu (memory) pass on a node already over its allocatable, as kube-scheduler lets them
+        cpu = sum(c.cpu * n for c, n in zip(classes, vector, strict=True))
+        if cpu_left is not None and cpu and cpu > cpu_left:
             return False
-        if memory_left is not None and sum(c.memory * n for c, n in zip(classes, vector, strict=True)) > memory_left:
+        memory = sum(c.memory * n for c, n in zip(classes, vector, strict=True))
+        if memory_left is not None and memory and memory > memory_left:
             return False
         nvlink, loose = _items(shape, targets, classes, dict(enumerate(vector)))
         return pack(caps, nvlink, loose) is not None

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ....models.workload import GpuNeeds
+from ....models.scheduling import Toleration
+from ....models.workload import GpuNeeds, Job, Pod
+from ...validate import Violation
 from ..solver import SolveReport
 
 __all__ = ["DefragReport", "Greedy", "Move", "ShapeInfo", "Step", "TargetPlacement", "TargetShape", "parse_shape"]
@@ -49,6 +52,32 @@ def parse_shape(text: str) -> TargetShape:
     return TargetShape(gpus, None if pods == "max" else int(pods or 1), island)
 
 
+def shape_like(
+    item: Pod | Job | None, shape: TargetShape | None, tolerations: Sequence[Toleration] = ()
+) -> TargetShape:
+    """The target pods: like a pending pod or job (its GPUs and NVLink need unless `shape` gives them; its
+    tolerations, node selector, GPU model and memory always), with `tolerations` added. Their cpu and memory are
+    left out: defrag packs GPUs (explain's moves check the rest)."""
+    if item is None:
+        if shape is None:
+            raise ValueError("no target: give a shape or a pod to be like")
+        return TargetShape(
+            shape.gpus, shape.pods, shape.island, GpuNeeds(nvlink=shape.island, tolerations=[*tolerations])
+        )
+    if item.mig_profile or item.shared:
+        what = f"MIG instances ({item.mig_profile})" if item.mig_profile else "time-sliced replicas"
+        raise ValueError(f"{item.name} asks for {what}: defrag makes room on whole exclusive GPUs only")
+    pods, gpus = (item.pods, item.gpus_per_pod) if isinstance(item, Job) else (1, item.gpus)
+    if gpus < 1:
+        raise ValueError(f"{item.name} asks for no GPU: there is no room to make")
+    if shape is None:
+        shape = TargetShape(gpus, pods, item.nvlink and gpus > 1)
+    fields = item.model_dump(include=set(GpuNeeds.model_fields), exclude={"cpu", "memory"})
+    fields["nvlink"] = shape.island
+    fields["tolerations"] = [*item.tolerations, *tolerations]
+    return TargetShape(shape.gpus, shape.pods, shape.island, GpuNeeds.model_validate(fields))
+
+
 class Move(BaseModel):
     pod: str
     gpus: int
@@ -83,7 +112,7 @@ class Greedy(BaseModel):
     targets: int = Field(description="target pods that fit afterwards")
     fits: bool
     valid: bool
-    problems: list[str] = Field(default_factory=list)
+    problems: list[Violation] = Field(default_factory=list)
 
 
 class ShapeInfo(BaseModel):

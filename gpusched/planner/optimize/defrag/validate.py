@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from ...validate import Assignment
-from ..disrupt import problems
+from ...validate import Assignment, Violation
+from ..disrupt import Budgets, problems
 from .extract import DefragPlan
 from .report import Step
 from .world import World
 
-__all__ = ["validate"]
+__all__ = ["defrag_violations"]
 
 
-def validate(world: World, plan: DefragPlan, steps: list[Step]) -> None:
-    """Every intermediate state and the final one pass the validator (with cpu and memory), and the targets fit."""
+def defrag_violations(world: World, plan: DefragPlan, steps: list[Step]) -> list[Violation]:
+    """Everything wrong with a defrag plan: every intermediate state and the final one pass the validator (with
+    cpu and memory), every evicted pod comes back, and the targets fit."""
     cluster = world.cluster
     pods = {m.pod: world.movers[m.pod] for m in plan.moves}
     where = {name: (pod.node, tuple(sorted(pod.gpus))) for name, pod in pods.items()}
@@ -20,17 +21,35 @@ def validate(world: World, plan: DefragPlan, steps: list[Step]) -> None:
     def state() -> list[Assignment]:
         return [Assignment(name, pods[name].needs, node, gpus) for name, (node, gpus) in where.items() if node]
 
-    baseline = set(problems(cluster, pods, state()))
-    found: list[str] = []
+    baseline = {str(p) for p in problems(cluster, pods, state())}
+    found: list[Violation] = []
     for step in steps:
         where[step.pod] = ("", ()) if step.action == "evict" else (step.node, tuple(step.gpus))
-        found += [f"after {step.action} {step.pod}: {p}" for p in problems(cluster, pods, state()) if p not in baseline]
+        found += [
+            p.at(f"after {step.action} {step.pod}") for p in problems(cluster, pods, state()) if str(p) not in baseline
+        ]
     shape = world.shape
     targets = [Assignment(t.pod, shape.needs, t.node, tuple(t.gpus)) for t in plan.targets]
-    found += [f"with the targets: {p}" for p in problems(cluster, pods, state() + targets) if p not in baseline]
+    found += [p.at("with the targets") for p in problems(cluster, pods, state() + targets) if str(p) not in baseline]
     if any(not node for node, _ in where.values()):
-        found.append("a pod evicted but never re-created")
+        found.append(Violation("gang", "a pod evicted but never re-created"))
     if shape.pods is not None and len(targets) < shape.pods:
-        found.append(f"{len(targets)} of {shape.pods} target pods placed")
-    if found:
-        raise RuntimeError("internal error: a defrag plan failed validation: " + "; ".join(found))
+        found.append(Violation("gang", f"{len(targets)} of {shape.pods} target pods placed"))
+    return found + _budget_steps(world, steps)
+
+
+def _budget_steps(world: World, steps: list[Step]) -> list[Violation]:
+    """At no step are more pods of one disruption budget down than it allows: an evicted pod is down until it is
+    re-created, and a moved pod is down while it moves (together with every pod down then)."""
+    budgets = Budgets.of(world.cluster)
+    down: set[str] = set()
+    found = []
+    for step in steps:
+        now = down | {step.pod}
+        for text in budgets.overdrawn(world.movers[name] for name in sorted(now)):
+            found.append(Violation("budget", f"at {step.action} {step.pod}: {text}"))
+        if step.action == "evict":
+            down.add(step.pod)
+        elif step.action == "create":
+            down.discard(step.pod)
+    return found

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ....models.mig import placement_error
-from .layouts import Instance, Layout, MigGpu, free_layouts, is_reconfigured
+from .layouts import Instance, Layout, MigGpu, free_layouts, is_reconfigured, mixed_single
 
 __all__ = ["BALANCED", "all_balanced", "first_fit"]
 
@@ -21,7 +21,8 @@ BALANCED = {19: 2, 14: 1, 9: 1}  # profile ID -> count: 2×1g, 1×2g, 1×3g
 def first_fit(gpus: list[MigGpu], demand: dict[str, int]) -> dict[str, Layout]:
     """Create each missing instance on the first GPU that takes it; returns the layouts that changed."""
     layouts: dict[str, Layout] = {gpu.name: gpu.free for gpu in gpus}
-    supply = Counter(name for layout in layouts.values() for name, _ in layout or ())
+    silent = mixed_single(gpus, layouts)  # advertise nothing as they are, and first-fit never changes them
+    supply = Counter(name for gpu in gpus if gpu.node not in silent for name, _ in layouts[gpu.name] or ())
     peers: dict[str, list[MigGpu]] = {}
     for gpu in gpus:
         peers.setdefault(gpu.node, []).append(gpu)

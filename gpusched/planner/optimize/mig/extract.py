@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ....models.cluster import Cluster, MigInstance, Node
 from ...state import ClusterState, advertised
+from ...validate import require_valid
 from ..solver import SolveReport
 from .baselines import all_balanced, first_fit
 from .layouts import Layout, MigGpu, NewInstance, RepartitionOutcome, instances_after, outcome
@@ -140,14 +141,15 @@ def build_report(
     result: RepartitionOutcome,
     report: SolveReport,
     tie_break: TieBreak | None,
+    first: dict[str, Layout] | None = None,
 ) -> MigPlan:
+    """The plan's report beside the heuristics' rows (`first`: first-fit's layouts, when already worked out)."""
     config, labels = mig_parted(cluster, gpus, layouts)
     by_name = {gpu.name: gpu for gpu in gpus}
     rows = [PlanRow(plan="optimum", outcome=result)]
-    for name, heuristic in (("first-fit", first_fit(gpus, demand)), ("all-balanced", all_balanced(gpus))):
-        problems = layout_violations(cluster, gpus, heuristic, demand)
-        if problems:
-            raise RuntimeError(f"the {name} plan failed validation: " + "; ".join(problems))
+    fitted = first_fit(gpus, demand) if first is None else first
+    for name, heuristic in (("first-fit", fitted), ("all-balanced", all_balanced(gpus))):
+        require_valid(f"the {name} plan", layout_violations(cluster, gpus, heuristic, demand))
         rows.append(PlanRow(plan=name, outcome=outcome(gpus, heuristic, demand)))
     return MigPlan(
         demand=demand,

@@ -19,6 +19,8 @@ from functools import cached_property
 
 from pydantic import BaseModel
 
+from ....errors import InputError, LimitError
+from ....limits import MAX_PODS
 from ....models.cluster import Cluster
 from ....models.mig import (
     COMPUTE_SLICES,
@@ -98,8 +100,9 @@ def inventory(cluster: Cluster) -> list[MigGpu]:
     return gpus
 
 
-def parse_demand(text: str) -> dict[str, int]:
-    """`3g.40gb=4,1g.10gb=10` -> {profile: count}; anything else is bad input (exit 2)."""
+def parse_demand(text: str, source: str = "demand") -> dict[str, int]:
+    """`3g.40gb=4,1g.10gb=10` -> {profile: count}; anything else is an InputError naming `source` (where the
+    text came from: the CLI passes its flag), a count past MAX_PODS a LimitError (the solver's domains are int64)."""
     demand: dict[str, int] = {}
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -107,43 +110,47 @@ def parse_demand(text: str) -> dict[str, int]:
         name, sep, count = part.partition("=")
         name = name.strip()
         if not sep or not name:
-            raise ValueError(f"--demand: expected PROFILE=COUNT, got {part!r} (e.g. 3g.40gb=4,1g.10gb=10)")
+            raise InputError(source, f"expected PROFILE=COUNT, got {part!r} (e.g. 3g.40gb=4,1g.10gb=10)")
         try:
             number = int(count)
         except ValueError:
-            raise ValueError(f"--demand: {name}: expected a whole number of instances, got {count.strip()!r}") from None
+            raise InputError(source, f"{name}: expected a whole number of instances, got {count.strip()!r}") from None
         if number < 1:
-            raise ValueError(f"--demand: {name}: the count must be at least 1, got {number}")
+            raise InputError(source, f"{name}: the count must be at least 1, got {number}")
+        if number > MAX_PODS:
+            raise LimitError(
+                source, f"{name}: {number} instances is more than the {MAX_PODS} gpusched plans (GPUSCHED_MAX_PODS)"
+            )
         if name in demand:
-            raise ValueError(f"--demand: {name} is given twice")
+            raise InputError(source, f"{name} is given twice")
         demand[name] = number
     if not demand:
-        raise ValueError("--demand: no profile given (e.g. 3g.40gb=4,1g.10gb=10)")
+        raise InputError(source, "no profile given (e.g. 3g.40gb=4,1g.10gb=10)")
     return demand
 
 
-def demand_from_pods(pods: list[Pod]) -> dict[str, int]:
+def demand_from_pods(pods: list[Pod], source: str = "pending pods") -> dict[str, int]:
     """Instances per profile that pending pods ask for (mig_profile × gpus); pods for whole GPUs ask for none."""
     demand: dict[str, int] = {}
     for pod in pods:
         if pod.mig_profile and pod.gpus:
             demand[pod.mig_profile] = demand.get(pod.mig_profile, 0) + pod.gpus
     if not demand:
-        raise ValueError("--pending: no pod asks for a MIG profile (mig_profile), so there is nothing to plan")
+        raise InputError(source, "no pod asks for a MIG profile (mig_profile), so there is nothing to plan")
     return demand
 
 
-def check_demand(demand: dict[str, int], gpus: list[MigGpu], source: str = "--demand") -> None:
+def check_demand(demand: dict[str, int], gpus: list[MigGpu], source: str = "demand") -> None:
     """A profile that no MIG-capable GPU model in the cluster has is bad input, not an infeasible request."""
     known: dict[str, list[str]] = {}
     for gpu in gpus:
         known.setdefault(gpu.family, list(gpu.profiles))
     if not known:
-        raise ValueError(f"{source}: no GPU in the cluster can be MIG-partitioned (idle or running MIG)")
+        raise InputError(source, "no GPU in the cluster can be MIG-partitioned (idle or running MIG)")
     for name in demand:
         if not any(name in names for names in known.values()):
             listed = "; ".join(f"{family}: {', '.join(names)}" for family, names in known.items())
-            raise ValueError(f"{source}: no GPU model in the cluster has MIG profile {name!r} ({listed})")
+            raise InputError(source, f"no GPU model in the cluster has MIG profile {name!r} ({listed})")
 
 
 def compute_of(gpus: list[MigGpu], name: str) -> int:
@@ -274,13 +281,25 @@ class RepartitionOutcome(BaseModel):
     unused_slices: int  # compute slices of reconfigured GPUs in no instance
 
 
+def mixed_single(gpus: list[MigGpu], layouts: dict[str, Layout]) -> set[str]:
+    """Single-strategy nodes that end with more than one profile (busy or free): the device plugin advertises none
+    of their instances (it needs one profile per node, and the busy instances fix which)."""
+    names: dict[str, set[str]] = {}
+    for gpu in gpus:
+        if gpu.single:
+            names.setdefault(gpu.node, set()).update(n for n, _ in gpu.kept + (layouts.get(gpu.name, gpu.free) or ()))
+    return {node for node, found in names.items() if len(found) > 1}
+
+
 def outcome(gpus: list[MigGpu], layouts: dict[str, Layout], demand: dict[str, int]) -> RepartitionOutcome:
     """Score layouts (GPU name -> layout; a GPU not named keeps its own) against the demand."""
     supply: Counter[str] = Counter()
     reconfigured = unused = 0
+    silent = mixed_single(gpus, layouts)
     for gpu in gpus:
         layout = layouts.get(gpu.name, gpu.free)
-        supply.update(name for name, _ in layout or ())
+        if gpu.node not in silent:
+            supply.update(name for name, _ in layout or ())
         if is_reconfigured(gpu, layout):
             reconfigured += 1
             instances = gpu.kept + (layout or ())

@@ -18,7 +18,7 @@ from ortools.sat.python import cp_model
 
 from ....models.mig import COMPUTE_SLICES
 from ..solver import SolverConfig, cp_solver
-from .layouts import Instance, Layout, MigGpu, compute_of, free_layouts, is_reconfigured
+from .layouts import Instance, Layout, MigGpu, compute_of, free_layouts, is_reconfigured, mixed_single
 from .report import TieBreak
 
 __all__ = ["MIXED", "GpuClass", "MigModel", "MigOption", "build", "canonical_optimum", "gpu_classes", "solution_values"]
@@ -137,18 +137,29 @@ def build(classes: list[GpuClass], gpus: list[MigGpu], demand: dict[str, int]) -
         model.add(sum(row) == size)
         model.add_hint(row[0], size)
         counts.append(row)
+    changed = _single_strategy(model, classes, counts)
+    mixed_now = mixed_single(gpus, {})
+    advertised = []  # per class, per option: the GPUs whose instances the device plugin advertises
+    for cl, row in zip(classes, counts, strict=True):
+        node = cl.single_node
+        if node not in mixed_now:
+            advertised.append(row)
+            continue
+        keep = model.new_int_var(0, len(cl.members), f"kept_{node}")  # kept as is: counts once the node changed
+        model.add(keep <= row[0])
+        model.add(keep <= len(cl.members) * changed[node])
+        advertised.append([keep, *row[1:]])
     served = []
     for p, (name, count) in enumerate(demand.items()):
         supply = sum(
             o.supply[p] * x
-            for cl, row in zip(classes, counts, strict=True)
+            for cl, row in zip(classes, advertised, strict=True)
             for o, x in zip(cl.options, row, strict=True)
             if o.supply[p]
         )
         variable = model.new_int_var(0, count, f"served_{name}")
         model.add(variable <= supply)
         served.append(compute_of(gpus, name) * variable)
-    _single_strategy(model, classes, counts)
     pairs = [(o, x) for cl, row in zip(classes, counts, strict=True) for o, x in zip(cl.options, row, strict=True)]
     levels = [
         ("demand served (compute slices)", "maximize", sum(served)),
@@ -158,10 +169,14 @@ def build(classes: list[GpuClass], gpus: list[MigGpu], demand: dict[str, int]) -
     return MigModel(model, counts, levels)
 
 
-def _single_strategy(model: cp_model.CpModel, classes: list[GpuClass], counts: list[list[cp_model.IntVar]]) -> None:
+def _single_strategy(
+    model: cp_model.CpModel, classes: list[GpuClass], counts: list[list[cp_model.IntVar]]
+) -> dict[str, cp_model.IntVar]:
     """A single-strategy node the plan changes ends with one profile on all its MIG GPUs: one profile is chosen,
-    and every layout there, kept or new, uses only it. A node left entirely as it is may keep the mix the
-    input gave it (the validator's rule), so keeping everything stays a solution."""
+    and every layout there, kept or new, uses only it (busy instances are kept, so they fix it). A node left
+    entirely as it is may keep a mix the input gave it, so keeping everything stays a solution, but the device
+    plugin then advertises none of its instances (build counts them only once the node changed). Returns each
+    node's `changed`."""
     chosen: dict[str, dict[str, cp_model.IntVar]] = {}
     changed: dict[str, cp_model.IntVar] = {}
     for gpu_class, row in zip(classes, counts, strict=True):
@@ -188,6 +203,7 @@ def _single_strategy(model: cp_model.CpModel, classes: list[GpuClass], counts: l
             )
     for picks in chosen.values():
         model.add(sum(picks.values()) <= 1)
+    return changed
 
 
 def _churn(gpu: MigGpu, option: MigOption) -> int:

@@ -12,6 +12,7 @@ from collections import Counter
 
 from ....models.cluster import Cluster, GpuBlock
 from ....models.mig import COMPUTE_SLICES, placement_error, profiles_for
+from ...validate import Violation
 from ..solver import SolveReport
 from .layouts import Layout, MigGpu, NewInstance, RepartitionOutcome, compute_of, instances_after, outcome
 from .migparted import mig_parted
@@ -28,16 +29,16 @@ def mig_plan_violations(
     claimed: tuple[dict[str, int], int, int],
     mig_configs: dict[str, list[dict]],
     labels: dict[str, str],
-) -> list[str]:
+) -> list[Violation]:
     """Everything wrong with a plan; empty when it is valid. `claimed` is (served, reconfigured, unused slices)."""
     nodes = {node.name: node for node in cluster.nodes}
-    problems: list[str] = []
+    problems: list[Violation] = []
     for (name, index), instances in after.items():
         node = nodes.get(name)
         if node is None or node.gpu is None or index >= node.gpu.count:
-            problems.append(f"{name}/{index}: no such GPU")
+            problems.append(Violation("unknown", f"{name}/{index}: no such GPU"))
             continue
-        problems += [f"{name}/{index}: {p}" for p in _gpu_problems(node.gpu, index, instances)]
+        problems += [Violation("mig", f"{name}/{index}: {p}") for p in _gpu_problems(node.gpu, index, instances)]
     if problems:
         return problems
     problems += _single_problems(cluster, after)
@@ -88,7 +89,7 @@ def _layout(block: GpuBlock, after: After, name: str, index: int) -> list[NewIns
     return _before(block, index)
 
 
-def _single_problems(cluster: Cluster, after: After) -> list[str]:
+def _single_problems(cluster: Cluster, after: After) -> list[Violation]:
     """A node whose device plugin runs the single strategy must end with one profile on all its MIG GPUs."""
     changed = {name for name, _ in after}
     found = []
@@ -97,13 +98,14 @@ def _single_problems(cluster: Cluster, after: After) -> list[str]:
             continue
         names = {p for i in range(node.gpu.count) for p, _, _ in _layout(node.gpu, after, node.name, i) or []}
         if len(names) > 1:
-            found.append(f"{node.name}: single strategy, but the plan leaves profiles {', '.join(sorted(names))}")
+            left = ", ".join(sorted(names))
+            found.append(Violation("mig", f"{node.name}: single strategy, but the plan leaves profiles {left}"))
     return found
 
 
 def _count_problems(
     cluster: Cluster, demand: dict[str, int], after: After, claimed: tuple[dict[str, int], int, int]
-) -> list[str]:
+) -> list[Violation]:
     supply: Counter[str] = Counter()
     reconfigured = unused = 0
     for node in cluster.nodes:
@@ -111,16 +113,20 @@ def _count_problems(
         if block is None or not profiles_for(block.model, block.memory_gib):
             continue
         profiles = profiles_for(block.model, block.memory_gib)
+        layouts = [_layout(block, after, node.name, index) for index in range(block.count)]
+        names = {p for now in layouts for p, _, _ in now or []}
+        silent = block.mig_strategy == "single" and len(names) > 1  # the device plugin advertises none of them
         for index in range(block.count):
-            now = _layout(block, after, node.name, index)
-            supply.update(p for p, _, holder in now or [] if holder is None)
+            now = layouts[index]
+            if not silent:
+                supply.update(p for p, _, holder in now or [] if holder is None)
             if (node.name, index) in after and _changed(_before(block, index), now):
                 reconfigured += 1
                 unused += COMPUTE_SLICES - sum(profiles[p].compute for p, _, _ in now or [])
     served = {name: min(count, supply[name]) for name, count in demand.items()}
     recount = (served, reconfigured, unused)
     if recount != claimed:
-        return [f"the plan claims served/reconfigured/unused {claimed}, its layouts give {recount}"]
+        return [Violation("claim", f"the plan claims served/reconfigured/unused {claimed}, its layouts give {recount}")]
     return []
 
 
@@ -132,7 +138,7 @@ def _changed(before: list[NewInstance] | None, now: list[NewInstance] | None) ->
 
 def _config_problems(
     cluster: Cluster, after: After, mig_configs: dict[str, list[dict]], labels: dict[str, str]
-) -> list[str]:
+) -> list[Violation]:
     """Each changed node is labelled with a config that gives each of its GPUs exactly its new instances."""
     found = []
     changed = {name for name, _ in after}
@@ -141,20 +147,22 @@ def _config_problems(
             continue
         config = mig_configs.get(labels.get(node.name, ""))
         if config is None or node.gpu is None:
-            found.append(f"{node.name}: changed but labelled with no config in the mig-parted file")
+            found.append(Violation("mig", f"{node.name}: changed but labelled with no config in the mig-parted file"))
             continue
         for index in range(node.gpu.count):
             entries = [entry for entry in config if index in entry["devices"]]
             now = _layout(node.gpu, after, node.name, index)
             wanted = dict(Counter(p for p, _, _ in now)) if now else {}
             if len(entries) != 1:
-                found.append(f"{node.name}/{index}: {len(entries)} mig-parted entries name this GPU")
+                found.append(Violation("mig", f"{node.name}/{index}: {len(entries)} mig-parted entries name this GPU"))
             elif entries[0]["mig-enabled"] != bool(now) or entries[0].get("mig-devices", {}) != wanted:
-                found.append(f"{node.name}/{index}: the mig-parted entry does not give its planned instances")
+                found.append(
+                    Violation("mig", f"{node.name}/{index}: the mig-parted entry does not give its planned instances")
+                )
     return found
 
 
-def disagreements(gpus: list[MigGpu], result: RepartitionOutcome, report: SolveReport) -> list[str]:
+def disagreements(gpus: list[MigGpu], result: RepartitionOutcome, report: SolveReport) -> list[Violation]:
     """The plan, recounted, scores what the solver said: a proven level exactly, an unproven one or better
     (a later level's solution may improve on it: it is kept no worse, not fixed)."""
     served = sum(compute_of(gpus, name) * count for name, count in result.served.items())
@@ -168,13 +176,13 @@ def disagreements(gpus: list[MigGpu], result: RepartitionOutcome, report: SolveR
         said = round(level.objective)
         worse = value < said if level.sense == "maximize" else value > said
         if worse or (level.status == "OPTIMAL" and value != said):
-            found.append(f"level {level.name}: the solver says {said}, the plan gives {value}")
+            found.append(Violation("claim", f"level {level.name}: the solver says {said}, the plan gives {value}"))
     return found
 
 
 def layout_violations(
     cluster: Cluster, gpus: list[MigGpu], layouts: dict[str, Layout], demand: dict[str, int]
-) -> list[str]:
+) -> list[Violation]:
     """Run any plan's layouts (optimal or heuristic), with their config, labels and score, past the validator."""
     by_name = {gpu.name: gpu for gpu in gpus}
     after = {

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from ....models.cluster import Cluster
+from ...deadline import Deadline
 from ...state import ClusterState, NodeState
+from ...validate import require_valid
 from ..classes import NodeClass, PodShape, node_classes
 from ..solver import LevelReport, SolverConfig, SolveReport, collector_paused, solve_lexicographic
 from .baselines import greedy, greedy_plan
@@ -281,6 +283,7 @@ def plan(
     sizes: tuple[int, ...] = (1, 2, 4, 8),
     heuristics: bool = True,
     began: float | None = None,
+    deadline: Deadline | None = None,
 ) -> PlanReport:
     """The optimal plan for the batch, validated, beside kube-scheduler-style placement under each policy.
 
@@ -289,10 +292,12 @@ def plan(
     Each heuristic runs once: the gang-mode ones are the warm start and the comparison; a heuristic that would
     not end in time is not run, and the report says so. A plan not proven optimal is never worse than the best
     gang-mode heuristic, which the solve starts from (or which is the answer). With `heuristics` False they are
-    not compared and run only when the first round did not prove its plan and time is left for another round."""
+    not compared and run only when the first round did not prove its plan and time is left for another round.
+    `deadline` (default: the time limit from `began`) is the one every phase keeps; what ran out is reported."""
     config = config or SolverConfig()
+    deadline = deadline or Deadline.start(config.time_limit, began)
     with collector_paused():
-        return _plan(cluster, jobs, config, sizes, heuristics, _Clock(config.time_limit, began or time.perf_counter()))
+        return _plan(cluster, jobs, config, sizes, heuristics, _Clock(deadline))
 
 
 def _plan(
@@ -311,7 +316,8 @@ def _plan(
     if heuristics:  # a third of the time left at most, the first until the limit (or FIRST, if later)
         with clock.phase("heuristics"):
             now = time.perf_counter()
-            ran.run_gang(cluster, jobs, all_sizes, now + clock.left() / 3, max(clock.deadline, now + FIRST))
+            check = 0.05 + 1e-4 * len(cluster.nodes)  # validating its plan, the answer if nothing beats it
+            ran.run_gang(cluster, jobs, all_sizes, now + clock.left() / 3, max(clock.deadline - check, now + FIRST))
         # kept for their pod-mode twins, which take about as long: a quarter of what is left at most (the answer
         # comes first; a twin with no time is named as not run)
         clock.compare = min(sum(ran.took.values()), max(clock.left(), 0.0) / 4)
@@ -328,14 +334,19 @@ def _plan(
     hinted = False
     stage: _Stage | None = None
     last: SolveReport | None = None
+    rounds = 0
     while True:
         try:
             with clock.phase("model"):
-                stage = _stage(
-                    cluster, _split(seen, rows), jobs, largest, rows, None if last is None else clock.cutoff()
-                )
+                # the first round, like the first heuristic, may take FIRST past the limit (FIRST past it in all):
+                # on a small cluster it takes milliseconds, and its bound is what every answer's gap is measured by
+                grace = min(time.perf_counter() + FIRST, clock.deadline + FIRST - clock.reserve)
+                by = clock.cutoff() if last is not None else max(clock.cutoff(), grace)
+                stage = _stage(cluster, _split(seen, rows), jobs, largest, rows, by)
         except OutOfTime:
-            break  # no time for this round's model: the best plan so far stands
+            clock.deadline_.note("model" if last is None else f"model (round {rounds + 1})")
+            break  # no time for this round's model: the best plan so far (the heuristic floor) stands
+        rounds += 1
         incumbent = max(answers, key=lambda a: _rank(a.metrics), default=None)
         with clock.phase("solve"):
             solver, last, round_hinted = _solve(stage, config, clock.left(), incumbent, ceiling)
@@ -343,12 +354,14 @@ def _plan(
         bound = last.levels[0].best_bound
         if bound is not None and last.levels[0].objective is not None:
             ceiling = min(ceiling, bound)
+        if last.status != "OPTIMAL" and clock.left() <= 0.0:
+            clock.deadline_.note(f"solve (round {rounds})")
         if last.levels[0].objective is None:
             break
         checked = time.perf_counter()
         with clock.phase("check"):
             assignments, unplaced, refused = extract(solver, stage.built, stage.classes, stage.types, jobs, binding)
-            _checked(cluster, jobs, assignments)
+            _checked(cluster, jobs, assignments, unplaced)
             metrics = plan_metrics(state, jobs, assignments, all_sizes)
         reached = stage.values(metrics)[: len(last.levels)] == [level.objective for level in last.levels]
         source = "gpu view" if not rows else ("full" if rows == binding else f"gpu view, rows for {len(rows)} nodes")
@@ -362,7 +375,8 @@ def _plan(
             with clock.phase("heuristics"):
                 ran.run_gang(cluster, jobs, all_sizes, time.perf_counter() + clock.left() / 3, clock.cutoff())
             answers += ran.answers(jobs)
-    assert stage is not None and last is not None  # the first round always builds
+    if last is None:  # not even the first round's model was built in time: the floor, bounded by everything
+        last = _unsolved(config, ceiling)
     if heuristics:
         with clock.phase("heuristics"):
             ran.run_pod(cluster, jobs, all_sizes, clock.deadline)
@@ -372,16 +386,35 @@ def _plan(
     chosen = max(reversed(answers), key=lambda a: _rank(a.metrics))  # on a tie the latest round's
     if chosen.report is None:  # a heuristic's plan (the rounds' were checked as they came): checked all the same
         with clock.phase("check"):
-            _checked(cluster, jobs, chosen.assignments)
-    judged = _judged(chosen, last, ceiling, len(stage.levels))
-    return _report(jobs, stage, len(binding), chosen, judged, ran, hinted, heuristics, clock)
+            _checked(cluster, jobs, chosen.assignments, chosen.unplaced)
+    judged = _judged(chosen, last, ceiling, len(stage.levels) if stage is not None else 4)
+    return _report(jobs, stage, largest, len(binding), chosen, judged, ran, hinted, heuristics, clock)
 
 
-def _checked(cluster: Cluster, jobs: list[PendingJob], assignments: list[PlannedPod]) -> None:
+def _unsolved(config: SolverConfig, ceiling: float) -> SolveReport:
+    """The report of a solve that never started: no plan of its own, the ceiling its only bound."""
+    level = LevelReport(
+        name="priority-weighted GPUs placed",
+        sense="maximize",
+        status="UNKNOWN",
+        objective=None,
+        best_bound=ceiling,
+        gap=None,
+        seconds=0.0,
+    )
+    return SolveReport(
+        status="UNKNOWN",
+        levels=[level],
+        seconds=0.0,
+        time_limit=config.time_limit,
+        workers=config.workers,
+        seed=config.seed,
+    )
+
+
+def _checked(cluster: Cluster, jobs: list[PendingJob], assignments: list[PlannedPod], unplaced: list[str]) -> None:
     """The independent validator's verdict on a plan: one that fails it is a bug, never printed."""
-    problems = check_plan(cluster, jobs, assignments)
-    if problems:
-        raise RuntimeError("internal error: the plan failed validation: " + "; ".join(problems[:5]))
+    require_valid("the plan", check_plan(cluster, jobs, assignments, unplaced))
 
 
 PHASES = ("input", "heuristics", "model", "solve", "check")
@@ -389,11 +422,10 @@ PHASES = ("input", "heuristics", "model", "solve", "check")
 
 @dataclass
 class _Clock:
-    """The time limit, shared by every step: what is left for a solve once disaggregation and validation (and the
-    pod-mode heuristics still to run) are reserved for, and where the time went."""
+    """The command's deadline, shared by every step: what is left for a solve once disaggregation and validation
+    (and the pod-mode heuristics still to run) are reserved for, and where the time went."""
 
-    limit: float
-    began: float
+    deadline_: Deadline
     reserve: float = 0.0  # for disaggregation and validation
     compare: float = 0.0  # for the pod-mode heuristics
     phases: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
@@ -407,8 +439,16 @@ class _Clock:
             self.phases[name] += time.perf_counter() - began
 
     @property
+    def limit(self) -> float:
+        return self.deadline_.limit
+
+    @property
+    def began(self) -> float:
+        return self.deadline_.began
+
+    @property
     def deadline(self) -> float:
-        return self.began + self.limit
+        return self.deadline_.at
 
     def left(self) -> float:
         return self.deadline - time.perf_counter() - self.reserve - self.compare
@@ -420,7 +460,8 @@ class _Clock:
 
 def _report(
     jobs: list[PendingJob],
-    stage: _Stage,
+    stage: _Stage | None,
+    largest: int,
     binding: int,
     answer: _Answer,
     solve: SolveReport,
@@ -434,12 +475,12 @@ def _report(
     return PlanReport(
         jobs=[PlanJob.of(job) for job in jobs],
         solve=solve.model_copy(update={"seconds": clock.phases["solve"], "time_limit": clock.limit}),
-        largest_size=stage.largest,
-        node_classes=len(stage.classes),
+        largest_size=largest,
+        node_classes=0 if stage is None else len(stage.classes),
         pod_shapes=len({PodShape.of(job.needs, job.gpus) for job in jobs}),
-        gpu_shapes=len({t.shape.gpu_view for t in stage.types}),
+        gpu_shapes=len({PodShape.of(job.needs, job.gpus).gpu_view for job in jobs}),
         binding_nodes=binding,
-        patterns=sum(len(found) for found in stage.built.class_patterns),
+        patterns=0 if stage is None else sum(len(found) for found in stage.built.class_patterns),
         build_seconds=clock.phases["heuristics"] + clock.phases["model"],
         seconds=time.perf_counter() - clock.began,
         phases=dict(clock.phases),
@@ -452,4 +493,5 @@ def _report(
         metrics=answer.metrics,
         heuristics=compared,
         not_run=not_run,
+        ran_out=list(clock.deadline_.ran_out),
     )

@@ -38,6 +38,9 @@ def greedy_plan(
     placements: list[PlannedPod] = []
     partial_gpus = 0
     domain_of = cluster.domain_of()
+    members: dict[str, set[str]] = {}  # domain -> its nodes, once (not once per pod)
+    for node, domain in domain_of.items():
+        members.setdefault(domain, set()).add(node)
     for job in jobs:
         if deadline is not None and time.perf_counter() > deadline:
             return None
@@ -45,8 +48,7 @@ def greedy_plan(
         for name in job.pod_names():
             within = None  # a confined job's pods follow its first pod's domain, as pod affinity would
             if job.confined and bound:
-                first = domain_of[bound[0][1].node.name]
-                within = {node for node, domain in domain_of.items() if domain == first}
+                within = members[domain_of[bound[0][1].node.name]]
             option = placer.choose(job.needs, job.gpus, within)
             if option is None:
                 break

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
+from ...deadline import OutOfTime
 from ...place import needs_key
 from ...state import NodeState
 from ..classes import Arrangement, NodeClass, PodShape, compatible, patterns, room_of
@@ -38,10 +39,6 @@ __all__ = [
 ]
 
 Pattern = tuple[tuple[PodShape, ...], Arrangement]  # the pods a node takes together, and how they sit
-
-
-class OutOfTime(Exception):
-    """The model could not be built before the deadline."""
 
 
 @dataclass
@@ -81,7 +78,7 @@ def job_types(
     types = []
     for (_, gpus, _, seen, confined), members in grouped.items():
         if deadline is not None and time.perf_counter() > deadline:
-            raise OutOfTime
+            raise OutOfTime("model")
         sample = members[0]
         if (seen, gpus) not in verdicts:
             probe = sample.needs.model_copy(update={"cpu": None, "memory": None})
@@ -290,12 +287,12 @@ def build(
     known: dict[tuple, list[Pattern]] = {}  # classes whose GPUs look alike (binding nodes) share their patterns
     for i, node_class in enumerate(classes):
         if deadline is not None and time.perf_counter() > deadline:
-            raise OutOfTime
+            raise OutOfTime("model")
         room = replace(room_of(node_class.representative), cpu=None, memory=None)  # GPU shapes ask for neither
         bounds = {s: pending[(i, s)] for s in shapes_by_class[i]}
         key = (room, tuple(bounds.items()))
         if key not in known:
-            known[key] = patterns(room, list(shapes_by_class[i]), bounds)
+            known[key] = patterns(room, list(shapes_by_class[i]), bounds, deadline)
         class_patterns.append(known[key])
     counts = []
     for c, found in enumerate(class_patterns):
@@ -306,7 +303,7 @@ def build(
     placed = [model.new_int_var(0, len(t.jobs), f"n{j}") for j, t in enumerate(types)]
     linked = _link_supply(model, classes, types, class_patterns, counts, placed, binding)
     if deadline is not None and time.perf_counter() > deadline:
-        raise OutOfTime
+        raise OutOfTime("model")
     placed_in = _confine(model, types, tags, linked.groups, linked.supply, placed)
     every = [(counts[c][k], a) for c, found in enumerate(class_patterns) for k, (_, a) in enumerate(found)]
     weighted = [t.weight * t.sample.pods * t.sample.gpus for t in types]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from ....models.workload import GpuNeeds
 from ...pending import PendingJob, pending_jobs, weight_of
@@ -25,9 +27,10 @@ __all__ = [
 class PlanJob(BaseModel):
     """A pending job as the plan file records it, so that `validate` needs nothing else."""
 
+    model_config = ConfigDict(extra="forbid")  # a plan file is read strictly: `validate` reads these back
     name: str
-    pods: int
-    gpus: int
+    pods: Annotated[int, Field(ge=1, strict=True)]
+    gpus: Annotated[int, Field(ge=1, strict=True)]
     needs: GpuNeeds
     nvlink_domain: bool = False
 
@@ -42,12 +45,13 @@ class PlanJob(BaseModel):
 
 
 class PlannedPod(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     pod: str
     job: str
     node: str
-    gpus: list[int] = Field(default_factory=list, description="physical GPUs (time-sliced: one replica of each)")
-    mig: list[tuple[int, int]] = Field(default_factory=list, description="(gpu, start) of MIG instances")
-    split: bool = Field(False, description="spans NVLink islands")
+    gpus: list[StrictInt] = Field(default_factory=list, description="physical GPUs (time-sliced: one replica of each)")
+    mig: list[tuple[StrictInt, StrictInt]] = Field(default_factory=list, description="(gpu, start) of MIG instances")
+    split: StrictBool = Field(False, description="spans NVLink islands")
 
 
 class Metrics(BaseModel):
@@ -123,4 +127,9 @@ class PlanReport(BaseModel):
     heuristics: list[HeuristicResult]
     not_run: list[NotRun] = Field(
         default_factory=list, description="the heuristics (of 3 policies × pod and gang) with no row: out of time"
+    )
+    ran_out: list[str] = Field(
+        default_factory=list,
+        description="the phases the deadline stopped ('model', 'solve (round 1)', ...): the answer is the best "
+        "plan found before, never worse than the heuristic floor",
     )

@@ -15,13 +15,14 @@ from __future__ import annotations
 from ....models.cluster import Cluster
 from ....models.workload import Job, Pod
 from ...scheduler.framework import Status, fit_error
+from ...validate import require_valid
 from ..disrupt import Budgets, out_of_time, running_state
 from ..solver import Infeasible, SolverConfig
 from .baselines import default_preemption
 from .extract import assignments_of, cost_of, evicted, extract, placement_of
 from .model import PreemptNodeClass, eviction_choices, node_classes, solve_evictions
 from .report import Alternative, EvictedPod, EvictionCost, Pending, PendingInfo, Placement, PreemptReport
-from .validate import validate
+from .validate import preempt_violations
 
 __all__ = [
     "Alternative",
@@ -96,7 +97,7 @@ def preempt(cluster: Cluster, item: Pod | Job, config: SolverConfig | None = Non
         return out_of_time(report, solve, config)
     victims, placed = extract(classes, counts, state, pending)
     assignments = assignments_of(pending, placed)
-    validate(cluster, pending, victims, assignments, budgets)
+    require_valid("a preemption plan", preempt_violations(cluster, pending, victims, assignments, budgets))
     return report.model_copy(
         update={
             "feasible": True,

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ....models.workload import GpuNeeds, Job, Pod
+from ...validate import Violation
 from ..solver import SolveReport
 
 __all__ = ["Alternative", "EvictedPod", "EvictionCost", "Pending", "PendingInfo", "Placement", "PreemptReport"]
@@ -78,7 +79,7 @@ class Alternative(BaseModel):
     placements: list[Placement] = Field(default_factory=list)
     cost: EvictionCost | None = None
     valid: bool = Field(False, description="the plan passes the validator on the hardware view")
-    problems: list[str] = Field(default_factory=list)
+    problems: list[Violation] = Field(default_factory=list)
     note: str = ""
 
 

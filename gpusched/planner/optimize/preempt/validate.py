@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 from ....models.cluster import Cluster, RunningPod
-from ...validate import Assignment
+from ...validate import Assignment, Violation
 from ..disrupt import Budgets, problems
 from .report import Pending
 
-__all__ = ["validate"]
+__all__ = ["preempt_violations"]
 
 
-def validate(
+def preempt_violations(
     cluster: Cluster, pending: Pending, victims: list[RunningPod], placed: list[Assignment], budgets: Budgets
-) -> None:
-    """Every plan passes checks that share no code with the model: a failure is a gpusched bug, never the user's."""
+) -> list[Violation]:
+    """Everything wrong with a preemption plan, by checks that share no code with the model: victims of lower
+    priority only, budgets kept, every pod placed, and the cluster without the victims valid with the pods."""
     found = [
-        f"{v.name} has priority {v.needs.priority}, not below {pending.needs.priority}"
+        Violation("budget", f"{v.name} has priority {v.needs.priority}, not below {pending.needs.priority}")
         for v in victims
         if v.needs.priority >= pending.needs.priority
     ]
-    found += budgets.overdrawn(victims)
+    found += [Violation("budget", text) for text in budgets.overdrawn(victims)]
     if len(placed) != pending.pods:
-        found.append(f"{len(placed)} of {pending.pods} pods placed")
-    found += problems(cluster, [v.name for v in victims], placed)
-    if found:
-        raise RuntimeError("internal error: a preemption plan failed validation: " + "; ".join(found))
+        found.append(Violation("gang", f"{len(placed)} of {pending.pods} pods placed"))
+    return found + problems(cluster, [v.name for v in victims], placed)

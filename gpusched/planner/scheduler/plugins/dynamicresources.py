@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from ....models.dra import DeviceClass, ResourceClaim
 from ....models.kube import KubeNode, KubePod
+from ...dra.cel import compile_selector
 from ...dra.extended import SPECIAL_NAME, dra_served, extended_claim
 from ...dra.inventory import Inventory, NodeRef
 from ...dra.objects import DraObjects
@@ -133,10 +134,20 @@ class DynamicResources:
 
     @property
     def not_modelled(self) -> list[str]:
-        """The search time, where a node's search is long enough that the real one may time out."""
-        if not self.slow:
-            return []
-        return [f"{SEARCH_TIME.format(steps=max_steps())} (node {', '.join(self.slow)})"]
+        """The search time, where a node's search is long enough that the real one may time out; the selectors
+        gpusched's CEL library cannot run (transformMap): every device fails them here, not in the scheduler."""
+        found = []
+        for claim in self.unit.claims:
+            for name, request in (pair for r in claim.spec.devices.requests for pair in r.alternatives()):
+                cls = self.inventory.classes.get(request.device_class_name)
+                for selector in (*(cls.spec.selectors if cls else ()), *request.selectors):
+                    missing = compile_selector(selector.cel.expression).missing
+                    if missing:
+                        found.append(f"claim {claim.key}, request {name}: a CEL selector uses {missing}, which "
+                                     "gpusched's CEL library lacks (it fails on every device here)")  # fmt: skip
+        if self.slow:
+            found.append(f"{SEARCH_TIME.format(steps=max_steps())} (node {', '.join(self.slow)})")
+        return sorted(set(found), key=found.index)
 
     def _label(self, claim: ResourceClaim) -> str:
         """The special claim is created as `<pod>-extended-resources-<random>`; shown by that generateName."""

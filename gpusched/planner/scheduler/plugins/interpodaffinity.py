@@ -33,6 +33,7 @@ __all__ = [
     "ERR_REASON_EXISTING_ANTI_AFFINITY",
     "InterPodAffinity",
     "requeued_by_deletion",
+    "affinity_scores",
 ]
 
 ERR_REASON_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -156,3 +157,59 @@ class InterPodAffinity:
         if all(affinity[(term.topology_key, labels[term.topology_key])] > 0 for term in terms):
             return True
         return not affinity and _selects_all(terms, self.pod, self.namespaces, self.unlabelled)
+
+
+def affinity_scores(
+    pod: KubePod,
+    scored: list[KubeNodeInfo],
+    infos: list[KubeNodeInfo],
+    namespaces: NamespaceLabels | None,
+    hard_weight: int = 1,
+    ignore_existing: bool = False,
+    version: Version = SELECTOR_REPLACED,
+) -> dict[str, int] | None:
+    """PreScore, Score and NormalizeScore of preferred inter-pod affinity (None: skipped).
+
+    For every existing pod, on a node with labels, per topology pair of its node: + the weight of each preferred
+    affinity term of the pod it matches, - each preferred anti-affinity term's; + hardPodAffinityWeight for each
+    required affinity term of the existing pod that the pod matches; + / - the weights of the existing pod's
+    preferred affinity / anti-affinity terms the pod matches. A node scores the sum over its labels' pairs;
+    normalised to 100 * (score - min) / (max - min), truncated. Skipped when nothing adds up to any pair (or,
+    with ignorePreferredTermsOfExistingPods, when the pod has no preferred terms)."""
+    own = [(t.weight, t.term.resolved(pod.namespace, pod.labels)) for t in pod.preferred_affinity]
+    own_anti = [(t.weight, t.term.resolved(pod.namespace, pod.labels)) for t in pod.preferred_anti_affinity]
+    if ignore_existing and not own and not own_anti:
+        return None
+    unlabelled = version[:2] < SELECTOR_REPLACED
+    pairs: dict[tuple[str, str], int] = {}
+
+    def add(term: PodAffinityTerm, weight: int, labels: dict[str, str]) -> None:
+        if term.topology_key in labels:
+            pair = (term.topology_key, labels[term.topology_key])
+            pairs[pair] = pairs.get(pair, 0) + weight
+
+    for info in infos:
+        labels = info.labels
+        if not labels:
+            continue
+        for other in info.pods:
+            for weight, term in own:
+                if term.selects(other.namespace, other.labels, namespaces, unlabelled):
+                    add(term, weight, labels)
+            for weight, term in own_anti:
+                if term.selects(other.namespace, other.labels, namespaces, unlabelled):
+                    add(term, -weight, labels)
+            if hard_weight > 0:
+                for term in other.pod_affinity:
+                    if term.selects(pod.namespace, pod.labels, namespaces):
+                        add(term, hard_weight, labels)
+            for sign, weighted in ((1, other.preferred_affinity), (-1, other.preferred_anti_affinity)):
+                for entry in weighted:
+                    term = entry.term.resolved(other.namespace, other.labels)
+                    if term.selects(pod.namespace, pod.labels, namespaces):
+                        add(term, sign * entry.weight, labels)
+    if not pairs:
+        return None
+    raw = {info.name: sum(pairs.get((key, value), 0) for key, value in info.labels.items()) for info in scored}
+    low, high = min(raw.values(), default=0), max(raw.values(), default=0)
+    return {node: int(100 * ((score - low) / (high - low))) if high > low else 0 for node, score in raw.items()}

@@ -13,7 +13,7 @@ from ....models.scheduling import NodeSelectorTerm, selector_matches, terms_matc
 from ..framework import SUCCESS, Status, unresolvable
 from ..names import NODE_AFFINITY as NAME
 
-__all__ = ["NAME", "ERR_REASON", "ERR_REASON_CONFLICT", "NodeAffinity"]
+__all__ = ["NAME", "ERR_REASON", "ERR_REASON_CONFLICT", "NodeAffinity", "preferred_score"]
 
 ERR_REASON = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_CONFLICT = "pod affinity terms conflict"  # the PreFilter's, when the terms pin no node name
@@ -66,3 +66,9 @@ class NodeAffinity:
                 return None
             allowed |= pinned
         return frozenset(allowed)
+
+
+def preferred_score(pod: KubePod, labels: dict[str, str], node_name: str) -> int:
+    """Score: the weights of the preferred terms the node matches (an empty term matches none); NormalizeScore
+    scales them to 0..100 by the highest. PreScore skips a pod with no preferred terms."""
+    return sum(weight for weight, term in pod.preferred_node_affinity if term.matches(labels, node_name))

@@ -16,6 +16,7 @@ RemovePod do: without the terminating and empty-selector exceptions of the first
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 
@@ -26,7 +27,13 @@ from ..framework import SUCCESS, Status, unresolvable, unschedulable
 from ..names import POD_TOPOLOGY_SPREAD as NAME
 from ..nodeinfo import KubeNodeInfo
 
-__all__ = ["NAME", "ERR_REASON_CONSTRAINTS_NOT_MATCH", "ERR_REASON_NODE_LABEL_NOT_MATCH", "PodTopologySpread"]
+__all__ = [
+    "NAME",
+    "ERR_REASON_CONSTRAINTS_NOT_MATCH",
+    "ERR_REASON_NODE_LABEL_NOT_MATCH",
+    "PodTopologySpread",
+    "spread_scores",
+]
 
 ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
@@ -108,3 +115,67 @@ class PodTopologySpread:
             if domains.get(value, 0) + own - minimum > constraint.max_skew:
                 return unschedulable(NAME, ERR_REASON_CONSTRAINTS_NOT_MATCH)
         return SUCCESS
+
+
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def spread_scores(pod: KubePod, scored: list[KubeNodeInfo], infos: list[KubeNodeInfo]) -> dict[str, int] | None:
+    """PreScore, Score and NormalizeScore for the pod's ScheduleAnyway constraints (None: skipped, no such
+    constraint). `scored`: the feasible nodes being scored; `infos`: every node, whose pods are counted.
+
+    Nodes lacking a constraint's topology key are ignored (score 0). Per constraint the pods matching its selector
+    are counted in each topology value among the scored nodes (on the node itself for kubernetes.io/hostname),
+    weighted by log(number of values + 2) plus maxSkew - 1; the sum is rounded. Normalised: 100 * (max + min -
+    score) / max, fewer matching pods scoring higher. The scheduler's default constraints (zone and hostname) apply
+    only to pods a Service or a workload controller selects: gpusched is not given those (see `not_modelled`)."""
+    constraints = [c for c in pod.spread if c.when_unsatisfiable == "ScheduleAnyway"]
+    if not constraints:
+        return None
+    state = PodTopologySpread(pod, (), [])  # for its counting rules only
+    ignored = {i.name for i in scored if not all(c.topology_key in i.labels for c in constraints)}
+    values: list[set[str]] = [set() for _ in constraints]
+    for info in scored:
+        if info.name in ignored:
+            continue
+        for index, constraint in enumerate(constraints):
+            if constraint.topology_key != HOSTNAME:
+                values[index].add(info.labels[constraint.topology_key])
+    weights = [
+        math.log((len(scored) - len(ignored) if c.topology_key == HOSTNAME else len(values[i])) + 2)
+        for i, c in enumerate(constraints)
+    ]
+    counts: list[Counter[str]] = [Counter() for _ in constraints]
+    for info in infos:
+        if not all(c.topology_key in info.labels for c in constraints):
+            continue
+        for index, constraint in enumerate(constraints):
+            value = info.labels[constraint.topology_key]
+            if constraint.topology_key == HOSTNAME or value not in values[index]:
+                continue
+            if _included(constraint, pod, info.node):
+                counts[index][value] += state._first_count(constraint, info.pods)
+    raw: dict[str, int] = {}
+    for info in scored:
+        if info.name in ignored:
+            continue
+        total = 0.0
+        for index, constraint in enumerate(constraints):
+            value = info.labels[constraint.topology_key]
+            found = (
+                state._first_count(constraint, info.pods)
+                if constraint.topology_key == HOSTNAME
+                else counts[index][value]
+            )
+            total += found * weights[index] + (constraint.max_skew - 1)
+        raw[info.name] = _go_round(total)
+    top = max(raw.values(), default=0)
+    low = min(raw.values(), default=0)
+    return {
+        info.name: 0 if info.name in ignored else 100 if top == 0 else 100 * (top + low - raw[info.name]) // top
+        for info in scored
+    }
+
+
+def _go_round(value: float) -> int:
+    return int(math.floor(value + 0.5))

@@ -9,7 +9,14 @@ from ....models.scheduling import Taint, Toleration, untolerated
 from ..framework import NEWEST, SUCCESS, Status, Version, unresolvable
 from ..names import TAINT_TOLERATION as NAME
 
-__all__ = ["NAME", "ERR_REASON", "ERR_REASON_NAMING_TAINT", "TaintToleration", "taint_reason"]
+__all__ = [
+    "NAME",
+    "ERR_REASON",
+    "ERR_REASON_NAMING_TAINT",
+    "TaintToleration",
+    "taint_reason",
+    "intolerable_prefer_no_schedule",
+]
 
 ERR_REASON = "node(s) had untolerated taint(s)"
 ERR_REASON_NAMING_TAINT = "node(s) had untolerated taint {{{key}: {value}}}"  # up to 1.34.1
@@ -44,3 +51,12 @@ class TaintToleration:
     def filter(self, pod: _Pod, node: _Node) -> Status:
         taint = untolerated(node.taints, pod.tolerations)
         return SUCCESS if taint is None else unresolvable(NAME, taint_reason(taint, self.version))
+
+
+def intolerable_prefer_no_schedule(taints: list[Taint], tolerations: list[Toleration]) -> int:
+    """Score (countIntolerableTaintsPreferNoSchedule): the node's PreferNoSchedule taints that none of the pod's
+    tolerations with effect PreferNoSchedule or none covers; NormalizeScore reverses it (fewer is better)."""
+    usable = [t for t in tolerations if t.effect in ("", "PreferNoSchedule")]
+    return sum(
+        1 for taint in taints if taint.effect == "PreferNoSchedule" and not any(t.tolerates(taint) for t in usable)
+    )

@@ -110,7 +110,7 @@ class TestCli:
         report = gpusched("plan", "backlog", "--json").json()
         report["assignments"].pop()  # half a gang
         half = gpusched("validate", "backlog", write("half.json", report), "--json").json()
-        assert half == {"valid": False, "violations": ["job ddp: 1 of 2 pods placed"]}
+        assert half == {"valid": False, "violations": [{"kind": "gang", "message": "job ddp: 1 of 2 pods placed"}]}
 
     def test_validate_names_unknown_nodes_and_bad_files(self, gpusched, write):
         report = gpusched("plan", "backlog", "--json").json()

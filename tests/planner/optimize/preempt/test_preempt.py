@@ -77,7 +77,7 @@ class TestMediumExercise:
         report = gpusched("preempt", "big-model", "-f", "preemption", "--json").json()
         assert report["feasible"] is False and report["victims"] == [] and report["solve"] is None
         extended = report["comparison"][1]  # the integer view would schedule it, and it would not load
-        assert extended["valid"] is False and "GPU memory 80 GiB below 120 GiB" in extended["problems"][0]
+        assert extended["valid"] is False and "GPU memory 80 GiB below 120 GiB" in extended["problems"][0]["message"]
 
     def test_nvlink_pod_frees_a_whole_pair_where_the_integer_view_scatters_it(self, gpusched):
         report = gpusched("preempt", "pair-2", "-f", "preemption", "--json").json()
@@ -87,7 +87,7 @@ class TestMediumExercise:
         gpu_view, extended = report["comparison"]
         assert gpu_view["cost"] == report["cost"]
         assert extended["victims"] == [] and not extended["valid"]
-        assert "NVLink required but the GPUs span islands" in extended["problems"][0]
+        assert "NVLink required but the GPUs span islands" in extended["problems"][0]["message"]
 
     def test_a_gang_frees_both_nodes(self, gpusched):
         report = gpusched("preempt", "llm-2x8", "-f", "preemption", "--json").json()
@@ -147,6 +147,17 @@ class TestHandWorked:
         pods = write("p.json", {"pods": [{"name": "p", "gpus": 4, "priority": 1}]})
         result = gpusched("preempt", "p", "-f", cluster, "--from", pods)
         assert result.exit_code == 0 and "nothing to evict: it fits as the cluster is" in result.lines
+
+    def test_another_node_already_over_its_cpu_is_not_the_plans_doing(self, gpusched, write):
+        """A running pod asking 6 cpus on a 4-cpu node: the pod fits elsewhere, and nothing is evicted."""
+        two = {"count": 2, "islands": [[0, 1]]}
+        nodes = [_node("busy", {0: "hog"}, **two) | {"cpu": "4"}, _node("free", {}, **two) | {"cpu": "8"}]
+        cluster = write("c.json", {"nodes": nodes, "running": {"hog": {"cpu": "6"}}})
+        pods = write("p.json", {"pods": [{"name": "p", "gpus": 1, "cpu": "1", "priority": 1}]})
+        result = gpusched("preempt", "p", "-f", cluster, "--from", pods, "--json")
+        report = result.json()
+        assert result.exit_code == 0 and report["feasible"] and report["victims"] == []
+        assert [p["node"] for p in report["placements"]] == ["free"]
 
     def test_mig_pod_evicts_the_holder_of_its_profile(self):
         node = {
@@ -276,8 +287,14 @@ def small_cases(draw):
             for g in free[:size]:
                 busy[g] = name
             free = free[size:]
-            running[name] = {"priority": draw(st.integers(0, 3)), "labels": {"team": draw(st.sampled_from("ab"))}}
-        nodes.append(_node(f"n{n}", busy, count=count, islands=[i for i in islands if i]))
+            running[name] = {
+                "priority": draw(st.integers(0, 3)),
+                "labels": {"team": draw(st.sampled_from("ab"))},
+                "cpu": draw(st.integers(0, 3)),  # may run a node over its allocatable before any plan
+            }
+        node = _node(f"n{n}", busy, count=count, islands=[i for i in islands if i])
+        cpu = draw(st.sampled_from([None, 2, 4]))
+        nodes.append(node if cpu is None else node | {"cpu": cpu})
     budgets = (
         [{"name": "b", "selector": {"team": "a"}, "max_unavailable": draw(st.integers(0, 2))}]
         if draw(st.booleans())
@@ -285,10 +302,19 @@ def small_cases(draw):
     )
     cluster = _cluster(nodes, running, budgets)
     gpus, nvlink, priority = draw(st.integers(1, 3)), draw(st.booleans()), draw(st.integers(1, 4))
+    cpu = draw(st.integers(0, 2))
     if draw(st.booleans()):
-        item = Pod(name="p", gpus=gpus, nvlink=nvlink, priority=priority)
+        item = Pod(name="p", gpus=gpus, nvlink=nvlink, priority=priority, cpu=cpu)
     else:
-        item = Job(name="p", pods=2, gpus_per_pod=draw(st.integers(1, 2)), nvlink=nvlink, priority=priority, duration=1)
+        item = Job(
+            name="p",
+            pods=2,
+            gpus_per_pod=draw(st.integers(1, 2)),
+            nvlink=nvlink,
+            priority=priority,
+            duration=1,
+            cpu=cpu,
+        )
     return cluster, item
 
 
