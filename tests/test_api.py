@@ -116,6 +116,7 @@ def test_every_bench_command_lives_in_one_module():
         "synthetic",
         "replay",
         "cel",
+        "k8s",
         "dra",
         "mig",
         "plan",

@@ -161,11 +161,16 @@ def validate_command(
         ),
     ],
     plan_file: Annotated[
-        str, typer.Argument(metavar="PLAN", help="a plan, as `gpusched plan -o json` writes it (- for stdin)")
+        str,
+        typer.Argument(
+            metavar="PLAN",
+            help="a plan, as `gpusched plan -o json` or `gpusched mig plan -o json` writes it (- for stdin)",
+        ),
     ],
     as_json: JsonFlag = False,
 ) -> None:
-    """Check a plan against the cluster: capacity, islands, MIG geometry, constraints, gangs complete."""
+    """Check a plan against the cluster: capacity, islands, MIG geometry, constraints, gangs complete; or a MIG
+    plan: layouts, busy instances kept, single strategy, mig-parted config and labels, the outcome it claims."""
 
     def body() -> int:
         model = load_cluster(cluster)

@@ -282,7 +282,9 @@ def _flags(**values: object) -> list[str]:
     return [f"--{key.replace('_', '-')}={value}" for key, value in values.items()]
 
 
-def _args(workdir: Path, ports: dict[str, int], kubeconfig: Path, controllers: str) -> dict[str, list[str]]:
+def _args(
+    workdir: Path, ports: dict[str, int], kubeconfig: Path, controllers: str, scheduler: tuple[str, ...] = ()
+) -> dict[str, list[str]]:
     """Each component's flags: loopback only, our certificates and tokens, nothing a kubelet would need."""
     etcd, peer = f"http://127.0.0.1:{ports['etcd']}", f"http://127.0.0.1:{ports['peer']}"
     client = _flags(
@@ -320,7 +322,9 @@ def _args(workdir: Path, ports: dict[str, int], kubeconfig: Path, controllers: s
             disable_admission_plugins="ServiceAccount,TaintNodesByCondition",
             profiling="false",
         ),  # fmt: skip
-        "kube-scheduler": client + _flags(secure_port=ports["kube-scheduler"], cert_dir=workdir / "scheduler"),
+        "kube-scheduler": client
+        + _flags(secure_port=ports["kube-scheduler"], cert_dir=workdir / "scheduler")
+        + list(scheduler),
         "kube-controller-manager": client
         + _flags(
             secure_port=ports["kube-controller-manager"],
@@ -365,11 +369,13 @@ def start(
     controller_manager: bool = False,
     attach: bool = True,
     controllers: str = CONTROLLERS,
+    scheduler_args: tuple[str, ...] = (),
 ) -> RunningCluster:
     """Start etcd, then the API server, then the scheduler (and controller manager running `controllers`); each
     must be ready in turn.
 
-    `attach=False` leaves the processes running after this Python process exits (`gpusched cluster up`).
+    `attach=False` leaves the processes running after this Python process exits (`gpusched cluster up`);
+    `scheduler_args` are more kube-scheduler flags (`--v=10` logs every plugin's score per node).
     On any failure everything already started is stopped before the error is raised.
     """
     workdir = Path(workdir or tempfile.mkdtemp(prefix="gpusched-cluster-"))
@@ -377,7 +383,7 @@ def start(
     names = ["etcd", "kube-apiserver", "kube-scheduler", *(["kube-controller-manager"] if controller_manager else [])]
     ports = dict(zip(["peer", *BINARIES], _free_ports(len(BINARIES) + 1), strict=True))
     kubeconfig, tokens = _prepare(workdir, ports)
-    args = _args(workdir, ports, kubeconfig, controllers)
+    args = _args(workdir, ports, kubeconfig, controllers, scheduler_args)
     cluster_ca = ssl.create_default_context(cafile=str(workdir / "ca.crt"))
     probes = _probes(cluster_ca, ports, tokens[ADMIN_CONTEXT])
     info = ControlPlane(

@@ -35,3 +35,9 @@ def test_bench_realistic_runs_plan_defrag_and_mig_with_processor_time(gpusched):
     assert defrag["cpu_seconds"] > 0 and defrag["time_limit"] == 2
     mig = gpusched("bench", "mig", "--realistic", "--gpus", "64", "--time-limit", "2", "--json").json()
     assert mig["realistic"] and set(mig["demand"]) == {"1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"}
+
+
+def test_bench_k8s_scores_every_feasible_node(gpusched):
+    report = gpusched("bench", "k8s", "--nodes", "30", "--pods", "30", "--json").json()
+    assert report["feasible_nodes"] == 30 and report["top"] >= 1
+    assert "NodeResourcesFit" in report["scored_plugins"] and report["cpu_seconds"] >= 0

@@ -208,3 +208,34 @@ def test_a_planner_never_prints_a_plan_its_validator_refuses() -> None:
     require_valid("a plan", [])
     with pytest.raises(RuntimeError, match="internal error: a plan failed validation: n: cpu over allocatable"):
         require_valid("a plan", [Violation("capacity", "n: cpu over allocatable")])
+
+
+# --- MIG plan files ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def mig_plan(gpusched) -> dict:
+    result = gpusched("mig", "plan", "monday", "--demand", "3g.40gb=2,1g.10gb=3", "--json")
+    assert result.exit_code == 0
+    return result.json()
+
+
+def test_validate_checks_a_mig_plan(gpusched, write, mig_plan) -> None:
+    assert gpusched("validate", "monday", write("mig.json", mig_plan)).lines == ["valid"]
+    mig_plan["outcome"]["reconfigured"] = 0  # a plan that claims more than its layouts give
+    claims = gpusched("validate", "monday", write("claims.json", mig_plan), "--json")
+    assert claims.exit_code == 1 and [v["kind"] for v in claims.json()["violations"]] == ["claim"]
+    mig_plan["outcome"]["reconfigured"] = 1
+    mig_plan["changes"][0]["after"][-1]["start"] = 3  # 3g.40gb starts at 0 or 4 only
+    moved = gpusched("validate", "monday", write("moved.json", mig_plan), "--json").json()["violations"]
+    assert moved[0]["kind"] == "mig" and moved[0]["message"].startswith("dgx-a/0:")
+
+
+def test_validate_refuses_a_malformed_mig_plan(gpusched, write, mig_plan) -> None:
+    name = next(iter(mig_plan["mig_parted"]["mig-configs"]))
+    mig_plan["mig_parted"]["mig-configs"][name][0]["devices"] = "all"
+    result = gpusched("validate", "monday", write("mig.json", mig_plan))
+    assert result.exit_code == 2 and "mig.json: mig_parted.mig-configs" in result.stderr, result.stderr
+    mig_plan["colour"] = "red"
+    result = gpusched("validate", "monday", write("mig.json", mig_plan))
+    assert result.exit_code == 2 and "colour: unknown field" in result.stderr and "mig plan -o json" in result.stderr

@@ -18,6 +18,7 @@ from ...bench import PlaceBench, bench_place
 from ...bench.cel_bench import CelBench, bench_cel
 from ...bench.dra_bench import DraBench, bench_dra
 from ...bench.fanout import LOCAL_RAY
+from ...bench.k8s_bench import K8sBench, bench_k8s
 from ...bench.mig_bench import MigBench, bench_mig
 from ...bench.openb import DEFAULT_RATIO, MAX_TASKS, require_at_most
 from ...bench.openb_bench import OpenbBench, bench_openb, write_outputs
@@ -62,6 +63,7 @@ from .render import (
     render_downloaded,
     render_dra_bench,
     render_explain_bench,
+    render_k8s_bench,
     render_mig_bench,
     render_openb,
     render_place_bench,
@@ -413,6 +415,18 @@ def bench_cel_command(
     run(body)
 
 
+@shape(K8sBench)
+@bench_app.command("k8s")
+def bench_k8s_command(
+    nodes: Annotated[int, typer.Option(min=2, max=MAX_NODES, help="generated nodes (64 cpu, 8 GPUs, 3 zones)")] = 5000,
+    pods: Annotated[int, typer.Option(min=0, max=100_000, help="pods bound round the nodes")] = 5000,
+    as_json: JsonFlag = False,
+) -> None:
+    """Time `gpusched k8s` with scores on a generated cluster: every Filter, then every Score plugin."""
+
+    run_and_show(lambda: bench_k8s(nodes, pods), as_json, render_k8s_bench)
+
+
 @shape(DraBench)
 @bench_app.command("dra")
 def bench_dra_command(
@@ -546,7 +560,7 @@ def bench_defrag_command(
     """Time `defrag` on a busy generated cluster."""
 
     def body() -> int:
-        parse_shape(shape)
+        parse_shape(shape, "--for")
         result = bench_defrag(nodes, seed, shape, max_moves, solver_config(time_limit, workers, 0), fill, realistic)
         show(result, as_json, render_repair_bench)
         return 0

@@ -8,6 +8,7 @@ from rich.console import Console
 from ...bench import PlaceBench
 from ...bench.cel_bench import CelBench
 from ...bench.dra_bench import DraBench
+from ...bench.k8s_bench import K8sBench
 from ...bench.mig_bench import MigBench
 from ...bench.openb_bench import OpenbBench
 from ...bench.plan_bench import PlanBench
@@ -185,6 +186,15 @@ def render_cel_bench(console: Console, result: CelBench) -> None:
         f"{result.selectors} selectors ({result.refused} refused): compiled in {result.compile_seconds:.3f} s "
         f"({result.compile_cpu_seconds:.3f} s CPU); on {result.devices} devices each, "
         f"{result.matched} matches in {result.evaluate_seconds:.3f} s ({result.evaluate_cpu_seconds:.3f} s CPU)",
+        markup=False,
+    )
+
+
+def render_k8s_bench(console: Console, result: K8sBench) -> None:
+    console.print(
+        f"k8s on {result.nodes} nodes, {result.pods} pods: {result.seconds:.3f} s ({result.cpu_seconds:.3f} s CPU); "
+        f"{result.feasible_nodes} feasible nodes scored by {len(result.scored_plugins)} plugins, "
+        f"{result.top} in the top set",
         markup=False,
     )
 

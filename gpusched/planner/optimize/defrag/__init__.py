@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ....errors import InputError
 from ....models.cluster import Cluster
+from ...deadline import Deadline
 from ...validate import require_valid
 from ..disrupt import Budgets, out_of_time
 from ..solver import Infeasible, SolverConfig
@@ -71,35 +72,60 @@ def _unorderable(world: World, plan: DefragPlan, why: str) -> str:
     )
 
 
+def _ran_out(deadline: Deadline, floor: Greedy) -> str:
+    """What the deadline stopped, and the descheduler's row (the floor) as the plan to fall back on."""
+    if floor.fits and floor.valid:
+        fallback = f"the descheduler's plan fits the shape with {len(floor.moves)} moves (not proven fewest)"
+    else:
+        fallback = "the descheduler finds no plan either"
+    return f"out of time: {', '.join(deadline.ran_out)}; {fallback}"
+
+
 def defrag(
-    cluster: Cluster, shape: TargetShape, max_moves: int | None = None, config: SolverConfig | None = None
+    cluster: Cluster,
+    shape: TargetShape,
+    max_moves: int | None = None,
+    config: SolverConfig | None = None,
+    deadline: Deadline | None = None,
 ) -> DefragReport:
-    """The fewest moves that make room for the shape, ordered and validated, beside the descheduler's greedy."""
+    """The fewest moves that make room for the shape, ordered and validated, beside the descheduler's greedy
+    (the floor, worked out first). One `deadline` (default: the time limit from now) covers every phase; past
+    it, the answer says what ran out and whether the descheduler's plan fits."""
     config = config or SolverConfig()
     if max_moves is not None and max_moves < 0:
         raise ValueError(f"--max-moves: must be 0 or more, got {max_moves}")
     if shape.pods is None and max_moves is None:
         raise ValueError("--for GPUSxmax asks for as many as the moves allow: give --max-moves")
+    deadline = deadline or Deadline.start(config.time_limit)
     budgets = Budgets.of(cluster)
     world = build_world(cluster, shape, budgets)
     _check_shape(world)
+    floor = descheduler(world, max_moves)  # the floor, first: what the answer is compared with
     classes = node_classes(world)
-    for node_class in classes:
-        node_class.options = move_options(world, node_class, shape.pods)
     report = DefragReport(
         shape=ShapeInfo(gpus=shape.gpus, pods=shape.pods, island=shape.island, text=shape.describe()),
         max_moves=max_moves,
         feasible=False,
         before=room_for(world, world.nodes),
         kinds=len(classes),
-        comparison=[descheduler(world, max_moves)],
+        comparison=[floor],
     )
+    reserve = 0.05 + 2e-5 * len(world.nodes)  # extraction, ordering and validation
+    for node_class in classes:
+        if deadline.passed(reserve):
+            deadline.note("model")
+            never = f"no plan found within the time limit of {config.time_limit:g} s (not proven impossible either)"
+            return report.model_copy(update={"reason": f"{never}; {_ran_out(deadline, floor)}"})
+        node_class.options = move_options(world, node_class, shape.pods)
+    limited = config.model_copy(update={"time_limit": deadline.solve_seconds(reserve)})
     try:
-        counts, solve = solve_moves(world, classes, config, max_moves)
+        counts, solve = solve_moves(world, classes, limited, max_moves)
     except Infeasible:
         return report.model_copy(update={"reason": why_no_plan(world, budgets, max_moves)})
     if counts is None:
-        return out_of_time(report, solve, config)
+        deadline.note("solve")
+        timed_out = out_of_time(report, solve, config)
+        return timed_out.model_copy(update={"reason": f"{timed_out.reason}; {_ran_out(deadline, floor)}"})
     plan = extract(world, classes, counts)
     try:
         moves, steps = schedule(plan.moves, world, plan.targets)

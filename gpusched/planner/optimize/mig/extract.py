@@ -141,11 +141,14 @@ def build_report(
     result: RepartitionOutcome,
     report: SolveReport,
     tie_break: TieBreak | None,
+    first: dict[str, Layout] | None = None,
 ) -> MigPlan:
+    """The plan's report beside the heuristics' rows (`first`: first-fit's layouts, when already worked out)."""
     config, labels = mig_parted(cluster, gpus, layouts)
     by_name = {gpu.name: gpu for gpu in gpus}
     rows = [PlanRow(plan="optimum", outcome=result)]
-    for name, heuristic in (("first-fit", first_fit(gpus, demand)), ("all-balanced", all_balanced(gpus))):
+    fitted = first_fit(gpus, demand) if first is None else first
+    for name, heuristic in (("first-fit", fitted), ("all-balanced", all_balanced(gpus))):
         require_valid(f"the {name} plan", layout_violations(cluster, gpus, heuristic, demand))
         rows.append(PlanRow(plan=name, outcome=outcome(gpus, heuristic, demand)))
     return MigPlan(

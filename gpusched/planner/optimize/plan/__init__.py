@@ -316,7 +316,8 @@ def _plan(
     if heuristics:  # a third of the time left at most, the first until the limit (or FIRST, if later)
         with clock.phase("heuristics"):
             now = time.perf_counter()
-            ran.run_gang(cluster, jobs, all_sizes, now + clock.left() / 3, max(clock.deadline, now + FIRST))
+            check = 0.05 + 1e-4 * len(cluster.nodes)  # validating its plan, the answer if nothing beats it
+            ran.run_gang(cluster, jobs, all_sizes, now + clock.left() / 3, max(clock.deadline - check, now + FIRST))
         # kept for their pod-mode twins, which take about as long: a quarter of what is left at most (the answer
         # comes first; a twin with no time is named as not run)
         clock.compare = min(sum(ran.took.values()), max(clock.left(), 0.0) / 4)
@@ -337,9 +338,10 @@ def _plan(
     while True:
         try:
             with clock.phase("model"):
-                # the first round, like the first heuristic, may take FIRST past the limit: on a small cluster
-                # it takes milliseconds, and its bound is what every answer's gap is measured by
-                by = clock.cutoff() if last is not None else max(clock.cutoff(), time.perf_counter() + FIRST)
+                # the first round, like the first heuristic, may take FIRST past the limit (FIRST past it in all):
+                # on a small cluster it takes milliseconds, and its bound is what every answer's gap is measured by
+                grace = min(time.perf_counter() + FIRST, clock.deadline + FIRST - clock.reserve)
+                by = clock.cutoff() if last is not None else max(clock.cutoff(), grace)
                 stage = _stage(cluster, _split(seen, rows), jobs, largest, rows, by)
         except OutOfTime:
             clock.deadline_.note("model" if last is None else f"model (round {rounds + 1})")
