@@ -436,11 +436,13 @@ def k8s_command(
     """Predict kube-scheduler's verdict for one pod: the nodes that fit, or the FailedScheduling message word for word."""
 
     def body() -> int:
+        if k8s_version is not None:
+            parse_version(k8s_version, "--k8s-version")
         if queue:
             return _replay_queue(pod, nodes, pods, k8s_version, objects, pdbs, namespaces, pvcs, scheduler_config,
                                  kubeconfig, as_json)  # fmt: skip
         if pod is None:
-            raise ValueError("POD is required (kubectl get pod NAME -o json), or --queue to replay --pods")
+            raise usage("POD is required (kubectl get pod NAME -o json), or --queue to replay --pods")
         server = live(kubeconfig, nodes)
         if server:
             if nodes or pods or objects or pdbs or namespaces or pvcs or scheduler_config:

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from ..actions.apply import ApplyReport, apply_objects
+from ..errors import InputError
 from ..planner.dra.allocator import allocated_devices
 from ..planner.dra.objects import objects_from, read_all
 from ..planner.dra.run import DraReport, run_dra
@@ -154,7 +155,7 @@ def dra_command(
     """Allocate ResourceClaims as kube-scheduler's DRA allocator would: per claim the node and devices, or why not."""
 
     def body() -> int:
-        version = parse_version(k8s_version or NEWEST_RELEASE)
+        version = parse_version(k8s_version or NEWEST_RELEASE, "--k8s-version")
         kubeconfig = live(given_kubeconfig, cluster)
         if not objects and not kubeconfig:
             raise usage("give the DRA objects: --objects FILE (or a built-in set), or --kubeconfig to read a cluster's")
@@ -166,7 +167,10 @@ def dra_command(
             )
         documents = fetch_dra(kubeconfig, context) if kubeconfig else []
         if kubeconfig and not k8s_version:
-            version = server_release(fetch_version(kubeconfig, context))
+            try:
+                version = server_release(fetch_version(kubeconfig, context), kubeconfig)
+            except InputError as error:
+                raise usage(f"{error}; pass --k8s-version to predict as one of them") from None
         documents += [(source, read_all(source)) for source in objects or []]
         model = load_cluster(cluster) if cluster else None
         report = run_dra(model, objects_from(documents, version=version), driver, version)

@@ -58,6 +58,7 @@ from .common import (
     shape,
     show,
     solver_config,
+    usage,
 )
 
 # --- rendering ---------------------------------------------------------------------------------------------------
@@ -328,9 +329,9 @@ def defrag_command(
         check_apply(apply, server, context, yes, journal)
         config = solver_config(time_limit, workers, seed)
         if shape is None and like is None:
-            raise ValueError("--for: give a shape, or --like POD")
+            raise usage("--for: give a shape, or --like POD")
         if source is not None and like is None:
-            raise ValueError("--from: only with --like")
+            raise usage("--from: only with --like")
         given = [toleration_of(text) for text in tolerations or []]
         where = cluster_source(cluster, server, context)
         with live_apply(apply, server, context) as opened:  # --apply: plan from the one snapshot the run checks
@@ -341,7 +342,7 @@ def defrag_command(
                 wanted = pod_named(like, namespace_for(namespace, server, context), known)
                 item = pick_pending(pods.pods, jobs.jobs, wanted, source or where)
             try:
-                target = shape_like(item, parse_shape(shape) if shape else None, given)
+                target = shape_like(item, parse_shape(shape, "--for") if shape else None, given)
             except ValueError as error:
                 raise ValueError(f"--like: {error}") from None
             report = defrag(opened.cluster if opened else load_cluster(where), target, max_moves, config)

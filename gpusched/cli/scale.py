@@ -91,7 +91,7 @@ def up_command(
         report = scale_up(model, backlog, catalogue, config)
         if emit:
             assert console is not None
-            emitted = nodepool(report, catalogue, model, node_class)
+            emitted = nodepool(report, catalogue, model, node_class, "--node-class")
             write_output(output_file, emitted.text())
             if as_json:
                 emit_json(report)

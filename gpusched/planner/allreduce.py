@@ -5,6 +5,7 @@ from __future__ import annotations
 import networkx as nx
 from pydantic import BaseModel
 
+from ..errors import InputError
 from ..models.graph import allreduce_seconds, gpu_id, ring_gbps
 
 __all__ = ["AllReduce", "allreduce_for", "parse_placement", "ring_allreduce"]
@@ -51,21 +52,22 @@ def _compact(ring: list[tuple]) -> str:
 
 
 def parse_placement(graph: nx.Graph, text: str) -> list[tuple]:
-    """`pcie-a:0,2`, `dgx-a:0-7`, or several joined by `+` (`dgx-a:0-3+dgx-b:0-3`) -> GPU graph ids."""
+    """`pcie-a:0,2`, `dgx-a:0-7`, or several joined by `+` (`dgx-a:0-3+dgx-b:0-3`) -> GPU graph ids; an
+    InputError naming the placement otherwise."""
     gpus = []
     for part in text.split("+"):
         node, _, spec = part.partition(":")
         if not spec:
-            raise ValueError(f"{text!r}: expected NODE:GPUS such as pcie-a:0,2 or dgx-a:0-7")
+            raise InputError(repr(text), "expected NODE:GPUS such as pcie-a:0,2 or dgx-a:0-7")
         for item in spec.split(","):
             low, _, high = item.partition("-")
             try:
                 indices = range(int(low), int(high or low) + 1)
             except ValueError:
-                raise ValueError(f"{text!r}: GPU list {spec!r} is not whole numbers or ranges") from None
+                raise InputError(repr(text), f"GPU list {spec!r} is not whole numbers or ranges") from None
             for index in indices:
                 if gpu_id(node, index) not in graph:
-                    raise ValueError(f"{text!r}: node {node!r} has no GPU {index}")
+                    raise InputError(repr(text), f"node {node!r} has no GPU {index}")
                 gpus.append(gpu_id(node, index))
     return gpus
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator
 
-from ..errors import InputError
+from ..errors import InputError, MissingExtra, require
 from ..files import parse, read_text
 
 __all__ = [
@@ -162,9 +162,12 @@ def _check_proxy(source: str, name: str, cluster: ClusterSpec) -> None:
     scheme = cluster.proxy_url.partition("://")[0].lower()
     field = f"clusters({name}).cluster.proxy-url"
     if scheme in SOCKS_SCHEMES:
-        from ..errors import require
-
-        require("socks", "socks")
+        try:
+            require("socks", "socks")
+        except MissingExtra:
+            raise InputError(
+                source, f"a {scheme} proxy needs PySocks, which is not installed: pip install 'gpusched[socks]'", field
+            ) from None
     elif scheme not in ("http", "https"):
         raise InputError(source, f"proxy scheme {scheme!r} is not supported (http, https, or socks5)", field)
 

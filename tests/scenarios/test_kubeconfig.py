@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpusched.errors import InputError, MissingExtra
+from gpusched.errors import InputError
 from gpusched.scenarios import credentials
 from gpusched.scenarios.credentials import exec_user
 from gpusched.scenarios.kubeconfig import load
@@ -87,8 +87,9 @@ def test_a_kubeconfig_list_merges_as_kubectl_does(tmp_path: Path) -> None:
 def test_a_socks_proxy_needs_its_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "socks", None)  # PySocks not installed
     path = _write(tmp_path / "config", _config(cluster="{server: 'https://s', proxy-url: 'socks5://127.0.0.1:1'}"))
-    with pytest.raises(MissingExtra, match=r"gpusched\[socks\]"):
+    with pytest.raises(InputError, match=r"a socks5 proxy needs PySocks.*gpusched\[socks\]") as error:
         load(path).resolve(None)
+    assert error.value.field == "clusters(c).cluster.proxy-url"
     path = _write(tmp_path / "config", _config(cluster="{server: 'https://s', proxy-url: 'ftp://127.0.0.1:1'}"))
     with pytest.raises(InputError, match="proxy scheme 'ftp' is not supported"):
         load(path).resolve(None)

@@ -558,7 +558,7 @@ def bench_defrag_command(
     """Time `defrag` on a busy generated cluster."""
 
     def body() -> int:
-        parse_shape(shape)
+        parse_shape(shape, "--for")
         result = bench_defrag(nodes, seed, shape, max_moves, solver_config(time_limit, workers, 0), fill, realistic)
         show(result, as_json, render_repair_bench)
         return 0

@@ -23,6 +23,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 
+from ...errors import InputError
 from ...models.cluster import Cluster, GpuBlock, Node
 from ...models.dra import (
     API_VERSION,
@@ -223,7 +224,7 @@ _PROFILES: dict[str, Callable[[Node, GpuBlock], list[Device]]] = {EXAMPLE: _exam
 
 def _check(driver: str) -> None:
     if driver not in _PROFILES:
-        raise ValueError(f"--driver: expected {' or '.join(DRIVERS)}, got {driver!r}")
+        raise InputError("driver", f"expected {' or '.join(DRIVERS)}, got {driver!r}")
 
 
 def cluster_slices(cluster: Cluster, driver: str = EXAMPLE) -> list[ResourceSlice]:

@@ -196,27 +196,27 @@ class K8sPrediction(BaseModel):
         return [verdict.detail for verdict in self.nodes if not verdict.fits]
 
 
-def parse_version(version: str | Version) -> Version:
-    """`1.37` or `1.34.1` (a leading v is fine); a version outside 1.34–1.37 is refused, not guessed at."""
+def parse_version(version: str | Version, source: str = "Kubernetes version") -> Version:
+    """`1.37` or `1.34.1` (a leading v is fine); a version outside 1.34–1.37 is refused (an InputError naming
+    `source`, the CLI's flag), not guessed at."""
     text = version if isinstance(version, str) else ".".join(str(part) for part in version)
     try:
         parsed = tuple(int(part) for part in text.strip().lstrip("v").split("."))
     except ValueError:
         parsed = ()
     if not 2 <= len(parsed) <= 3 or not OLDEST <= parsed[:2] <= NEWEST:
-        raise ValueError(f"--k8s-version: expected 1.34 to 1.37, optionally with a patch such as 1.34.1, got {text!r}")
+        raise InputError(source, f"expected 1.34 to 1.37, optionally with a patch such as 1.34.1, got {text!r}")
     return parsed
 
 
-def server_release(git_version: str) -> Version:
+def server_release(git_version: str, server: str = "the API server") -> Version:
     """The release an API server reports (`/version`'s gitVersion, v1.35.4 or a vendor's v1.35.4-eks-1f2e3d):
     predictions from a live cluster follow it unless --k8s-version says otherwise."""
     match = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", git_version.strip())
     release = tuple(int(part) for part in match.groups() if part is not None) if match else ()
     if not release or not OLDEST <= release[:2] <= NEWEST:
-        raise ValueError(
-            f"the API server runs {git_version!r}; gpusched predicts 1.34 to 1.37: "
-            "pass --k8s-version to predict as one of them"
+        raise InputError(
+            server, f"runs {git_version!r}; gpusched predicts 1.34 to 1.37: name one of them to predict as that"
         )
     return release
 

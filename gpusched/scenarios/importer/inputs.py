@@ -100,13 +100,13 @@ def _objects(source: str, document: Any, ignored: list[str]) -> list[tuple[str, 
     return found
 
 
-def read_topology_args(topology: Sequence[str]) -> dict[str, list[Capture]]:
-    """`NODE=FILE` arguments -> the captures per node."""
+def read_topology_args(topology: Sequence[str], source: str = "topology") -> dict[str, list[Capture]]:
+    """`NODE=FILE` arguments -> the captures per node; a malformed one an InputError naming `source`."""
     captures: dict[str, list[Capture]] = {}
     for entry in topology:
         node, _, path = entry.partition("=")
         if not node or not path:
-            raise ValueError(f"--topology: expected NODE=FILE, got {entry!r}")
+            raise InputError(source, f"expected NODE=FILE, got {entry!r}")
         captures.setdefault(node, []).append(read_capture(path))
     return captures
 

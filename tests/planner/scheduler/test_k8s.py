@@ -613,5 +613,5 @@ def test_the_release_a_server_reports(reported, release):
 
 @pytest.mark.parametrize("reported", ["v1.30.2", "v1.38.0", "v0.0.0-master+$Format:%H$", "unknown"])
 def test_a_server_release_outside_the_modelled_ones_is_refused(reported):
-    with pytest.raises(ValueError, match=r"gpusched predicts 1\.34 to 1\.37: pass --k8s-version"):
+    with pytest.raises(InputError, match=r"gpusched predicts 1\.34 to 1\.37: name one of them"):
         server_release(reported)

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ....errors import InputError
 from ....models.scheduling import Toleration
 from ....models.workload import GpuNeeds, Job, Pod
 from ...validate import Violation
@@ -42,13 +43,14 @@ class TargetShape:
         return f"{self.pods} pod{'s' if self.pods != 1 else ''} x {size}{where}"
 
 
-def parse_shape(text: str) -> TargetShape:
+def parse_shape(text: str, source: str = "shape") -> TargetShape:
+    """`8@island`, `8x2`, `4xmax@island`; anything else an InputError naming `source` (the CLI: its flag)."""
     match = _SHAPE.match(text.strip())
     if not match:
-        raise ValueError(f"--for: expected GPUS[xPODS|xmax][@island] (e.g. 8@island, 8x2, 4xmax@island), got {text!r}")
+        raise InputError(source, f"expected GPUS[xPODS|xmax][@island] (e.g. 8@island, 8x2, 4xmax@island), got {text!r}")
     gpus, pods, island = int(match[1]), match[2], bool(match[3])
     if gpus < 1 or pods == "0":
-        raise ValueError(f"--for: GPUs and pods must be at least 1, got {text!r}")
+        raise InputError(source, f"GPUs and pods must be at least 1, got {text!r}")
     return TargetShape(gpus, None if pods == "max" else int(pods or 1), island)
 
 

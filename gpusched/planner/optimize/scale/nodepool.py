@@ -4,6 +4,7 @@ holds now plus the plan's nodes, the pool's labels and taints on every node."""
 
 from __future__ import annotations
 
+from ....errors import InputError
 from ....models.cluster import Cluster
 from ....models.offers import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE, Offers
 from ....models.quantity import format_quantity
@@ -16,13 +17,14 @@ KARPENTER_API = "karpenter.sh/v1"
 DEFAULT_NODE_CLASS = "karpenter.k8s.aws/EC2NodeClass/default"
 
 
-def nodepool(report: ScaleUpReport, offers: Offers, cluster: Cluster, node_class: str = DEFAULT_NODE_CLASS) -> Emitted:
+def nodepool(report: ScaleUpReport, offers: Offers, cluster: Cluster, node_class: str = DEFAULT_NODE_CLASS,
+             source: str = "node class") -> Emitted:  # fmt: skip
     group, _, rest = node_class.rpartition("/")
     group, _, kind = group.rpartition("/")
     if not (group and kind and rest):
-        raise ValueError(f"--node-class: expected GROUP/KIND/NAME (e.g. {DEFAULT_NODE_CLASS}), got {node_class!r}")
+        raise InputError(source, f"expected GROUP/KIND/NAME (e.g. {DEFAULT_NODE_CLASS}), got {node_class!r}")
     if not report.new_nodes:
-        raise ValueError("--emit karpenter: the plan adds no node, there is no NodePool to ask for")
+        raise InputError("NodePool", "the plan adds no node, there is no NodePool to ask for")
     kinds = {kind.name: kind for kind in offers.instance_types}
     chosen = report.new_nodes
     own = [node for node in cluster.nodes if node.labels.get(NODEPOOL) == offers.nodepool]
