@@ -335,11 +335,16 @@ def _plan(
         # comes first; a twin with no time is named as not run)
         clock.compare = min(sum(ran.took.values()), max(clock.left(), 0.0) / 4)
         answers += ran.answers(jobs)
-    with clock.phase("model"):
-        state = ClusterState.from_cluster(cluster)
-        binding = binding_nodes(state.nodes, jobs)
-        seen = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector))
-    clock.reserve = 0.05 + 6e-5 * len(state.nodes)  # for disaggregation and validation, until measured
+    late = bool(answers) and clock.deadline_.passed()  # the heuristics spent the time: their floor stands
+    binding: frozenset[str] = frozenset()
+    if late:
+        clock.deadline_.note("model")
+    else:
+        with clock.phase("model"):
+            state = ClusterState.from_cluster(cluster)
+            binding = binding_nodes(state.nodes, jobs)
+            seen = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector))
+    clock.reserve = 0.05 + 6e-5 * len(cluster.nodes)  # for disaggregation and validation, until measured
     rows: frozenset[str] = frozenset()  # the nodes whose cpu and memory this round's model counts
     lowest = min((job.needs.priority for job in jobs), default=0)
     everything = sum(weight_of(job.needs.priority, lowest) * job.pods * job.gpus for job in jobs)
@@ -348,7 +353,7 @@ def _plan(
     stage: _Stage | None = None
     last: SolveReport | None = None
     rounds = 0
-    while True:
+    while not late:
         try:
             with clock.phase("model"):
                 # the first round, like the first heuristic, may take FIRST past the limit (FIRST past it in all):
