@@ -342,6 +342,8 @@ def gang_command(
 
     def body() -> int:
         console = emit_target("--emit-kueue", emit_kueue, as_json)
+        if mode == "pod" and timeout:
+            raise usage("--timeout applies to --mode gang: the default scheduler never gives a bound pod back")
         source = cluster_source(cluster, kubeconfig, context)
         model = load_cluster(source)
         job_list = load_jobs(jobs or source)

@@ -123,8 +123,8 @@ def plan_command(
                         [pod for pod in pods.pods if in_namespace(pod.name, namespace)],
                         [job for job in jobs.jobs if in_namespace(job.name, namespace)],
                     )
-                except ValueError as error:  # names, GPU counts, priorities of the pending file: say which file
-                    raise InputError(pending or source, str(error)) from None
+                except InputError as error:  # names, GPU counts, priorities of the pending file: say which file
+                    raise type(error)(pending or source, str(error)) from None
                 model = load_cluster(source)
             report = plan(model, backlog, config, parse_sizes(sizes), began=began)
             show(report, as_json, render_plan)

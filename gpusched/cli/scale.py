@@ -84,8 +84,8 @@ def up_command(
         pods, jobs = load_pending(pending)
         try:
             backlog = pending_jobs(pods.pods, jobs.jobs)
-        except ValueError as error:
-            raise InputError(pending, str(error)) from None
+        except InputError as error:
+            raise type(error)(pending, str(error)) from None
         model = load_cluster(cluster)
         catalogue = load_offers(offers)
         report = scale_up(model, backlog, catalogue, config)

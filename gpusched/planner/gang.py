@@ -242,7 +242,7 @@ def simulate(
     cluster: Cluster, jobs: list[Job], mode: Mode = "gang", timeout: float = 0.0, policy: Ranking = "binpack"
 ) -> GangReport:
     if mode == "pod" and timeout:
-        raise ValueError("--timeout applies to --mode gang: the default scheduler never gives a bound pod back")
+        raise InputError("gang", "a timeout applies to mode gang: the default scheduler never gives a bound pod back")
     untimed = [job.name for job in jobs if job.duration is None]
     if untimed:
         raise InputError("jobs", f"the gang simulator runs a clock: give a duration (seconds) to {', '.join(untimed)}")

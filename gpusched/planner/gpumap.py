@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ..errors import InputError
 from ..models.mig import profiles_for
 from .state import ClusterState, GpuState, NodeState
 
@@ -169,7 +170,7 @@ def node_summaries(state: ClusterState, size: int = 8, placement: Placement = "i
 def cluster_map(state: ClusterState, size: int = 8, placement: Placement = "island") -> ClusterMap:
     """Every GPU of every node, in node order, with free GPUs split into usable and stranded for `size`."""
     if size < 1:
-        raise ValueError(f"job size: at least 1 GPU, got {size}")
+        raise InputError("job size", f"at least 1 GPU, got {size}")
     cells = {node.name: _node_cells(node, size, placement) for node in state.nodes}
     gpus = [cell for node in state.nodes for cell in cells[node.name]]
     counts: dict[str, int] = {name: sum(1 for gpu in gpus if gpu.state == name) for name in STATES}

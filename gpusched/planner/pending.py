@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import InputError, LimitError
 from ..models.workload import GpuNeeds, Job, Pod
 
 __all__ = ["MAX_OBJECTIVE", "PendingJob", "pending_jobs", "weight_of"]
@@ -34,16 +35,19 @@ def pending_jobs(pods: list[Pod], jobs: list[Job]) -> list[PendingJob]:
     names = [job.name for job in found]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
-        raise ValueError(f"pending pods and jobs must have distinct names: {', '.join(duplicates)}")
+        raise InputError("pending pods and jobs", f"must have distinct names: {', '.join(duplicates)}")
     idle = [job.name for job in found if job.gpus < 1]
     if idle:
-        raise ValueError(f"{', '.join(idle)}: gpus must be at least 1 to plan (a pod without GPUs needs no GPU plan)")
+        raise InputError(
+            ", ".join(idle), "gpus must be at least 1 to plan (a pod without GPUs needs no GPU plan)", "gpus"
+        )
     lowest = min((job.needs.priority for job in found), default=0)
     objective = sum(weight_of(job.needs.priority, lowest) * job.gpus * job.pods for job in found)
     if objective > MAX_OBJECTIVE:
-        raise ValueError(
+        raise LimitError(
+            "pending pods and jobs",
             f"priorities {lowest}..{max(job.needs.priority for job in found)} weigh the plan's objective "
-            f"beyond CP-SAT's exact range ({objective} > {MAX_OBJECTIVE}): use fewer distinct levels"
+            f"beyond CP-SAT's exact range ({objective} > {MAX_OBJECTIVE}): use fewer distinct levels",
         )
     return found
 

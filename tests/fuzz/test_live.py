@@ -223,7 +223,9 @@ def test_a_not_json_answer_names_the_server_and_the_request(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(
-    "allocatable", [{"nvidia.com/mig-1g.10gb": "1000000000"}, {"nvidia.com/gpu": "1000000000"}], ids=["mig", "gpu"]
+    "allocatable",
+    [{"nvidia.com/mig-1g.10gb": "1000000000"}, {"nvidia.com/gpu": "1000000000"}, {"nvidia.com/gpu": "-1"}],
+    ids=["mig", "gpu", "negative"],
 )
 def test_a_huge_allocatable_from_a_server_is_refused_before_it_is_laid_out(tmp_path: Path, allocatable: dict) -> None:
     import json
@@ -240,7 +242,8 @@ def test_a_huge_allocatable_from_a_server_is_refused_before_it_is_laid_out(tmp_p
     finally:
         _close(server, stop)
     assert not outcome.crash and outcome.code == 2, outcome
-    assert "node n1" in outcome.stderr and "GPUSCHED_MAX_GPUS_PER_NODE" in outcome.stderr, outcome.stderr
+    assert "node n1" in outcome.stderr and "127.0.0.1" in outcome.stderr, outcome.stderr
+    assert "GPUSCHED_MAX_GPUS_PER_NODE" in outcome.stderr or "cannot be negative" in outcome.stderr, outcome.stderr
 
 
 def test_more_nodes_than_the_limit_name_the_limit() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpusched.errors import InputError
 from gpusched.models.cluster import Cluster
 from gpusched.models.workload import Job
 from gpusched.planner.gang import simulate
@@ -58,5 +59,5 @@ def test_timeout_counts_from_the_first_reservation():
 
 
 def test_pod_mode_refuses_a_timeout():
-    with pytest.raises(ValueError, match="--timeout applies to --mode gang"):
+    with pytest.raises(InputError, match="a timeout applies to mode gang"):
         simulate(TWO_NODES, [_job("a", 1, 1, 1)], "pod", timeout=5)

@@ -3,6 +3,7 @@ whether all-or-nothing admission starts it — and when, behind which job."""
 
 from __future__ import annotations
 
+from ...errors import InputError
 from ...models.cluster import Cluster
 from ...models.workload import Job
 from ..gang import GangReport, JobOutcome, simulate
@@ -88,7 +89,7 @@ def _admission(cluster: Cluster, jobs: list[Job], job: Job, timeout: float) -> C
 def explain_job(cluster: Cluster, jobs: list[Job], name: str) -> Explanation:
     job = next((j for j in jobs if j.name == name), None)
     if job is None:
-        raise ValueError(f"no job named {name!r} (jobs: {', '.join(j.name for j in jobs) or 'none'})")
+        raise InputError(name, f"no such job (jobs: {', '.join(j.name for j in jobs) or 'none'})")
     report = simulate(cluster, jobs, "pod")
     outcome = _outcome(report, name)
     explanation = Explanation(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ...errors import LimitError
+from ...errors import InputError, LimitError
 from ...limits import MAX_GPUS_PER_NODE, MAX_REPLICAS
 from ...models.cluster import MigInstance
 from ...models.kube import KubeNode
@@ -140,6 +140,9 @@ def _bounded(ctx: NodeContext) -> None:
     from a server would otherwise be a billion instances laid out one by one."""
     mig = 0
     for name, value in ctx.kube.allocatable.items():
+        if (name in (GPU, SHARED) or name.startswith(MIG_PREFIX)) and value < 0:
+            field = f"node {ctx.name}: status.allocatable.{name}"
+            raise InputError(ctx.origin, f"{value}: a count of devices cannot be negative", field)
         if name in (GPU, SHARED) and value > MAX_GPUS_PER_NODE * MAX_REPLICAS:
             raise _too_many(ctx, name, value, MAX_GPUS_PER_NODE * MAX_REPLICAS, f"status.allocatable.{name}")
         if name.startswith(MIG_PREFIX) and value > 0:

@@ -12,6 +12,7 @@ Beside it, kube-scheduler's DefaultPreemption on the same input, pod by pod, in 
 
 from __future__ import annotations
 
+from ....errors import InputError
 from ....models.cluster import Cluster
 from ....models.workload import Job, Pod
 from ...deadline import Deadline
@@ -72,7 +73,7 @@ def preempt(
     running = {pod.name: pod.node for pod in cluster.running_pods()}
     for name in pending.pod_names():
         if name in running:
-            raise ValueError(f"{name} is already running on {running[name]}: preempt plans for a pending pod")
+            raise InputError(name, f"is already running on {running[name]}: preempt plans for a pending pod")
     budgets = Budgets.of(cluster)
     floor = [default_preemption(cluster, pending, budgets, view) for view in ("gpu", "extended")]
     state = running_state(cluster)

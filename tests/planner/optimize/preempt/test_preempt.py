@@ -216,7 +216,7 @@ class TestBadInput:
         cluster = write("c.json", {"nodes": [_node("a", {0: "x"})]})
         pods = write("p.json", [{"name": "x", "gpus": 1}])
         result = gpusched("preempt", "x", "-f", cluster, "--from", pods)
-        assert result.exit_code == 2 and "x is already running on a" in result.stderr
+        assert result.exit_code == 2 and "x: is already running on a" in result.stderr
 
 
 class TestSolverReporting:
