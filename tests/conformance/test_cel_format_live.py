@@ -51,3 +51,58 @@ def test_format_strings_are_cel_gos(rest):
                 time.sleep(1)
     finally:
         rest.delete(f"{CRD}/formatprobes.gpusched.test")
+
+
+# Runtime errors, in a CRD rule (`self.s` is "abc", `self.f` true) and in a device selector (the same values as
+# attributes): the API server's cel-go and gpusched give the same words.
+ERRORS = ["self.s.substring(1, 100) == ''", "self.s.substring(3, 2) == ''", "int(self.s) == 1",
+          "self.s.matches(self.s + '(')", "self.s.charAt(10) == ''", "cidr(self.s).prefixLength() == 1",
+          "self.s.find(self.s + '(') == ''", "bool(self.s)", "'%d'.format([dyn(self.f)]) == ''",
+          "timestamp(self.s) > timestamp(0)", "ip(self.s + ':').family() == 4", "url(self.s).getHost() == ''",
+          "semver(self.s).major() == 1", "{'a': 1}[self.s] == 1"]  # fmt: skip
+
+
+def _gpusched_error(rule: str) -> str:
+    from gpusched.models.dra import DeviceAttribute
+    from gpusched.planner.dra.cel import CelError, compile_selector, device_view
+
+    attributes = {"s": DeviceAttribute(string_value="abc"), "f": DeviceAttribute(bool_value=True)}
+    device = device_view("x.io/n/d", "x.io", attributes, {})
+    expression = rule.replace("self.s", "string(device.attributes['x.io'].s)").replace(
+        "self.f", "device.attributes['x.io'].f"
+    )
+    try:
+        compile_selector(expression).matches(device)
+    except CelError as error:
+        return str(error)
+    return "(no error)"
+
+
+def test_runtime_errors_are_cel_gos(rest):
+    body = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "celerrors.gpusched.test"},
+            "spec": {"group": "gpusched.test", "scope": "Cluster",
+                     "names": {"plural": "celerrors", "singular": "celerror", "kind": "CelError"},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                         "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                             "s": {"type": "string", "maxLength": 20}, "f": {"type": "boolean"}},
+                             "x-kubernetes-validations": [{"rule": rule} for rule in ERRORS]}}}}}]}}  # fmt: skip
+    rest.create(CRD, body)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                rest.create("/apis/gpusched.test/v1/celerrors", {"apiVersion": "gpusched.test/v1", "kind": "CelError",
+                            "metadata": {"name": "e"}, "spec": {"s": "abc", "f": True}})  # fmt: skip
+                raise AssertionError("every rule should fail")
+            except RestError as error:
+                real = {rule: message for message, rule in re.findall(r'Invalid value: "object": (.*?) evaluating rule: (.*?)(?=, spec|\]$|$)',
+                                       str(error))}  # fmt: skip
+                if real or time.monotonic() > deadline:
+                    break
+                time.sleep(1)
+        assert set(real) == set(ERRORS)
+        for rule in ERRORS:
+            assert _gpusched_error(rule) == real[rule], rule
+    finally:
+        rest.delete(f"{CRD}/celerrors.gpusched.test")
