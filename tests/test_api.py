@@ -123,4 +123,5 @@ def test_every_bench_command_lives_in_one_module():
         "preempt",
         "defrag",
         "explain",
+        "scale",
     ]

@@ -128,14 +128,13 @@ def render_up(console: Console, report: ScaleUpReport) -> None:
         console.print(nodes)
     if report.unplaced:
         console.print(f"cannot run on any offering: {', '.join(report.unplaced)}", markup=False)
-    compare = new_table("rule", "per hour", "nodes", "over the plan", "left pending", "CPU s")
+    compare = new_table("rule", "per hour", "nodes", "over the plan", "left pending")
     compare.add_row(
         "gpusched",
         f"{report.cost_per_hour:g}",
         str(len(report.new_nodes)),
         "-",
         str(len(report.unplaced)),
-        f"{report.cpu_seconds:.2f}",
     )
     for other in report.baselines:
         extra = other.cost_per_hour - report.cost_per_hour
@@ -146,7 +145,6 @@ def render_up(console: Console, report: ScaleUpReport) -> None:
             str(other.nodes),
             share,
             str(len(other.unplaced)),
-            f"{other.seconds:.2f}",
         )
     console.print(compare)
 
@@ -201,17 +199,14 @@ def render_down(console: Console, report: ScaleDownReport) -> None:
         console.print(f"{move.pod} -> {move.node} {where}", markup=False)
     for node, why in report.kept_by_rule.items():
         console.print(f"{node} stays: {why}", markup=False)
-    compare = new_table("rule", "saves per hour", "nodes", "evictions", "CPU s")
+    compare = new_table("rule", "saves per hour", "nodes", "evictions")
     evictions = sum(len(r.evicted) for r in report.removals)
-    compare.add_row(
-        "gpusched", f"{report.saves_per_hour:g}", str(len(report.removals)), str(evictions), f"{report.cpu_seconds:.2f}"
-    )
+    compare.add_row("gpusched", f"{report.saves_per_hour:g}", str(len(report.removals)), str(evictions))
     for other in report.baselines:
         compare.add_row(
             other.name,
             f"{other.saves_per_hour:g}",
             str(len(other.removed)),
             str(other.evictions),
-            f"{other.seconds:.2f}",
         )
     console.print(compare)

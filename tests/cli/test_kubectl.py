@@ -82,7 +82,7 @@ def test_gang_namespace_is_the_local_queues(plugin, config):
 
 
 def test_a_namespace_on_a_command_without_one_is_refused_by_its_parser(plugin, config):
-    code, _, err = plugin("defrag", "--for", "4", "-n", "ns")
+    code, _, err = plugin("frag", "-n", "ns")
     assert code == 2 and "No such option: -n" in err
 
 

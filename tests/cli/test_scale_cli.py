@@ -72,3 +72,15 @@ def test_down_prints_the_nodes_that_go(gpusched):
     assert "p4d-3 stays: ml/notebook has karpenter.sh/do-not-disrupt" in result.lines
     names = gpusched("scale", "down", pool, "--offers", OFFERS, "-o", "name").lines
     assert sorted(names) == ["node/g6-1", "node/p4d-1", "node/p4d-2"]
+
+
+def test_bench_scale_rows(gpusched):
+    result = gpusched("bench", "scale", "--pods", "40", "--offerings", "8", "--time-limit", "5", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    (row,) = result.json()["rows"]
+    assert row["pending_pods"] == 40 and row["offerings"] == 8 and row["status"] in ("OPTIMAL", "FEASIBLE")
+    assert all(
+        cost >= row["cost_per_hour"] - 1e-9
+        for rule, cost in row["baselines"].items()
+        if row["baselines_unplaced"][rule] == row["unplaced"]
+    )

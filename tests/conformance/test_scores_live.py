@@ -61,6 +61,24 @@ SCENARIOS = {
                 {"weight": 30, "podAffinityTerm": {"topologyKey": "zone", "labelSelector": WEB}}]}})],
         pod("p"),
     ),
+    "hostname-spread-and-hard-affinity": (
+        [node("a"), node("b"), node("c", zone="z2"), node("d", zone="z2")],
+        [pod("x", on="a"), pod("y", on="a"), pod("z", on="c"),
+         pod("w", on="d", labels={"app": "db"}, affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+             {"topologyKey": "zone", "labelSelector": WEB}]}})],
+        pod("p", topologySpreadConstraints=[
+            {"maxSkew": 2, "topologyKey": HOST, "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": WEB}]),
+    ),
+    "tolerations-and-weighted-terms": (
+        [node("a", taints=[{"key": "k", "effect": "PreferNoSchedule"}, {"key": "j", "effect": "PreferNoSchedule"}]),
+         node("b", taints=[{"key": "k", "effect": "PreferNoSchedule"}]), node("c", zone="z2")],
+        [],
+        pod("p", tolerations=[{"key": "k", "operator": "Exists", "effect": "PreferNoSchedule"}],
+            affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 7, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1"]}]}},
+                {"weight": 3, "preference": {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["c"]}]}},
+            ]}}),
+    ),
 }  # fmt: skip
 
 

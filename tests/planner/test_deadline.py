@@ -10,10 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpusched.models.cluster import Cluster
+from gpusched.models.workload import Job
 from gpusched.planner.deadline import Deadline, OutOfTime
 from gpusched.planner.optimize.defrag import defrag, parse_shape
 from gpusched.planner.optimize.mig import plan_mig
 from gpusched.planner.optimize.plan import pending_jobs, plan
+from gpusched.planner.optimize.preempt import preempt
 from gpusched.planner.optimize.solver import SolverConfig
 from gpusched.scenarios.realistic import realistic_cluster, realistic_jobs, realistic_mig_cluster
 
@@ -106,3 +108,29 @@ def test_defrag_past_its_deadline_names_what_ran_out_and_the_descheduler_floor()
     assert not report.feasible and report.reason is not None
     assert "not proven impossible either); out of time: model; the descheduler" in report.reason
     assert report.comparison and report.comparison[0].name.startswith("descheduler")
+
+
+def test_preempt_past_its_deadline_names_what_ran_out_beside_default_preemption():
+    cluster = realistic_cluster(60, seed=9)
+    job = Job(name="llm", pods=2, gpus_per_pod=8, nvlink=True, priority=100, duration=3600)
+    report = preempt(cluster, job, SolverConfig(time_limit=1), deadline=_expired())
+    assert not report.feasible and report.reason is not None and report.reason.endswith("out of time: model")
+    assert len(report.comparison) == 2  # DefaultPreemption in both views: the floor, printed beside
+
+
+def test_a_heuristic_cut_at_the_deadline_is_still_a_plan_and_the_floor(monkeypatch):
+    """The first gang-mode heuristic stopped at its deadline keeps the jobs it placed whole: with no time at
+    all that is none, named as cut, and still the answer (validated) rather than no answer."""
+    import gpusched.planner.optimize.plan as planning
+    from gpusched.planner.optimize.plan.baselines import greedy_cut, greedy_plan
+
+    cluster = realistic_cluster(20, seed=4)
+    jobs = pending_jobs([], realistic_jobs(12, seed=4, shapes=10))
+    metrics, pods, finished = greedy_cut(cluster, jobs, "binpack", "gang", (1, 8), time.perf_counter() - 1)
+    assert not finished and metrics.jobs_placed == 0 and pods == []
+    whole = greedy_plan(cluster, jobs, "binpack", "gang", (1, 8))
+    assert whole is not None and greedy_cut(cluster, jobs, "binpack", "gang", (1, 8))[:2] == whole
+    monkeypatch.setattr(planning, "FIRST", 0.0)
+    report = plan(cluster, jobs, SolverConfig(time_limit=1), deadline=_expired())
+    assert report.source.startswith("binpack (gang), cut at the deadline after 0 jobs placed")
+    assert report.metrics.jobs_placed == 0 and report.ran_out[0] == "model"

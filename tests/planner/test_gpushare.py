@@ -118,30 +118,49 @@ def test_cpu_only_pods_follow_fgds_measure_where_cpu_is_scarce():
     assert policy.choose(table.pods[2], np.random.default_rng(0)) == (0, ())
 
 
+def test_stranded_counts_memory_too():
+    """GPU milli the free memory cannot feed are stranded as those the free CPU cannot: the smaller feed counts."""
+    nodes = [
+        OpenbNode(name="n-a", cpu_milli=64000, memory_mib=4096, gpu=2, model="T4"),
+        OpenbNode(name="n-b", cpu_milli=64000, memory_mib=65536, gpu=2, model="T4"),  # enough memory in all
+    ]
+    pods = [OpenbPod(name="s", cpu_milli=4000, memory_mib=8192, num_gpu=1, gpu_milli=500)]
+    table = PodTable.of(pods)
+    state = ShareState(openb_cluster(nodes), table)
+    target = target_workload(table, state, coverage=1.0)
+    assert (target.cpu_per_milli, target.memory_per_milli) == (8.0, 16.384)
+    left = np.array([[1000, 1000]])
+    assert target.stranded(left, np.array([64000]), np.array([4096]))[0] == pytest.approx(2000 - 4096 / 16.384)
+    assert target.stranded(left, np.array([8000]), np.array([65536]))[0] == pytest.approx(1000)
+    assert target.stranded(left, np.array([64000]))[0] == 0  # memory not given: CPU alone
+
+
 def _reference_scores(policy, pod: SharePod, table: PodTable, state: ShareState) -> dict[int, tuple[int, int]]:
     """gpusched's score per feasible node from the documented measure, in plain Python (coverage 1: every pod),
     as the scores of a growth a hair above and below the one computed."""
     gpu_pods = [p for p in table.pods if p.gpus]
     asked = sum(p.total_milli for p in gpu_pods)
     ratio = sum(p.cpu for p in gpu_pods) / asked if asked else 0.0
+    memory_ratio = sum(p.memory for p in gpu_pods) / asked if asked else 0.0
     fgd_only = policy.target.cpu_scarce and not pod.gpus
 
-    def measure(left: list[int], cpu: int, node: int) -> float:
+    def measure(left: list[int], cpu: int, memory: int, node: int) -> float:
         value = _frag_by_definition(left, cpu, state.models[state.model[node]], table)
-        return value + (STRAND * max(0.0, sum(left) - cpu / ratio) if ratio and not fgd_only else 0.0)
+        fed = min(cpu / ratio if ratio else math.inf, memory / memory_ratio if memory_ratio else math.inf)
+        return value + (0.0 if fgd_only else STRAND * max(0.0, sum(left) - fed))
 
     scores = {}
     for node in np.flatnonzero(state.feasible(pod)).tolist():
         left = state.gpu_left[node, : state.gpus[node]].tolist()
-        cpu = int(state.cpu_left[node])
-        now = measure(left, cpu, node)
+        cpu, memory = int(state.cpu_left[node]), int(state.memory_left[node])
+        now = measure(left, cpu, memory, node)
         if pod.shares:
             options = [[g - pod.milli if i == j else g for j, g in enumerate(left)] for i in range(len(left))]
             options = [o for o, g in zip(options, left, strict=True) if g >= pod.milli]
         else:
             free = [i for i, g in enumerate(left) if g == 1000][: pod.gpus]
             options = [[0 if i in free else g for i, g in enumerate(left)]]
-        grows = min(measure(o, cpu - pod.cpu, node) for o in options) - now
+        grows = min(measure(o, cpu - pod.cpu, memory - pod.memory, node) for o in options) - now
         scores[node] = tuple(math.floor(100 / (1 + math.exp((grows + e) / 1000))) for e in (1e-6, -1e-6))
     return scores
 
@@ -189,13 +208,14 @@ def _decisions(nodes: list[OpenbNode], pods: list[OpenbPod], seed: int) -> list:
 MODELS = ("T4", "G2", "P100")
 node_lists = st.lists(
     st.builds(
-        lambda i, gpu, cpu, model: OpenbNode(
-            name=f"n-{i}", cpu_milli=cpu * 1000, memory_mib=65536, gpu=gpu, model=MODELS[model]
+        lambda i, gpu, cpu, model, memory: OpenbNode(
+            name=f"n-{i}", cpu_milli=cpu * 1000, memory_mib=memory * 4096, gpu=gpu, model=MODELS[model]
         ),
         st.integers(0, 99),
         st.integers(1, 8),
         st.integers(2, 64),
         st.integers(0, 2),
+        st.integers(1, 32),
     ),
     min_size=1,
     max_size=6,
@@ -205,12 +225,18 @@ pod_lists = st.lists(
     st.one_of(
         st.builds(lambda c: OpenbPod(name="c", cpu_milli=c * 500, num_gpu=0, gpu_milli=0), st.integers(1, 16)),
         st.builds(
-            lambda c, m, spec: OpenbPod(
-                name="s", cpu_milli=c * 500, num_gpu=1, gpu_milli=m * 50, models=(MODELS[spec],) if spec < 3 else ()
+            lambda c, m, spec, memory: OpenbPod(
+                name="s",
+                cpu_milli=c * 500,
+                memory_mib=memory * 2048,
+                num_gpu=1,
+                gpu_milli=m * 50,
+                models=(MODELS[spec],) if spec < 3 else (),
             ),
             st.integers(0, 16),
             st.integers(1, 19),
             st.integers(0, 5),
+            st.integers(0, 8),
         ),
         st.builds(
             lambda c, k: OpenbPod(name="w", cpu_milli=c * 1000, num_gpu=k, gpu_milli=1000),
@@ -316,11 +342,11 @@ def test_an_argument_changes_the_measure():
     rng = np.random.default_rng(0)
     off = share_policy("gpusched:strand=0").build(state, table, target, rng)
     on = share_policy("gpusched:strand=2").build(state, table, target, rng)
-    left, cpu, nodes = state.gpu_left, state.cpu_left - 15000, np.arange(state.size)
-    stranded = target.stranded(left, cpu)
+    left, cpu, memory, nodes = state.gpu_left, state.cpu_left - 15000, state.memory_left, np.arange(state.size)
+    stranded = target.stranded(left, cpu, memory)
     assert stranded.any()
-    assert on.measure(left, cpu, nodes) == pytest.approx(target.frag(left, cpu, nodes) + 2 * stranded)
-    assert off.measure(left, cpu, nodes) == pytest.approx(target.frag(left, cpu, nodes))
+    assert on.measure(left, cpu, memory, nodes) == pytest.approx(target.frag(left, cpu, nodes) + 2 * stranded)
+    assert off.measure(left, cpu, memory, nodes) == pytest.approx(target.frag(left, cpu, nodes))
 
 
 def test_sharing_pods_choose_a_gpu():

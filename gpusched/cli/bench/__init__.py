@@ -25,6 +25,7 @@ from ...bench.openb_bench import OpenbBench, bench_openb, write_outputs
 from ...bench.plan_bench import PlanBench, bench_plan
 from ...bench.repair import FILL, ExplainBench, RepairBench, bench_defrag, bench_explain, bench_preempt
 from ...bench.replay import ReplayBench, bench_replay, write_replay
+from ...bench.scale_bench import ScaleBench, bench_scale
 from ...bench.synthetic_bench import SyntheticBench, bench_synthetic, write_synthetic
 from ...errors import InputError, require
 from ...limits import MAX_NODES, MAX_POD_GPUS, MAX_PODS
@@ -69,6 +70,7 @@ from .render import (
     render_plan_bench,
     render_repair_bench,
     render_replay,
+    render_scale_bench,
     render_synthetic,
 )
 
@@ -584,3 +586,32 @@ def bench_explain_command(
         as_json,
         render_explain_bench,
     )
+
+
+@shape(ScaleBench)
+@bench_app.command("scale")
+def bench_scale_command(
+    pods: Annotated[
+        str, typer.Option("--pods", metavar="N,...", help="pending pods of each random backlog (a tenth in gangs)")
+    ] = "100,500,1000,2000",
+    offerings: Annotated[
+        int, typer.Option("--offerings", min=1, max=60, help="random offerings of the catalogue's cloud GPU types")
+    ] = 30,
+    shapes: Annotated[
+        int, typer.Option("--shapes", min=1, max=1000, help="pod templates each backlog is cut from")
+    ] = 60,
+    seed: Seed = 0,
+    time_limit: TimeLimit = 10.0,
+    workers: SolverWorkers = DEFAULT_WORKERS,
+    as_json: JsonFlag = False,
+) -> None:
+    """Time `scale up` on random backlogs over random offerings (an empty cluster): status, gap, cost against
+    Karpenter's provisioning and Cluster Autoscaler's expanders, CPU seconds."""
+
+    def body() -> int:
+        config = solver_config(time_limit, workers, seed)
+        sizes = list(counts("--pods", pods))
+        show(bench_scale(sizes, offerings, seed, config, shapes), as_json, render_scale_bench)
+        return 0
+
+    run(body)

@@ -15,6 +15,7 @@ from ...bench.plan_bench import PlanBench
 from ...bench.published import published
 from ...bench.repair import ExplainBench, RepairBench
 from ...bench.replay import ReplayBench
+from ...bench.scale_bench import ScaleBench
 from ...bench.synthetic_bench import SyntheticBench
 from ..common import new_table
 
@@ -278,5 +279,40 @@ def render_explain_bench(console: Console, result: ExplainBench) -> None:
     console.print(
         f"explain on a {result.nodes}-node busy cluster ({result.running} running pods): {state}; "
         f"changes {', '.join(result.changes) or 'none'}; {result.seconds:g} s",
+        markup=False,
+    )
+
+
+def render_scale_bench(console: Console, result: ScaleBench) -> None:
+    rules = list(result.rows[0].baselines) if result.rows else []
+    table = new_table(
+        "pods",
+        "shapes",
+        "offerings",
+        "status",
+        "gap",
+        "cost/h",
+        "bound/h",
+        *rules,
+        "left pending",
+        "CPU s",
+        "all CPU s",
+    )
+    for row in result.rows:
+        gap = "-" if row.gap is None else f"{100 * row.gap:.2f}%"
+        bound = "-" if row.bound_per_hour is None else f"{row.bound_per_hour:g}"
+        others = [
+            f"{row.baselines[r]:g} (+{100 * (row.baselines[r] / row.cost_per_hour - 1):.1f}%)"
+            if row.cost_per_hour
+            else f"{row.baselines[r]:g}"
+            for r in rules
+        ]
+        table.add_row(
+            str(row.pending_pods), str(row.shapes), str(row.offerings), row.status, gap, f"{row.cost_per_hour:g}", bound,
+            *others, str(row.unplaced), f"{row.cpu_seconds:.2f}", f"{row.all_cpu_seconds:.2f}",
+        )  # fmt: skip
+    console.print(table)
+    console.print(
+        f"time limit {result.time_limit:g} s, seed {result.seed}; cost per hour of each rule (over gpusched's)",
         markup=False,
     )

@@ -324,16 +324,23 @@ def _parse_cidr(text: str) -> ipaddress.IPv4Interface | ipaddress.IPv6Interface:
     try:
         address, bits = parse_prefix(text)
     except AddrError as error:
-        raise LibraryError(f"network address parse error during conversion from string: {error}") from None
+        raise LibraryError(f"{_CIDR_WORDS}: {error}") from None
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
         raise LibraryError(f"IPv4-mapped IPv6 address {_go_quote(text)} is not allowed")
     return ipaddress.ip_interface(f"{address}/{bits}")
 
 
+_CIDR_WORDS = "network address parse error during conversion from string"
+
+
 def _cidr(text: Any) -> dict[str, str]:
+    """cidr(): its parseCIDR's error wrapped once more in the same words (as 1.37.2 says it, twice)."""
     if not isinstance(text, str):
         raise _overload(text)
-    return {CIDR: str(_parse_cidr(text))}
+    try:
+        return {CIDR: str(_parse_cidr(text))}
+    except LibraryError as error:
+        raise LibraryError(f"{_CIDR_WORDS}: {error}") from None
 
 
 def _interface(value: Any) -> ipaddress.IPv4Interface | ipaddress.IPv6Interface:

@@ -26,7 +26,8 @@ def tag_of(gpus: int, milli: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class SharePod:
-    """What a decision needs to know of a pod; `klass` numbers pods that any policy treats alike."""
+    """What a decision needs to know of a pod; `klass` numbers its task class (cpu, GPUs, milli, allowed models:
+    the FGD paper's), `alike` the pods that any policy treats alike (the class and the memory)."""
 
     cpu: int
     memory: int  # MiB
@@ -35,6 +36,7 @@ class SharePod:
     spec: int  # index into PodTable.specs (allowed models)
     klass: int
     tag: int  # index into PodTable.tags
+    alike: int = 0  # index into PodTable.alike
 
     @property
     def shares(self) -> bool:
@@ -53,20 +55,23 @@ class PodTable:
     specs: list[tuple[str, ...]]  # allowed models per spec index; () is any
     tags: list[str]
     classes: list[tuple[int, int, int, int]]  # klass -> (cpu, gpus, milli, spec)
+    alike: list[tuple[int, int]]  # alike -> (klass, memory)
 
     @classmethod
     def of(cls, pods: list[OpenbPod]) -> PodTable:
         specs: dict[tuple[str, ...], int] = {}
         tags: dict[str, int] = {"none": 0}
         classes: dict[tuple[int, int, int, int], int] = {}
+        alike: dict[tuple[int, int], int] = {}
         table = []
         for pod in pods:
             spec = specs.setdefault(pod.models, len(specs))
             tag = tags.setdefault(tag_of(pod.num_gpu, pod.gpu_milli), len(tags))
             key = (pod.cpu_milli, pod.num_gpu, pod.gpu_milli, spec)
             klass = classes.setdefault(key, len(classes))
-            table.append(SharePod(pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli, spec, klass, tag))
-        return cls(table, list(specs), list(tags), list(classes))
+            same = alike.setdefault((klass, pod.memory_mib), len(alike))
+            table.append(SharePod(pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli, spec, klass, tag, same))
+        return cls(table, list(specs), list(tags), list(classes), list(alike))
 
 
 class ShareState:

@@ -60,7 +60,7 @@ def test_a_kubeconfig_that_is_missing_or_has_no_current_context_exits_2(gpusched
     assert result.exit_code == 2 and "cannot read the kubeconfig" in result.stderr
     config = write("k.yaml", {"apiVersion": "v1", "kind": "Config", "contexts": []})
     result = gpusched("k8s", "p", "--kubeconfig", config)
-    assert result.exit_code == 2 and "no current-context; name one with --context" in result.stderr
+    assert result.exit_code == 2 and "current-context: no current-context; name a context" in result.stderr
 
 
 def test_plugins_at_work_are_the_rejecting_ones_claims_and_a_nomination():

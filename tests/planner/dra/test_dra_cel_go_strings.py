@@ -22,11 +22,11 @@ def device():
 @pytest.mark.parametrize(
     ("text", "args", "expected"),
     [
-        ("%e", [2.71828], "2.718280\u202f\u00d7\u202f10\u2070\u2070"),  # cel-go's own test
-        ("%.6e", [1052.032911275], "1.052033\u202f\u00d7\u202f10\u2070\u00b3"),
-        ("%.3e", [12345.678], "1.234568\u202f×\u202f10⁰⁴"),  # the precision is Go's width: still six digits
-        ("%.0e", [5.0], "5.000000\u202f×\u202f10⁰⁰"),  # `%0e`: the zero flag
-        ("%.20e", [-1.5e-7], "   -1.500000\u202f×\u202f10⁻⁰⁷"),  # padded to 20 characters
+        ("%e", [2.71828], "2.718280\u00d710\u2070\u2070"),  # as 1.37.2's API server evaluates it (a CRD rule)
+        ("%.6e", [1052.032911275], "1.052033\u00d710\u2070\u00b3"),
+        ("%.3e", [12345.678], "1.234568×10⁰⁴"),  # the precision is Go's width: still six digits
+        ("%.0e", [5.0], "5.000000×10⁰⁰"),  # `%0e`: the zero flag
+        ("%.20e", [-1.5e-7], "     -1.500000×10⁻⁰⁷"),  # padded to 20 characters
         ("%e", ["Infinity"], "     ∞"),
         ("%f", [1234567.8], "1,234,567.800000"),
         ("%.2f", [-1234.5], "-1,234.50"),
@@ -49,7 +49,7 @@ def test_format_as_cel_go_with_en_us(text, args, expected):
     [
         ("'%e'.format([1.5]) == '1.500000e+00'", False),  # the library's format would say true
         ("'%.3e'.format([12345.678]) == '1.235e+04'", False),
-        ("'%.3e'.format([12345.678]) == '1.234568\u202f×\u202f10⁰⁴'", True),
+        ("'%.3e'.format([12345.678]) == '1.234568×10⁰⁴'", True),
         (f"'%s/%d'.format([device.driver, int({A}.cores)]) == 'gpu.example.com/4'", True),
         ("'%.1f'.format([1000.0]) == '1000.0'", False),
         (f"{A}.name.substring(4) == '0' && {A}.name.charAt(5) == ''", True),
@@ -73,8 +73,9 @@ def test_selectors_evaluate_what_the_scheduler_evaluates(expression, expected):
         (f"{A}.name.charAt(6) == ''", "index out of range: 6"),
         (
             f"cidr({A}.name).prefixLength() == 1",
-            "network address parse error during conversion from string: netip.ParsePrefix(\"gpu-0\"): no '/'",
-        ),
+            "network address parse error during conversion from string: network address parse error during "
+            "conversion from string: netip.ParsePrefix(\"gpu-0\"): no '/'",
+        ),  # twice, as 1.37.2's API server says it (a CRD rule)
         (f"{A}.flag && {A}.flag.enabled", "no such key: enabled"),  # a field of a bool
         (f"{A}.cores.count == 1", "no such key: count"),
         (

@@ -29,7 +29,7 @@ from ...state import ClusterState, NodeState
 from ...validate import require_valid
 from ..classes import NodeClass, PodShape, node_classes
 from ..solver import LevelReport, SolverConfig, SolveReport, collector_paused, solve_lexicographic
-from .baselines import greedy, greedy_plan
+from .baselines import greedy, greedy_cut, greedy_plan
 from .extract import extract, plan_metrics
 from .model import JobType, OutOfTime, PlanModel, binding_nodes, build, hint, job_types
 from .report import (
@@ -100,6 +100,7 @@ class _Heuristics:
     pod: list[HeuristicResult] = field(default_factory=list)
     took: dict[str, float] = field(default_factory=dict)
     start: list[PlannedPod] = field(default_factory=list)
+    cut: tuple[str, Metrics, list[PlannedPod]] | None = None  # the first, stopped at its deadline: a floor still
 
     def best(self) -> HeuristicResult | None:
         return max(self.gang, key=lambda h: _rank(h.metrics), default=None)
@@ -117,7 +118,13 @@ class _Heuristics:
             began = time.perf_counter()
             if found and began + took > deadline:
                 break
-            result = greedy_plan(cluster, jobs, policy, "gang", sizes, deadline if found else max(deadline, last))
+            if found:
+                result = greedy_plan(cluster, jobs, policy, "gang", sizes, deadline)
+            else:  # the first: cut at `last`, what it placed by then is still the floor (every job whole)
+                metrics, pods, finished = greedy_cut(cluster, jobs, policy, "gang", sizes, max(deadline, last))
+                result = (metrics, pods) if finished else None
+                if not finished:
+                    self.cut = (policy, metrics, pods)
             if result is None:
                 break
             took = self.took[policy] = time.perf_counter() - began
@@ -146,8 +153,14 @@ class _Heuristics:
         ]
 
     def answers(self, jobs: list[PendingJob]) -> list[_Answer]:
-        """The best gang-mode heuristic's plan, if one ran."""
+        """The best gang-mode heuristic's plan, if one ran; else the first one's, as far as it got."""
         best = self.best()
+        if best is None and self.cut is not None:
+            policy, metrics, pods = self.cut
+            placed = {a.job for a in pods}
+            left_out = [job.name for job in jobs if job.name not in placed]
+            source = f"{policy} (gang), cut at the deadline after {metrics.jobs_placed} jobs placed"
+            return [_Answer(list(pods), left_out, metrics, None, source)]
         if best is None:
             return []
         placed = {a.job for a in self.start}
@@ -322,11 +335,16 @@ def _plan(
         # comes first; a twin with no time is named as not run)
         clock.compare = min(sum(ran.took.values()), max(clock.left(), 0.0) / 4)
         answers += ran.answers(jobs)
-    with clock.phase("model"):
-        state = ClusterState.from_cluster(cluster)
-        binding = binding_nodes(state.nodes, jobs)
-        seen = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector))
-    clock.reserve = 0.05 + 6e-5 * len(state.nodes)  # for disaggregation and validation, until measured
+    late = bool(answers) and clock.deadline_.passed()  # the heuristics spent the time: their floor stands
+    binding: frozenset[str] = frozenset()
+    if late:
+        clock.deadline_.note("model")
+    else:
+        with clock.phase("model"):
+            state = ClusterState.from_cluster(cluster)
+            binding = binding_nodes(state.nodes, jobs)
+            seen = node_classes(state.nodes, frozenset(key for job in jobs for key in job.needs.node_selector))
+    clock.reserve = 0.05 + 6e-5 * len(cluster.nodes)  # for disaggregation and validation, until measured
     rows: frozenset[str] = frozenset()  # the nodes whose cpu and memory this round's model counts
     lowest = min((job.needs.priority for job in jobs), default=0)
     everything = sum(weight_of(job.needs.priority, lowest) * job.pods * job.gpus for job in jobs)
@@ -335,7 +353,7 @@ def _plan(
     stage: _Stage | None = None
     last: SolveReport | None = None
     rounds = 0
-    while True:
+    while not late:
         try:
             with clock.phase("model"):
                 # the first round, like the first heuristic, may take FIRST past the limit (FIRST past it in all):

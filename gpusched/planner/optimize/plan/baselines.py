@@ -11,7 +11,7 @@ from ...state import ClusterState
 from .extract import stranded
 from .report import Metrics, PendingJob, PlannedPod, weight_of
 
-__all__ = ["greedy", "greedy_plan"]
+__all__ = ["greedy", "greedy_cut", "greedy_plan"]
 
 
 def greedy(cluster: Cluster, jobs: list[PendingJob], policy: str, mode: str, sizes: tuple[int, ...]) -> Metrics:
@@ -31,6 +31,20 @@ def greedy_plan(
 ) -> tuple[Metrics, list[PlannedPod]] | None:
     """greedy's metrics, and the pods of the jobs it placed completely (in gang mode a plan plan can start from);
     None when `deadline` passed before the last job (half a heuristic's run is no heuristic's result)."""
+    metrics, placements, finished = greedy_cut(cluster, jobs, policy, mode, sizes, deadline)
+    return (metrics, placements) if finished else None
+
+
+def greedy_cut(
+    cluster: Cluster,
+    jobs: list[PendingJob],
+    policy: str,
+    mode: str,
+    sizes: tuple[int, ...],
+    deadline: float | None = None,
+) -> tuple[Metrics, list[PlannedPod], bool]:
+    """greedy_plan's run, stopped at `deadline`: the jobs placed completely by then, and whether it finished.
+    In gang mode a run cut short is still a valid plan (every job in it whole): the floor when nothing else is."""
     state = ClusterState.from_cluster(cluster)
     placer = Placer(state, "gpu", policy)  # type: ignore[arg-type]
     lowest = min((job.needs.priority for job in jobs), default=0)
@@ -41,9 +55,11 @@ def greedy_plan(
     members: dict[str, set[str]] = {}  # domain -> its nodes, once (not once per pod)
     for node, domain in domain_of.items():
         members.setdefault(domain, set()).add(node)
+    finished = True
     for job in jobs:
         if deadline is not None and time.perf_counter() > deadline:
-            return None
+            finished = False
+            break
         bound: list[tuple[str, GpuChoice]] = []
         for name in job.pod_names():
             within = None  # a confined job's pods follow its first pod's domain, as pod affinity would
@@ -79,4 +95,4 @@ def greedy_plan(
         gpus_held_by_partial_jobs=partial_gpus,
         stranded=stranded(state, sizes),
     )
-    return metrics, placements
+    return metrics, placements, finished

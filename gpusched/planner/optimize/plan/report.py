@@ -113,8 +113,9 @@ class PlanReport(BaseModel):
         "full",
         description="which plan is the answer: 'gpu view' (the first round's, cpu and memory left out, fitted to "
         "every node's), 'gpu view, rows for N nodes' (a later round's, cpu and memory rows on those), 'full' (rows "
-        "on every node where they may run out), the heuristic's ('binpack (gang)') when no round beat it, or 'nothing "
-        "placed (out of time)' when neither a heuristic nor a solve ended in time",
+        "on every node where they may run out), the heuristic's ('binpack (gang)') when no round beat it, the first "
+        "heuristic's as far as it got ('binpack (gang), cut at the deadline after N jobs placed') when none ended in "
+        "time, or 'nothing placed (out of time)' when not even that ran",
     )
     warm_start: WarmStart | None = Field(
         None,

@@ -80,11 +80,13 @@ def scale_up(cluster: Cluster, jobs: list[PendingJob], offers: Offers, config: S
             hint(built, problem, floor[1], floor[2])
             solver, solve = solve_lexicographic(built.model, built.levels(lowest), config)
             if solve.levels and solve.levels[0].objective is not None:
-                mine, left = extract(built, solver, problem, max(1.0, config.time_limit - solve.seconds))
-                if _key(weights, left, mine.cost(), len(mine.nodes)) <= _key(
-                    weights, unplaced, fleet.cost(), len(fleet.nodes)
-                ):
-                    kept, fleet, unplaced = "cp-sat", mine, left
+                packing = max(1.0, config.time_limit - solve.seconds) / 2
+                for dealt in (False, True) if built.partitioned else (False,):
+                    mine, left = extract(built, solver, problem, packing, dealt)
+                    if _key(weights, left, mine.cost(), len(mine.nodes)) <= _key(
+                        weights, unplaced, fleet.cost(), len(fleet.nodes)
+                    ):
+                        kept, fleet, unplaced = "cp-sat", mine, left
         own = time.process_time() - began
         for expander in EXPANDERS:  # beside it; a better one (never seen yet) would be kept, and say so
             other = run(f"ca-{expander}", lambda e=expander: cluster_autoscaler(problem, e, config.seed))

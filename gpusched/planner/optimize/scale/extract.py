@@ -19,9 +19,11 @@ __all__ = ["extract", "provision", "hint"]
 
 
 def extract(
-    built: ScaleModel, solver: cp_model.CpSolver, problem: Problem, seconds: float = 2.0
+    built: ScaleModel, solver: cp_model.CpSolver, problem: Problem, seconds: float = 2.0, dealt: bool = False
 ) -> tuple[Fleet, list[str]]:
-    """The plan the counts describe; `seconds` bounds the exact packings (pack.py) tried where first fit fails."""
+    """The plan the counts describe; `seconds` bounds the exact packings (pack.py) tried where first fit fails.
+    Partitioned GPUs go to the first nodes, or (`dealt`) round the nodes: GPU 0 of each, then GPU 1, ..., which
+    spreads MIG pods and their cpu and memory but leaves fewer nodes whole."""
     fleet = Fleet()
     launched: dict[int, list[Launched]] = {}
     for oi, offering in enumerate(built.offerings):
@@ -31,9 +33,8 @@ def extract(
         gpus = offering.gpu.count
         cut = [p for (o, p), m in built.partitioned.items() if o == oi for _ in range(solver.value(m))]
         layout: list[str | None] = [*cut, *([None] * (count * gpus - len(cut)))]
-        # partitioned GPUs dealt round the nodes (GPU 0 of each, then GPU 1, ...): MIG pods spread, and with
-        # them their cpu and memory
-        launched[oi] = [fleet.launch(offering, layout[i::count]) for i in range(count)]
+        chunks = [layout[i::count] if dealt else layout[i * gpus : (i + 1) * gpus] for i in range(count)]
+        launched[oi] = [fleet.launch(offering, chunk) for chunk in chunks]
     work: dict[int, list[tuple[str, PendingJob]]] = {}
     chosen: set[str] = set()
     for gi, group in enumerate(built.groups):

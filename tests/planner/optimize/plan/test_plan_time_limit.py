@@ -140,17 +140,20 @@ def _unknown(model, levels, config):
     )
 
 
-def test_when_neither_a_heuristic_nor_the_solve_ends_in_time_nothing_placed_is_the_plan(monkeypatch):
-    """The one plan always at hand: a cluster too large for any heuristic, a solve that found no solution in its
-    time (both stood in for here: neither happens on a test-sized input)."""
+def test_when_neither_a_heuristic_nor_the_solve_ends_in_time_the_cut_heuristic_is_the_plan(monkeypatch):
+    """The one plan always at hand: a cluster too large for any heuristic to finish (the first one cut before
+    its first job), a solve that found no solution in its time (both stood in for here: neither happens on a
+    test-sized input)."""
     monkeypatch.setattr(planning, "solve_lexicographic", _unknown)
     monkeypatch.setattr(planning, "greedy_plan", lambda *args: None)
+    nothing = Metrics(weighted_gpus=0, gpus_placed=0, jobs_placed=0, stranded={1: 0, 2: 0, 4: 0, 8: 0})
+    monkeypatch.setattr(planning, "greedy_cut", lambda *args: (nothing, [], False))
     cluster = Cluster.model_validate(
         {"nodes": [{"name": "n", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}}]}
     )
     report = plan(cluster, pending_jobs([Pod(name="a", gpus=2), Pod(name="b", gpus=4)], []))
     assert report.assignments == [] and report.unplaced == ["a", "b"]
-    assert report.source == "nothing placed (out of time)" and report.warm_start is None
+    assert report.source == "binpack (gang), cut at the deadline after 0 jobs placed" and report.warm_start is None
     first = report.solve.levels[0]
     assert report.solve.status == "FEASIBLE" and first.objective == 0 and first.best_bound == 6
     assert {(h.policy, h.mode) for h in report.not_run} == EVERY and report.heuristics == []
@@ -163,6 +166,7 @@ def test_a_heuristics_plan_is_validated_before_it_is_the_answer(monkeypatch):
     bogus = [PlannedPod(pod="a", job="a", node="elsewhere", gpus=[0, 1])]
     metrics = Metrics(weighted_gpus=2, gpus_placed=2, jobs_placed=1, stranded={1: 0, 2: 0})
     monkeypatch.setattr(planning, "greedy_plan", lambda *args: (metrics, bogus))
+    monkeypatch.setattr(planning, "greedy_cut", lambda *args: (metrics, bogus, True))
     monkeypatch.setattr(planning, "hint", lambda *args: False)  # a plan off the cluster cannot be hinted
     cluster = Cluster.model_validate(
         {"nodes": [{"name": "n", "gpu": {"model": "A100-SXM4-80GB", "count": 8, "memory_gib": 80}}]}
