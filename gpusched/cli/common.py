@@ -15,7 +15,8 @@ helpers; `conventions(app)` puts the output flags and help panels on every comma
 - Standard output that is not a terminal is never folded and carries no trailing spaces.
 - One default per setting: DEFAULT_WORKERS CP-SAT workers, DEFAULT_DRIVER for DRA.
 
-Exit codes: 0 everything fits, 1 something Pending / deadlocked / unallocatable, 2 unreadable input.
+Exit codes: 0 everything fits, 1 something Pending / deadlocked / unallocatable, 2 unreadable input, 3 a gpusched
+bug (one line; --debug shows its traceback).
 """
 
 from __future__ import annotations

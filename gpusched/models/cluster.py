@@ -75,7 +75,7 @@ class GpuBlock(Strict):
     count: Annotated[Count, at_most(MAX_GPUS_PER_NODE, "GPUSCHED_MAX_GPUS_PER_NODE")] = Field(
         description="GPUs on the node"
     )
-    memory_gib: float = Field(gt=0, le=MAX_MEMORY_GIB, description="memory per GPU (at most an int64 of bytes)")
+    memory_gib: float = Field(gt=0, le=MAX_MEMORY_GIB, description="memory per GPU")
     islands: list[list[Count]] = Field(
         default_factory=list, description="GPU indices joined by NVLink; a GPU in no list is an island of one"
     )

@@ -233,7 +233,7 @@ COMMANDS = (
     ["map"],
     ["plan", "--time-limit", "2", "--workers", "1"],
     ["preempt"],
-    ["defrag", "--time-limit", "2"],
+    ["defrag", "--for", "8", "--time-limit", "2"],
 )
 
 
