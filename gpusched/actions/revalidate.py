@@ -166,6 +166,7 @@ def _assign(cluster: Cluster, placed: list[Placement]) -> list[Assignment]:
         if target is not None and target.gpu is not None:
             if p.mig:
                 mig = _take_mig(target.gpu, open_mig[p.node], p)
+                gpus = tuple(gpu for gpu, _ in mig) if p.gpus else ()  # re-picked instances bring their GPUs
             elif p.gpus:
                 gpus = _take_gpus(target.gpu.island_of(), free[p.node], p)
         assignments.append(Assignment(p.pod, p.needs, p.node, gpus, mig, len(p.mig) or len(p.gpus)))

@@ -57,7 +57,7 @@ class Assignment:
     pod: str
     needs: GpuNeeds
     node: str
-    gpus: tuple[int, ...]  # physical GPU per unit (repeats allowed only for replicas in the integer view)
+    gpus: tuple[int, ...]  # physical GPU per unit (repeats: replicas in the integer view, or MIG instances on one GPU)
     mig: tuple[tuple[int, int], ...] = ()
     units: int | None = None  # GPUs (or MIG instances) the pod asked for, when the caller knows it
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from gpusched.actions.journal import Journal, Placement, Step
 from gpusched.actions.kube import CORDON_TAINT
 from gpusched.actions.revalidate import moved_on, validator_findings
-from gpusched.models.cluster import BusyGpu, Cluster, GpuBlock, Node, Taint
+from gpusched.models.cluster import BusyGpu, Cluster, GpuBlock, MigInstance, Node, Taint
 from gpusched.models.workload import GpuNeeds
 
 
@@ -60,6 +60,25 @@ def test_a_planned_gpu_taken_by_another_pod_is_re_picked_on_a_free_one():
 def test_a_pod_on_the_last_free_gpu_of_the_target_is_found():
     found = validator_findings(move_journal(), 1, [pod("ns/web", "n1")], cluster(node("n2", busy=(0, 1))))
     assert found == ["n2: GPU 1 holds 2 pods, has 1 replica(s)"]
+
+
+def test_a_planned_mig_instance_taken_by_another_pod_is_re_picked_with_its_gpu():
+    """The re-picked instance's GPU goes with it: the planned GPU kept beside it was once reported as drift
+    ("GPUs [0] are not those of its MIG instances"). With no instance of the profile free, the taken one is."""
+    journal = move_journal()
+    needs = GpuNeeds(cpu="2", mig_profile="3g.40gb")
+    journal.placements[0] = Placement(pod="ns/web", node="n2", needs=needs, gpus=[0], mig=[(0, 0)], step=2)
+
+    def taken(*gpus: int) -> Cluster:
+        mig = [MigInstance(gpu=g, profile="3g.40gb", start=0, holder="ns/other" if g in gpus else None) for g in (0, 1)]
+        n2 = Node(name="n2", gpu=GpuBlock(model="A100-SXM4-80GB", count=2, memory_gib=80, mig=mig), cpu="8",
+                  memory="64Gi")  # fmt: skip
+        return Cluster.model_validate(cluster(n2).model_dump() | {"running": {"ns/web": {}, "ns/other": {}}})
+
+    assert validator_findings(journal, 1, [pod("ns/web", "n1")], taken(0)) == []
+    assert validator_findings(journal, 1, [pod("ns/web", "n1")], taken(0, 1)) == [
+        "ns/web on n2: MIG instance 3g.40gb@0 is held by ns/other"
+    ]
 
 
 def test_a_taint_someone_put_on_the_target_is_found():

@@ -33,9 +33,12 @@ Free = tuple[list[list[int]], list[int], list[tuple[int, int]]]  # classes.canon
 
 
 def _gpus_of(free: Free, shape: PodShape, slots: tuple[int, ...]) -> tuple[list[int], list[tuple[int, int]]]:
+    """The GPUs of a pod's canonical slots on this node; a MIG pod's are its instances' GPUs, one per instance
+    (two instances on one GPU name it twice, as the scheduler's GpuChoice does)."""
     whole, shared, mig = free
     if shape.mig_profile:
-        return sorted({mig[s][0] for s in slots}), [mig[s] for s in slots]
+        instances = [mig[s] for s in slots]
+        return [gpu for gpu, _ in instances], instances
     if shape.shared_gib is not None:
         return [shared[s] for s in slots], []
     flat = [index for island in whole for index in island]

@@ -49,7 +49,9 @@ class PlannedPod(BaseModel):
     pod: str
     job: str
     node: str
-    gpus: list[StrictInt] = Field(default_factory=list, description="physical GPUs (time-sliced: one replica of each)")
+    gpus: list[StrictInt] = Field(
+        default_factory=list, description="physical GPUs (time-sliced: one replica of each; MIG: each instance's GPU)"
+    )
     mig: list[tuple[StrictInt, StrictInt]] = Field(default_factory=list, description="(gpu, start) of MIG instances")
     split: StrictBool = Field(False, description="spans NVLink islands")
 

@@ -20,6 +20,7 @@ from gpusched.planner.scheduler.plugins.noderesources import host_reasons
 from gpusched.planner.state import ClusterState
 from gpusched.planner.validate import Assignment, violations
 from gpusched.scenarios import load_scenario
+from gpusched.scenarios.realistic import realistic_cluster, realistic_jobs, realistic_mig_cluster
 
 
 def _levels(report) -> list[float]:
@@ -274,6 +275,53 @@ def test_a_time_sliced_nvlink_pod_stays_in_one_island_and_a_spanning_shared_pod_
     assert set(placed["a"].gpus) in ({0, 2}, {1, 3}) and not placed["a"].split
     assert placed["b"].split and report.metrics.islands_split == 1  # four GPUs over two islands
     assert _levels(report)[3] == 1
+
+
+def test_a_mig_pod_given_two_instances_of_one_gpu_names_that_gpu_twice():
+    """The extraction once gave such a pod its GPUs deduplicated ([0] for instances (0, 0) and (0, 4)), which the
+    validator refuses: a MIG pod's GPUs are its instances' GPUs, one per instance, as the scheduler gives them."""
+    mig = [{"gpu": 0, "profile": "3g.40gb", "start": start} for start in (0, 4)]
+    for strategy in ("mixed", "single"):
+        gpu = {"model": "H100-SXM5-80GB", "count": 1, "memory_gib": 80, "mig": mig, "mig_strategy": strategy}
+        cluster = Cluster.model_validate({"nodes": [{"name": "n", "gpu": gpu}]})
+        jobs = pending_jobs([Pod(name="a", gpus=2, mig_profile="3g.40gb")], [])
+        report = plan(cluster, jobs, heuristics=False)
+        [placed] = report.assignments
+        assert placed.gpus == [0, 0] and sorted(placed.mig) == [(0, 0), (0, 4)]
+        assert check_plan(cluster, jobs, report.assignments, report.unplaced) == []
+
+
+MIG_PROFILES = ("1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", "1g.5gb", "3g.20gb")
+
+
+@st.composite
+def realistic_with_mig(draw) -> tuple[Cluster, list[PendingJob]]:
+    """A few nodes of the realistic mix beside a few of its MIG nodes (mixed and single strategy, layouts with
+    several instances of one profile on a GPU), its backlog, and MIG jobs of 1-3 instances a pod."""
+    seed = draw(st.integers(0, 100_000))
+    busy = draw(st.sampled_from([0.0, 0.3, 0.5]))
+    mixed = realistic_cluster(draw(st.integers(1, 8)), seed, busy=busy).model_dump()
+    mixed["nodes"] += realistic_mig_cluster(8 * draw(st.integers(1, 3)), seed, busy=busy).model_dump()["nodes"]
+    cluster = Cluster.model_validate(mixed)
+    jobs = realistic_jobs(draw(st.integers(2, 16)), seed, shapes=draw(st.integers(8, 30)))
+    shapes = st.tuples(st.sampled_from(MIG_PROFILES), st.integers(1, 3), st.integers(1, 2))
+    for i, (profile, gpus, pods) in enumerate(draw(st.lists(shapes, min_size=1, max_size=8))):
+        jobs.append(Job(name=f"mig-{i}", pods=pods, gpus_per_pod=gpus, mig_profile=profile, duration=3600))
+    return cluster, pending_jobs([], jobs)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(realistic_with_mig(), st.booleans())
+def test_on_small_realistic_clusters_with_mig_nodes_every_plan_validates(case, heuristics):
+    """Would have found the MIG pod whose GPUs were not its instances' (an internal error, exit 3): every plan
+    on MIG nodes of either strategy validates, with the heuristics beside it or without."""
+    cluster, jobs = case
+    report = plan(cluster, jobs, SolverConfig(time_limit=2), heuristics=heuristics)
+    assert check_plan(cluster, jobs, report.assignments, report.unplaced) == []
+    needs = {job.name: job.needs for job in jobs}
+    for placed in report.assignments:
+        if needs[placed.job].mig_profile:
+            assert placed.gpus == [gpu for gpu, _ in placed.mig] and placed.mig
 
 
 BUILT_IN_TAINTS = [
