@@ -106,6 +106,8 @@ def score_nodes(
     cycle = _Cycle(pod, [by_name[name] for name in feasible], list(by_name.values()), profile, version, namespaces,
                    dra_scores)  # fmt: skip
     for plugin, weight in profile.weights.items():
+        if tuple(version[:2]) < SCORES_FROM.get(plugin, (0, 0)):
+            continue  # not a Score plugin in this release
         found = SCORERS[plugin](cycle)
         if found is None:
             report.skipped.append(plugin)
@@ -181,11 +183,19 @@ def _dra(c: _Cycle) -> dict[str, int] | None:
     return _default_normalized({i.name: (c.dra_scores or {}).get(i.name, 0) for i in c.scored})
 
 
+STORAGE_CAPACITY_SCORING = (1, 37)  # the gate's beta, on by default: before it VolumeBinding has no scorer
+
+
 def _volumes(c: _Cycle) -> dict[str, int] | None:
-    """VolumeBinding scores only with StorageCapacityScoring and volumes to bind: 0 for a pod without claims (its
-    volumes are `not_modelled`)."""
+    """VolumeBinding scores only with StorageCapacityScoring (on by default from 1.37; before, PreScore skips every
+    pod): then 0 for a pod without claims (its volumes are `not_modelled`)."""
+    if tuple(c.version[:2]) < STORAGE_CAPACITY_SCORING:
+        return None
     return dict.fromkeys((i.name for i in c.scored), 0)
 
+
+# Score plugins that a release before this one does not have (DynamicResources gained Score in 1.35).
+SCORES_FROM: dict[str, tuple[int, int]] = {DYNAMIC_RESOURCES: (1, 35)}
 
 # One scorer per plugin of the registry with a Score extension point (a test holds them equal).
 SCORERS: dict[str, Scorer] = {

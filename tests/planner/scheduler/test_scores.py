@@ -72,6 +72,9 @@ def test_every_default_score_plugin_by_hand():
     assert result.scores.top == ["b"]
     before = predict(listed(*NODES), listed(web("x", on="c", cpu="2", memory="4Gi")), target(), "1.35")
     assert scores_of(before)["NodeResourcesBalancedAllocation"] == {"a": 96, "b": 90, "c": 89}  # the balance itself
+    assert "VolumeBinding" not in scores_of(before) and "VolumeBinding" in before.scores.skipped  # no scorer yet
+    oldest = predict(listed(*NODES), listed(web("x", on="c", cpu="2", memory="4Gi")), target(), "1.34")
+    assert "DynamicResources" not in scores_of(oldest) and "DynamicResources" not in oldest.scores.skipped  # no Score
 
 
 def test_ties_are_a_set_and_one_node_is_not_scored():
