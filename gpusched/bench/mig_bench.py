@@ -16,21 +16,12 @@ from ..models.cluster import Cluster
 from ..models.mig import MigProfile, placement_error, profiles_for
 from ..planner.optimize.mig import plan_mig
 from ..planner.optimize.solver import SolverConfig
-from ..scenarios.realistic import realistic_mig_cluster
+from ..scenarios.realistic import MIG_LAYOUTS, realistic_mig_cluster
 
 __all__ = ["MigBench", "bench_demand", "bench_mig", "realistic_demand", "synthetic_mig_cluster"]
 
 _MODELS = (("A100-SXM4-80GB", 80), ("H100-SXM5-80GB", 80))
-# Layouts an administrator would have created (A100-80GB / H100-80GB names), and MIG disabled.
-_LAYOUTS: tuple[tuple[tuple[str, int], ...] | None, ...] = (
-    tuple(("1g.10gb", s) for s in range(7)),
-    (("3g.40gb", 0), ("3g.40gb", 4)),
-    (("1g.10gb", 0), ("1g.10gb", 1), ("2g.20gb", 2), ("3g.40gb", 4)),
-    (("4g.40gb", 0), ("3g.40gb", 4)),
-    (("2g.20gb", 0), ("2g.20gb", 2), ("2g.20gb", 4), ("1g.10gb", 6)),
-    (("7g.80gb", 0),),
-    None,
-)
+_LAYOUTS = MIG_LAYOUTS[80.0]  # the A100-80GB / H100-80GB names
 
 
 class MigBench(BaseModel):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..models.cluster import Cluster
 from ..models.workload import Job
 
-__all__ = ["KINDS", "realistic_cluster", "realistic_jobs", "realistic_mig_cluster"]
+__all__ = ["KINDS", "MIG_LAYOUTS", "realistic_cluster", "realistic_jobs", "realistic_mig_cluster"]
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -241,7 +241,8 @@ def realistic_jobs(count: int, seed: int = 42, shapes: int = 300) -> list[Job]:
 
 
 _MIG_MODELS = (("A100-SXM4-80GB", 80.0), ("H100-SXM5-80GB", 80.0), ("A100-SXM4-40GB", 40.0))
-_MIG_LAYOUTS = {
+# Layouts an administrator would have created, per GPU memory (GiB), and MIG disabled (None).
+MIG_LAYOUTS: dict[float, tuple[tuple[tuple[str, int], ...] | None, ...]] = {
     80.0: (
         tuple(("1g.10gb", s) for s in range(7)),
         (("3g.40gb", 0), ("3g.40gb", 4)),
@@ -265,7 +266,7 @@ def realistic_mig_cluster(gpus: int, seed: int = 42, busy: float = 0.5) -> Clust
         count = min(8, gpus - 8 * number)
         single = memory == 80.0 and rng.random() < 0.15
         choices = [(("3g.40gb", 0), ("3g.40gb", 4)), tuple(("1g.10gb", s) for s in range(7))] if single else None
-        layouts = rng.sample(_MIG_LAYOUTS[memory], 2) if choices is None else [rng.choice(choices)] * 2
+        layouts = rng.sample(MIG_LAYOUTS[memory], 2) if choices is None else [rng.choice(choices)] * 2
         mig, held = [], []
         for index in range(count):
             layout = layouts[index % 2]
