@@ -41,6 +41,9 @@ scale_app = typer.Typer(
 )
 app.add_typer(scale_app, name="scale")
 
+ClusterFile = Annotated[  # scale reads no live cluster (ClusterArg's default)
+    str, typer.Argument(metavar="CLUSTER", help="cluster or scenario file, built-in scenario, kubectl dump folder")
+]
 OffersOpt = Annotated[
     str, typer.Option("--offers", metavar="FILE", help="the instance types the NodePool may launch, with prices")
 ]
@@ -50,9 +53,7 @@ OffersOpt = Annotated[
 @shape(ScaleUpReport)
 @scale_app.command("up")
 def up_command(
-    cluster: Annotated[
-        str, typer.Argument(metavar="CLUSTER", help="cluster or scenario file, built-in scenario, kubectl dump folder")
-    ],
+    cluster: ClusterFile,
     pending: Annotated[str, typer.Argument(metavar="PENDING", help="pending pods and/or jobs (file or scenario)")],
     offers: OffersOpt,
     time_limit: TimeLimit = 10.0,
@@ -153,9 +154,7 @@ def render_up(console: Console, report: ScaleUpReport) -> None:
 @shape(ScaleDownReport)
 @scale_app.command("down")
 def down_command(
-    cluster: Annotated[
-        str, typer.Argument(metavar="CLUSTER", help="cluster or scenario file, built-in scenario, kubectl dump folder")
-    ],
+    cluster: ClusterFile,
     offers: Annotated[
         str | None,
         typer.Option("--offers", metavar="FILE", help="prices (and cheaper offerings to replace nodes by)"),
